@@ -1,0 +1,340 @@
+// Command demo is `make demo`: it starts a local control plane (etcd, kube-apiserver,
+// kube-controller-manager; no kubelets), installs the PodGroup CRD, creates fake GPU nodes in
+// nvidia.com/gpu.clique domains across two zones, runs bin/ome-scheduler with the Helm chart's
+// default configuration, applies the seed's demo gang and shows where it landed. It stops
+// everything it started, also on Ctrl-C.
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"sort"
+	"strings"
+	"syscall"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"sigs.k8s.io/yaml"
+
+	"github.com/moirai-internal/ome-scheduler/test/testenv"
+)
+
+// Reference layout of the seed (clique-a 2 nodes in zone-a, clique-b 3 nodes in zone-b),
+// plus a larger clique-c in zone-a so best fit has a real choice.
+var layout = []struct {
+	clique, zone string
+	nodes        []string
+}{
+	{"clique-a", "zone-a", []string{"gpu-node-1", "gpu-node-2"}},
+	{"clique-b", "zone-b", []string{"gpu-node-3", "gpu-node-4", "gpu-node-5"}},
+	{"clique-c", "zone-a", []string{"gpu-node-6", "gpu-node-7", "gpu-node-8", "gpu-node-9"}},
+}
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	err := run(ctx)
+	stop()
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "\nDEMO FAILED: %v\n", err)
+		os.Exit(1)
+	}
+}
+
+func step(format string, a ...any) { fmt.Printf("\n==> "+format+"\n", a...) }
+
+func run(ctx context.Context) (err error) {
+	root, err := testenv.RepoRoot()
+	if err != nil {
+		return err
+	}
+	step("Starting a local control plane (etcd + kube-apiserver from bin/, no kubelets)")
+	cp, err := testenv.Start(testenv.Options{})
+	if err != nil {
+		return err
+	}
+	var procs []*testenv.Process
+	defer func() {
+		for i := len(procs) - 1; i >= 0; i-- {
+			procs[i].Stop(10 * time.Second)
+		}
+		logs := cp.Dir
+		if err != nil {
+			// keep the logs of a failed run
+			keep, _ := os.MkdirTemp("", "ome-demo-logs-")
+			for _, p := range procs {
+				_ = copyFile(p.LogPath, filepath.Join(keep, filepath.Base(p.LogPath)))
+			}
+			logs = keep
+			fmt.Fprintf(os.Stderr, "component logs kept in %s\n", logs)
+		}
+		cp.Stop()
+		fmt.Println("\nStopped the scheduler, kube-controller-manager, kube-apiserver and etcd.")
+	}()
+	fmt.Printf("API server %s; PodGroup CRD podgroups.scheduling.x-k8s.io installed from %s\n", cp.Config.Host, "manifests/crds")
+
+	kcm, err := testenv.StartProcess(cp.Dir, "kube-controller-manager", "kube-controller-manager",
+		"--kubeconfig="+cp.KubeConfigPath, "--controllers=deployment,replicaset,namespace,garbagecollector",
+		"--leader-elect=false", "--secure-port=0", "--v=1")
+	if err != nil {
+		return err
+	}
+	procs = append(procs, kcm)
+	kubectl := func(args ...string) (string, error) { return runKubectl(ctx, cp.KubeConfigPath, args...) }
+
+	step("Creating fake GPU nodes (1 nvidia.com/gpu each, Ready, no kubelet)")
+	for _, d := range layout {
+		for _, n := range d.nodes {
+			if _, err := testenv.CreateNode(ctx, cp.Client, testenv.NodeSpec{Name: n, GPUs: 1,
+				Labels: map[string]string{testenv.CliqueKey: d.clique, testenv.ZoneKey: d.zone}}); err != nil {
+				return err
+			}
+		}
+	}
+	out, err := kubectl("get", "nodes", "-L", testenv.CliqueKey, "-L", testenv.ZoneKey)
+	if err != nil {
+		return err
+	}
+	fmt.Print(out)
+
+	step("Rendering the Helm chart's scheduler configuration (helm template ... --show-only templates/configmap.yaml)")
+	config, err := chartConfig(ctx, root)
+	if err != nil {
+		return err
+	}
+	fmt.Print(indent(string(config)))
+	if err := testenv.CreateNamespace(ctx, cp.Client, "ome"); err != nil {
+		return err
+	}
+	full, err := testenv.WithKubeconfig(config, cp.KubeConfigPath)
+	if err != nil {
+		return err
+	}
+	cfgPath := filepath.Join(cp.Dir, "config.yaml")
+	if err := os.WriteFile(cfgPath, full, 0o600); err != nil {
+		return err
+	}
+
+	step("Starting bin/ome-scheduler --config=<chart config.yaml> (+ clientConnection.kubeconfig)")
+	sched, port, err := testenv.StartSchedulerProcess(ctx, cp.Dir, "ome-scheduler", cfgPath, "--v=4")
+	if err != nil {
+		return err
+	}
+	procs = append(procs, sched)
+	holder, err := waitLease(ctx, cp)
+	if err != nil {
+		return err
+	}
+	fmt.Printf("ome-scheduler is serving https://127.0.0.1:%d and holds Lease ome/ome-scheduler (%s)\n", port, holder)
+
+	go fakeKubelet(ctx, cp)
+
+	step("Step 2 of the seed: run the demo gang")
+	for _, f := range []string{"namespace.yaml", "podgroup.yaml", "gang.yaml"} {
+		fmt.Printf("$ kubectl apply -f manifests/demo/%s\n", f)
+		out, err := kubectl("apply", "-f", filepath.Join(root, "manifests", "demo", f))
+		if err != nil {
+			return err
+		}
+		fmt.Print(out)
+	}
+
+	pods, err := waitGang(ctx, cp)
+	if err != nil {
+		return err
+	}
+
+	step("Step 3 of the seed: check the placement")
+	cmds := [][]string{
+		{"get", "pods", "-n", "gang-demo", "-l", "app=gang-demo", "-o", "custom-columns=NAME:.metadata.name,STATUS:.status.phase,NODE:.spec.nodeName"},
+		{"get", "nodes", "-L", testenv.CliqueKey},
+		{"get", "events", "-n", "gang-demo", "--field-selector", "reason=Scheduled", "-o",
+			"custom-columns=REASON:.reason,FROM:.reportingComponent,OBJECT:.involvedObject.name,MESSAGE:.message"},
+	}
+	for _, c := range cmds {
+		fmt.Printf("$ kubectl %s\n", strings.Join(c, " "))
+		out, err := kubectl(c...)
+		if err != nil {
+			return err
+		}
+		fmt.Println(out)
+	}
+	if m, err := pluginMetrics(ctx, cp, port); err == nil {
+		fmt.Printf("$ curl https://127.0.0.1:%d/metrics | grep ome_scheduler_ (as the admin user)\n%s\n", port, m)
+	}
+	if lines, err := grepFile(sched.LogPath, "gangpack.pinGang.result"); err == nil && len(lines) > 0 {
+		fmt.Printf("ome-scheduler --v=4 decision log (gangpack.pinGang.result):\n%s\n", strings.Join(lines, "\n"))
+	}
+	return summary(ctx, cp, pods)
+}
+
+// chartConfig renders the chart's ConfigMap with helm and returns its config.yaml.
+func chartConfig(ctx context.Context, root string) ([]byte, error) {
+	helm, err := testenv.Bin("helm")
+	if err != nil {
+		return nil, err
+	}
+	cmd := exec.CommandContext(ctx, helm, "template", "ome-scheduler", filepath.Join(root, "charts", "ome-scheduler"),
+		"--kube-version", "1.35.0", "-n", "ome", "--show-only", "templates/configmap.yaml")
+	out, err := cmd.Output()
+	if err != nil {
+		return nil, fmt.Errorf("helm template: %w", describeExit(err))
+	}
+	cm := v1.ConfigMap{}
+	if err := yaml.Unmarshal(out, &cm); err != nil {
+		return nil, fmt.Errorf("parse rendered ConfigMap: %w", err)
+	}
+	cfg, ok := cm.Data["config.yaml"]
+	if !ok {
+		return nil, errors.New("rendered ConfigMap has no config.yaml")
+	}
+	return []byte(cfg), nil
+}
+
+func runKubectl(ctx context.Context, kubeconfig string, args ...string) (string, error) {
+	path, err := testenv.Bin("kubectl")
+	if err != nil {
+		return "", err
+	}
+	cmd := exec.CommandContext(ctx, path, append([]string{"--kubeconfig=" + kubeconfig}, args...)...)
+	out, err := cmd.Output()
+	if err != nil {
+		return string(out), fmt.Errorf("kubectl %s: %w", strings.Join(args, " "), describeExit(err))
+	}
+	return string(out), nil
+}
+
+func describeExit(err error) error {
+	var ee *exec.ExitError
+	if errors.As(err, &ee) && len(ee.Stderr) > 0 {
+		return fmt.Errorf("%w: %s", err, strings.TrimSpace(string(ee.Stderr)))
+	}
+	return err
+}
+
+func waitLease(ctx context.Context, cp *testenv.ControlPlane) (string, error) {
+	var holder string
+	err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+		l, err := cp.Client.CoordinationV1().Leases("ome").Get(ctx, "ome-scheduler", metav1.GetOptions{})
+		if err != nil || l.Spec.HolderIdentity == nil || *l.Spec.HolderIdentity == "" {
+			return false, nil
+		}
+		holder = *l.Spec.HolderIdentity
+		return true, nil
+	})
+	if err != nil {
+		return "", fmt.Errorf("ome-scheduler did not take its Lease ome/ome-scheduler: %w", err)
+	}
+	return holder, nil
+}
+
+// fakeKubelet marks bound demo pods Running and Ready, as a kubelet would.
+func fakeKubelet(ctx context.Context, cp *testenv.ControlPlane) {
+	_ = wait.PollUntilContextCancel(ctx, 300*time.Millisecond, true, func(ctx context.Context) (bool, error) {
+		pods, err := cp.Client.CoreV1().Pods("gang-demo").List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return false, nil
+		}
+		for i := range pods.Items {
+			p := &pods.Items[i]
+			if p.Spec.NodeName == "" || p.Status.Phase == v1.PodRunning {
+				continue
+			}
+			now := metav1.Now()
+			p.Status.Phase = v1.PodRunning
+			p.Status.StartTime = &now
+			p.Status.Conditions = append(p.Status.Conditions,
+				v1.PodCondition{Type: v1.PodReady, Status: v1.ConditionTrue, LastTransitionTime: now},
+				v1.PodCondition{Type: v1.ContainersReady, Status: v1.ConditionTrue, LastTransitionTime: now})
+			_, _ = cp.Client.CoreV1().Pods(p.Namespace).UpdateStatus(ctx, p, metav1.UpdateOptions{})
+		}
+		return false, nil
+	})
+}
+
+// waitGang waits for both demo pods to be bound and Running.
+func waitGang(ctx context.Context, cp *testenv.ControlPlane) ([]v1.Pod, error) {
+	var pods []v1.Pod
+	start := time.Now()
+	err := wait.PollUntilContextTimeout(ctx, 250*time.Millisecond, 90*time.Second, true, func(ctx context.Context) (bool, error) {
+		list, err := cp.Client.CoreV1().Pods("gang-demo").List(ctx, metav1.ListOptions{LabelSelector: "app=gang-demo"})
+		if err != nil || len(list.Items) < 2 {
+			return false, nil
+		}
+		for _, p := range list.Items {
+			if p.Spec.NodeName == "" || p.Status.Phase != v1.PodRunning {
+				return false, nil
+			}
+		}
+		pods = list.Items
+		return true, nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("the demo gang was not placed within 90s: %w", err)
+	}
+	fmt.Printf("both members bound %.1fs after the Deployment was applied\n", time.Since(start).Seconds())
+	return pods, nil
+}
+
+func pluginMetrics(ctx context.Context, cp *testenv.ControlPlane, port int) (string, error) {
+	client, err := testenv.MetricsClient(cp.Config)
+	if err != nil {
+		return "", err
+	}
+	req, _ := httpRequest(ctx, fmt.Sprintf("https://127.0.0.1:%d/metrics", port))
+	resp, err := client.Do(req)
+	if err != nil {
+		return "", err
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return "", err
+	}
+	var lines []string
+	for _, l := range strings.Split(string(b), "\n") {
+		if strings.HasPrefix(l, "ome_scheduler_") && !strings.HasSuffix(l, " 0") {
+			lines = append(lines, l)
+		}
+	}
+	sort.Strings(lines)
+	return strings.Join(lines, "\n"), nil
+}
+
+func summary(ctx context.Context, cp *testenv.ControlPlane, pods []v1.Pod) error {
+	cliques := map[string]bool{}
+	nodes := map[string]bool{}
+	var placed []string
+	for _, p := range pods {
+		n, err := cp.Client.CoreV1().Nodes().Get(ctx, p.Spec.NodeName, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		c := n.Labels[testenv.CliqueKey]
+		cliques[c] = true
+		nodes[n.Name] = true
+		placed = append(placed, fmt.Sprintf("%s→%s(%s)", p.Name, n.Name, c))
+	}
+	sort.Strings(placed)
+	step("Summary")
+	if len(cliques) != 1 || len(nodes) != len(pods) {
+		return fmt.Errorf("gang split or co-located: %s", strings.Join(placed, ", "))
+	}
+	var clique string
+	for c := range cliques {
+		clique = c
+	}
+	fmt.Printf("DEMO PASSED: gang gang-demo/gang-demo placed whole in %s on %d different nodes by ome-scheduler\n  %s\n",
+		clique, len(nodes), strings.Join(placed, "\n  "))
+	if clique == "clique-a" {
+		fmt.Println("  clique-a is the best fit: member room 2 is the smallest room that fits 2 (clique-b has 3, clique-c 4).")
+	}
+	return nil
+}

@@ -1,0 +1,324 @@
+// Package placement keeps OMEGangPack's pins: which gang is committed to which domain, and the
+// exclusive hold a forming gang has on its whole domain. Every read-modify operation is
+// atomic under one mutex. It has no Kubernetes dependencies.
+package placement
+
+import (
+	"sort"
+	"sync"
+
+	"github.com/moirai-internal/ome-scheduler/pkg/topology"
+)
+
+// DomainRef identifies a domain: a topology key and one of its values.
+type DomainRef struct {
+	Key   string
+	Value string
+}
+
+// Commitment is a gang's pin.
+type Commitment struct {
+	Gang      string // gang key {ns}/{name}
+	Key       string // topology key
+	Domain    string // domain value
+	Owner     string // PodGroup UID
+	ID        uint64 // attempt id
+	Nodes     []string
+	Remaining int
+	SoleFit   bool
+}
+
+// Forming reports whether the commitment still holds its domain.
+func (c *Commitment) Forming() bool { return c.Remaining > 0 }
+
+// Store is the pin store.
+type Store struct {
+	mu     sync.Mutex
+	nextID uint64
+	pins   map[string]*Commitment
+	// aggregates over forming commitments, for O(1) hold queries
+	heldNodes   map[string]string    // node → gang key
+	heldDomains map[DomainRef]string // domain → gang key
+	heldKeys    map[string]int       // topology key → number of forming commitments
+}
+
+// NewStore returns an empty store.
+func NewStore() *Store {
+	return &Store{
+		pins:        map[string]*Commitment{},
+		heldNodes:   map[string]string{},
+		heldDomains: map[DomainRef]string{},
+		heldKeys:    map[string]int{},
+	}
+}
+
+func (s *Store) hold(c *Commitment) {
+	for _, n := range c.Nodes {
+		s.heldNodes[n] = c.Gang
+	}
+	s.heldDomains[DomainRef{c.Key, c.Domain}] = c.Gang
+	s.heldKeys[c.Key]++
+}
+
+func (s *Store) unhold(c *Commitment) {
+	for _, n := range c.Nodes {
+		if s.heldNodes[n] == c.Gang {
+			delete(s.heldNodes, n)
+		}
+	}
+	ref := DomainRef{c.Key, c.Domain}
+	if s.heldDomains[ref] == c.Gang {
+		delete(s.heldDomains, ref)
+	}
+	if s.heldKeys[c.Key]--; s.heldKeys[c.Key] <= 0 {
+		delete(s.heldKeys, c.Key)
+	}
+}
+
+func (s *Store) add(c *Commitment) Commitment {
+	s.nextID++
+	c.ID = s.nextID
+	c.Nodes = append([]string(nil), c.Nodes...)
+	s.pins[c.Gang] = c
+	if c.Forming() {
+		s.hold(c)
+	}
+	return *c
+}
+
+// heldByOther reports whether domain ref (with the given nodes) is held by a forming
+// commitment of a gang other than gang. Callers hold s.mu.
+func (s *Store) heldByOther(gang string, ref DomainRef, nodes []string) bool {
+	if g, ok := s.heldDomains[ref]; ok && g != gang {
+		return true
+	}
+	for _, n := range nodes {
+		if g, ok := s.heldNodes[n]; ok && g != gang {
+			return true
+		}
+	}
+	return false
+}
+
+// Get returns a copy of the gang's commitment.
+func (s *Store) Get(gang string) (Commitment, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	c, ok := s.pins[gang]
+	if !ok {
+		return Commitment{}, false
+	}
+	return *c, true
+}
+
+// Len returns the number of commitments, forming or committed.
+func (s *Store) Len() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.pins)
+}
+
+// List returns copies of all commitments, sorted by gang key.
+func (s *Store) List() []Commitment {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make([]Commitment, 0, len(s.pins))
+	for _, c := range s.pins {
+		out = append(out, *c)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Gang < out[j].Gang })
+	return out
+}
+
+// ChooseRequest asks for a best-fit pin.
+type ChooseRequest struct {
+	Gang  string
+	Owner string
+	Key   string
+	Need  int
+	// Rooms is the member room per domain value (already without excluded domains).
+	Rooms map[string]int
+	// Nodes returns the nodes of a domain value.
+	Nodes func(domain string) []string
+}
+
+// ChooseResult is what Choose decided.
+type ChooseResult struct {
+	Commitment Commitment
+	// Existing is true when the gang was already pinned (no new commitment).
+	Existing bool
+	OK       bool
+	// Effective is the room map with domains held by other gangs set to 0.
+	Effective map[string]int
+}
+
+// Choose pins the gang by best fit over the domains not held by other gangs. If the gang is
+// already pinned it returns that pin when the owner matches, else nothing.
+func (s *Store) Choose(r ChooseRequest) ChooseResult {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if c, ok := s.pins[r.Gang]; ok {
+		return ChooseResult{Commitment: *c, Existing: true, OK: c.Owner == r.Owner}
+	}
+	eff := s.effective(r.Gang, r.Key, r.Rooms, r.Nodes)
+	d, ok := topology.BestFit(eff, r.Need)
+	if !ok {
+		return ChooseResult{Effective: eff}
+	}
+	c := s.add(&Commitment{
+		Gang: r.Gang, Key: r.Key, Domain: d, Owner: r.Owner, Nodes: r.Nodes(d),
+		Remaining: r.Need, SoleFit: topology.CountFitting(eff, r.Need) < 2,
+	})
+	return ChooseResult{Commitment: c, OK: true, Effective: eff}
+}
+
+// Effective returns rooms with every domain held by another gang set to 0.
+func (s *Store) Effective(gang, key string, rooms map[string]int, nodes func(string) []string) map[string]int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.effective(gang, key, rooms, nodes)
+}
+
+func (s *Store) effective(gang, key string, rooms map[string]int, nodes func(string) []string) map[string]int {
+	eff := make(map[string]int, len(rooms))
+	for d, room := range rooms {
+		if room > 0 && s.heldByOther(gang, DomainRef{key, d}, nodes(d)) {
+			room = 0
+		}
+		eff[d] = room
+	}
+	return eff
+}
+
+// PinRequest asks for a pin on one given domain (adoption or a deferred plan at Reserve).
+type PinRequest struct {
+	Gang      string
+	Owner     string
+	Key       string
+	Domain    string
+	Nodes     []string
+	Remaining int
+	SoleFit   bool
+}
+
+// PinOutcome says why Pin did or did not record a commitment.
+type PinOutcome int
+
+const (
+	// Pinned: a new commitment was recorded.
+	Pinned PinOutcome = iota
+	// AlreadyPinned: the gang already has a commitment; nothing changed.
+	AlreadyPinned
+	// HeldByOther: the domain is held by another forming gang.
+	HeldByOther
+)
+
+// Pin records a commitment for one given domain unless the gang is already pinned or the
+// domain is held by another gang.
+func (s *Store) Pin(r PinRequest) (Commitment, PinOutcome) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if c, ok := s.pins[r.Gang]; ok {
+		return *c, AlreadyPinned
+	}
+	if s.heldByOther(r.Gang, DomainRef{r.Key, r.Domain}, r.Nodes) {
+		return Commitment{}, HeldByOther
+	}
+	rem := r.Remaining
+	if rem < 0 {
+		rem = 0
+	}
+	c := s.add(&Commitment{Gang: r.Gang, Key: r.Key, Domain: r.Domain, Owner: r.Owner,
+		Nodes: r.Nodes, Remaining: rem, SoleFit: r.SoleFit})
+	return c, Pinned
+}
+
+// DrainResult reports a drain.
+type DrainResult struct {
+	// Owned is false when id no longer owns the gang's commitment.
+	Owned bool
+	// Committed is true when this drain brought remaining to 0.
+	Committed bool
+	Remaining int
+}
+
+// Drain decrements remaining of the gang's commitment if id still owns it and it is forming.
+// Reaching 0 lifts the hold.
+func (s *Store) Drain(gang string, id uint64) DrainResult {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	c, ok := s.pins[gang]
+	if !ok || c.ID != id {
+		return DrainResult{}
+	}
+	if c.Remaining == 0 {
+		return DrainResult{Owned: true}
+	}
+	c.Remaining--
+	if c.Remaining == 0 {
+		s.unhold(c)
+		return DrainResult{Owned: true, Committed: true}
+	}
+	return DrainResult{Owned: true, Remaining: c.Remaining}
+}
+
+// Committed reports whether id owns the gang's commitment, and whether it is committed
+// (remaining 0).
+func (s *Store) Committed(gang string, id uint64) (owned, committed bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	c, ok := s.pins[gang]
+	if !ok || c.ID != id {
+		return false, false
+	}
+	return true, c.Remaining == 0
+}
+
+// AnyID makes Release drop the commitment whatever its attempt id.
+const AnyID uint64 = 0
+
+// Release deletes the gang's commitment if id owns it (or id is AnyID). onRelease, when not
+// nil, runs under the store lock with the released commitment, before anyone can pin again.
+func (s *Store) Release(gang string, id uint64, onRelease func(Commitment)) (Commitment, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	c, ok := s.pins[gang]
+	if !ok || (id != AnyID && c.ID != id) {
+		return Commitment{}, false
+	}
+	delete(s.pins, gang)
+	if c.Forming() {
+		s.unhold(c)
+	}
+	if onRelease != nil {
+		onRelease(*c)
+	}
+	return *c, true
+}
+
+// NodeHeld reports whether a node (with its labels) is held by a forming commitment, and by
+// which gang.
+func (s *Store) NodeHeld(node string, labels map[string]string) (string, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if g, ok := s.heldNodes[node]; ok {
+		return g, true
+	}
+	for key := range s.heldKeys {
+		v, ok := labels[key]
+		if !ok || v == "" {
+			continue
+		}
+		if g, ok := s.heldDomains[DomainRef{key, v}]; ok {
+			return g, true
+		}
+	}
+	return "", false
+}
+
+// HeldDomains returns the number of domains currently held by forming gangs.
+func (s *Store) HeldDomains() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.heldDomains)
+}

@@ -1,0 +1,48 @@
+package gangpack
+
+import (
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/klog/v2"
+)
+
+// activate moves pods to the active queue (placement.md §13) and counts one activation per
+// call with at least one pod. A replica that has not scheduled yet (a standby) stays silent.
+// Never called with the store lock held.
+func (pl *GangPack) activate(logger klog.Logger, trigger string, pods []*v1.Pod) int {
+	if len(pods) == 0 || !pl.active.Load() || pl.handle == nil {
+		return 0
+	}
+	m := make(map[string]*v1.Pod, len(pods))
+	for _, p := range pods {
+		m[p.Namespace+"/"+p.Name] = p
+	}
+	pl.handle.Activate(logger, m)
+	activationTotal.WithLabelValues(trigger).Inc()
+	return len(m)
+}
+
+// activateGang wakes the gang's live unbound members, except the pod named except.
+func (pl *GangPack) activateGang(logger klog.Logger, trigger, ns, name, except string) int {
+	if pl.members == nil {
+		return 0
+	}
+	pods, err := pl.members.liveUnbound(ns, name, except)
+	if err != nil {
+		logger.Error(err, "List gang members for activation", "gang", ns+"/"+name)
+		return 0
+	}
+	return pl.activate(logger, trigger, pods)
+}
+
+// wakeBlocked empties the reservation-blocked set and activates its pods.
+func (pl *GangPack) wakeBlocked(logger klog.Logger) {
+	pods := pl.blocked.drain()
+	if len(pods) == 0 {
+		return
+	}
+	list := make([]*v1.Pod, 0, len(pods))
+	for _, p := range pods {
+		list = append(list, p)
+	}
+	pl.activate(logger, triggerReservationReleased, list)
+}

@@ -1,0 +1,93 @@
+package gangpack
+
+import (
+	"errors"
+	"fmt"
+
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/validation"
+	frameworkruntime "k8s.io/kubernetes/pkg/scheduler/framework/runtime"
+)
+
+// maxSeconds is the largest number of seconds whose nanoseconds fit a signed 64-bit integer.
+const maxSeconds int64 = 9223372036
+
+// Args are OMEGangPack's plugin arguments (pluginConfig entry name: OMEGangPack).
+type Args struct {
+	// TopologyKey is the fallback node label key that defines domains; "" = none.
+	TopologyKey string `json:"topologyKey,omitempty"`
+	// PodGroupTopologyKeyAnnotation names the PodGroup annotation whose value is the gang's
+	// topology key; "" = no annotation is read.
+	PodGroupTopologyKeyAnnotation string `json:"podGroupTopologyKeyAnnotation,omitempty"`
+	// UnsupportedPlacementGroupLabel names a label whose presence on a pod or PodGroup is
+	// refused (partner placement groups); "" = check disabled.
+	UnsupportedPlacementGroupLabel string `json:"unsupportedPlacementGroupLabel,omitempty"`
+	// DefaultPermitTimeoutSeconds applies to PodGroups without scheduleTimeoutSeconds.
+	DefaultPermitTimeoutSeconds *int64 `json:"defaultPermitTimeoutSeconds,omitempty"`
+	// PodGroupSyncTimeoutSeconds bounds the wait for the PodGroup informer's initial sync.
+	PodGroupSyncTimeoutSeconds *int64 `json:"podGroupSyncTimeoutSeconds,omitempty"`
+	// GCIntervalSeconds is how often dead or re-created gangs' pins are released. Required.
+	GCIntervalSeconds *int64 `json:"gcIntervalSeconds,omitempty"`
+	// StandaloneDomainPacking steers standalone pods to partly used domains (default true).
+	StandaloneDomainPacking *bool `json:"standaloneDomainPacking,omitempty"`
+}
+
+// PackStandalone reports whether standalone domain packing is on.
+func (a *Args) PackStandalone() bool {
+	return a.StandaloneDomainPacking == nil || *a.StandaloneDomainPacking
+}
+
+// DecodeArgs decodes and validates the plugin arguments. A nil object is treated as {}.
+func DecodeArgs(obj runtime.Object) (*Args, error) {
+	args := &Args{}
+	if obj != nil {
+		if err := frameworkruntime.DecodeInto(obj, args); err != nil {
+			return nil, fmt.Errorf("decode OMEGangPack args: %w", err)
+		}
+	}
+	if err := ValidateArgs(args); err != nil {
+		return nil, err
+	}
+	return args, nil
+}
+
+// ValidateArgs checks the arguments in the contract's fixed order; the first failure wins.
+func ValidateArgs(a *Args) error {
+	if a.TopologyKey != "" {
+		if msgs := validation.IsQualifiedName(a.TopologyKey); len(msgs) > 0 {
+			return fmt.Errorf("topologyKey %q is not a valid node label key: %s", a.TopologyKey, msgs[0])
+		}
+	}
+	if a.PodGroupTopologyKeyAnnotation != "" {
+		if msgs := validation.IsQualifiedName(a.PodGroupTopologyKeyAnnotation); len(msgs) > 0 {
+			return fmt.Errorf("podGroupTopologyKeyAnnotation %q is not a valid metadata key: %s", a.PodGroupTopologyKeyAnnotation, msgs[0])
+		}
+	}
+	if a.UnsupportedPlacementGroupLabel != "" {
+		if msgs := validation.IsQualifiedName(a.UnsupportedPlacementGroupLabel); len(msgs) > 0 {
+			return fmt.Errorf("unsupportedPlacementGroupLabel %q is not a valid metadata key: %s", a.UnsupportedPlacementGroupLabel, msgs[0])
+		}
+	}
+	if err := checkSeconds("defaultPermitTimeoutSeconds", a.DefaultPermitTimeoutSeconds); err != nil {
+		return err
+	}
+	if err := checkSeconds("podGroupSyncTimeoutSeconds", a.PodGroupSyncTimeoutSeconds); err != nil {
+		return err
+	}
+	if a.GCIntervalSeconds == nil {
+		return errors.New("gcIntervalSeconds must be configured")
+	}
+	return checkSeconds("gcIntervalSeconds", a.GCIntervalSeconds)
+}
+
+func checkSeconds(name string, v *int64) error {
+	switch {
+	case v == nil:
+		return nil
+	case *v <= 0:
+		return fmt.Errorf("%s must be positive", name)
+	case *v > maxSeconds:
+		return fmt.Errorf("%s is too large", name)
+	}
+	return nil
+}

@@ -1,0 +1,76 @@
+package gangpack
+
+import (
+	"context"
+	"time"
+
+	"k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/klog/v2"
+)
+
+// runGC releases pins of dead or re-created gangs every interval (placement.md §16) until
+// ctx ends.
+func (pl *GangPack) runGC(ctx context.Context, interval time.Duration) {
+	logger := klog.FromContext(ctx).WithValues("plugin", Name)
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			pl.gcOnce(logger)
+		}
+	}
+}
+
+// gcOnce is one GC tick.
+func (pl *GangPack) gcOnce(logger klog.Logger) {
+	liveGangs, err := pl.members.liveGangs()
+	if err != nil {
+		return
+	}
+	for _, k := range pl.templates.keys() {
+		if _, ok := liveGangs[k]; !ok {
+			pl.templates.remove(k)
+		}
+	}
+	for _, k := range pl.failed.Gangs() {
+		if _, ok := liveGangs[k]; !ok {
+			pl.failed.ClearGang(k)
+		}
+	}
+	for _, p := range pl.blocked.snapshot() {
+		cur, err := pl.members.lister.Pods(p.Namespace).Get(p.Name)
+		if errors.IsNotFound(err) || (err == nil && (cur.Spec.NodeName != "" || !live(cur))) {
+			pl.blocked.remove(p)
+		}
+	}
+	synced := pl.podGroups != nil && pl.podGroups.synced()
+	for _, c := range pl.store.List() {
+		stale := false
+		if _, ok := liveGangs[c.Gang]; !ok {
+			stale = true
+		} else if synced {
+			ns, name := splitKey(c.Gang)
+			pg, err := pl.podGroups.get(ns, name)
+			if err != nil || pg == nil || string(pg.UID) != c.Owner {
+				stale = true
+			}
+		}
+		if stale {
+			pl.unwind(logger, c.Gang, c.ID, causeGC, false)
+			pl.failed.ClearGang(c.Gang)
+		}
+	}
+}
+
+func splitKey(key string) (string, string) {
+	for i := 0; i < len(key); i++ {
+		if key[i] == '/' {
+			return key[:i], key[i+1:]
+		}
+	}
+	return "", key
+}
+

@@ -1,0 +1,103 @@
+package gangpack
+
+import (
+	"fmt"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	coreinformers "k8s.io/client-go/informers/core/v1"
+	corelisters "k8s.io/client-go/listers/core/v1"
+	"k8s.io/client-go/tools/cache"
+)
+
+// memberIndex indexes the scheduler's shared pod informer by "namespace/pod-group value".
+const memberIndex = "gangpack.ome.io/pod-group"
+
+// memberLister lists a gang's pods from the scheduler's shared pod informer.
+type memberLister struct {
+	indexer cache.Indexer
+	lister  corelisters.PodLister
+	indexed bool
+}
+
+func newMemberLister(pods coreinformers.PodInformer) (*memberLister, error) {
+	inf := pods.Informer()
+	ml := &memberLister{indexer: inf.GetIndexer(), lister: pods.Lister()}
+	if _, exists := inf.GetIndexer().GetIndexers()[memberIndex]; exists {
+		ml.indexed = true
+		return ml, nil
+	}
+	err := inf.AddIndexers(cache.Indexers{memberIndex: func(obj any) ([]string, error) {
+		p, ok := obj.(*v1.Pod)
+		if !ok {
+			return nil, nil
+		}
+		if v := p.Labels[PodGroupLabel]; v != "" {
+			return []string{p.Namespace + "/" + v}, nil
+		}
+		return nil, nil
+	}})
+	if err != nil {
+		return nil, err
+	}
+	ml.indexed = true
+	return ml, nil
+}
+
+// list returns every pod of the gang (any phase).
+func (m *memberLister) list(ns, name string) ([]*v1.Pod, error) {
+	if m.indexed {
+		objs, err := m.indexer.ByIndex(memberIndex, ns+"/"+name)
+		if err == nil {
+			out := make([]*v1.Pod, 0, len(objs))
+			for _, o := range objs {
+				if p, ok := o.(*v1.Pod); ok {
+					out = append(out, p)
+				}
+			}
+			return out, nil
+		}
+	}
+	sel := labels.SelectorFromSet(labels.Set{PodGroupLabel: name})
+	pods, err := m.lister.Pods(ns).List(sel)
+	if err != nil {
+		return nil, fmt.Errorf("list members of gang %s/%s: %w", ns, name, err)
+	}
+	return pods, nil
+}
+
+// live reports whether a pod counts as a living member: not being deleted, not finished.
+func live(p *v1.Pod) bool {
+	return p.DeletionTimestamp == nil && p.Status.Phase != v1.PodSucceeded && p.Status.Phase != v1.PodFailed
+}
+
+// liveUnbound returns the gang's live members without spec.nodeName, except the pod named
+// except (empty = none).
+func (m *memberLister) liveUnbound(ns, name, except string) ([]*v1.Pod, error) {
+	pods, err := m.list(ns, name)
+	if err != nil {
+		return nil, err
+	}
+	out := pods[:0:0]
+	for _, p := range pods {
+		if live(p) && p.Spec.NodeName == "" && p.Name != except {
+			out = append(out, p)
+		}
+	}
+	return out, nil
+}
+
+// liveGangs returns the keys of every gang with at least one live pod.
+func (m *memberLister) liveGangs() (map[string]struct{}, error) {
+	pods, err := m.lister.List(labels.Everything())
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]struct{}{}
+	for _, p := range pods {
+		if key, _, ok := gangOf(p); ok && live(p) {
+			out[key] = struct{}{}
+		}
+	}
+	return out, nil
+}

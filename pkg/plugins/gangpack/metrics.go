@@ -1,0 +1,79 @@
+package gangpack
+
+import (
+	"sync"
+
+	"k8s.io/component-base/metrics"
+	"k8s.io/component-base/metrics/legacyregistry"
+)
+
+// Pin results (ome_scheduler_gang_pin_total{result}).
+const (
+	pinPinned            = "pinned"
+	pinPinnedAfterFilter = "pinned_after_filter"
+	pinNoFit             = "no_fit"
+	pinReserved          = "reserved"
+	pinAdopted           = "adopted"
+	pinStaleReplan       = "stale_replan"
+	pinTopologyReplan    = "topology_replan"
+)
+
+// Activation triggers (ome_scheduler_gang_activation_total{trigger}).
+const (
+	triggerPermit              = "permit"
+	triggerTemplatesComplete   = "templates_complete"
+	triggerReservationReleased = "reservation_released"
+	triggerPodGroupChange      = "podgroup_change"
+	triggerDomainFailed        = "domain_failed"
+)
+
+var (
+	pinTotal = metrics.NewCounterVec(&metrics.CounterOpts{
+		Name:           "ome_scheduler_gang_pin_total",
+		Help:           "Gang domain-placement decisions by result (pinned, pinned_after_filter, no_fit, reserved, adopted, stale_replan, topology_replan).",
+		StabilityLevel: metrics.ALPHA,
+	}, []string{"result"})
+	gateTotal = metrics.NewCounterVec(&metrics.CounterOpts{
+		Name:           "ome_scheduler_gang_gate_total",
+		Help:           "Permit gate evaluations by result (wait, admit).",
+		StabilityLevel: metrics.ALPHA,
+	}, []string{"result"})
+	activationTotal = metrics.NewCounterVec(&metrics.CounterOpts{
+		Name:           "ome_scheduler_gang_activation_total",
+		Help:           "Explicit pod activations by trigger (permit, templates_complete, reservation_released, podgroup_change, domain_failed).",
+		StabilityLevel: metrics.ALPHA,
+	}, []string{"trigger"})
+	unwindTotal = metrics.NewCounter(&metrics.CounterOpts{
+		Name:           "ome_scheduler_gang_unwind_total",
+		Help:           "Gang attempts unwound: commitments released with their waiting members rejected.",
+		StabilityLevel: metrics.ALPHA,
+	})
+	pinnedGroups = metrics.NewGauge(&metrics.GaugeOpts{
+		Name:           "ome_scheduler_pinned_groups",
+		Help:           "Gangs currently pinned to a domain, forming or committed.",
+		StabilityLevel: metrics.ALPHA,
+	})
+
+	registerOnce sync.Once
+)
+
+// registerMetrics registers the contract metrics once per process in the component-base
+// legacy registry (served on the scheduler's /metrics) and creates every documented series.
+func registerMetrics() {
+	registerOnce.Do(func() {
+		legacyregistry.MustRegister(pinTotal, gateTotal, activationTotal, unwindTotal, pinnedGroups)
+		for _, r := range []string{pinPinned, pinPinnedAfterFilter, pinNoFit, pinReserved, pinAdopted, pinStaleReplan, pinTopologyReplan} {
+			pinTotal.WithLabelValues(r).Add(0)
+		}
+		for _, r := range []string{"wait", "admit"} {
+			gateTotal.WithLabelValues(r).Add(0)
+		}
+		for _, t := range []string{triggerPermit, triggerTemplatesComplete, triggerReservationReleased, triggerPodGroupChange, triggerDomainFailed} {
+			activationTotal.WithLabelValues(t).Add(0)
+		}
+		unwindTotal.Add(0)
+		pinnedGroups.Set(0)
+	})
+}
+
+func countPin(result string) { pinTotal.WithLabelValues(result).Inc() }

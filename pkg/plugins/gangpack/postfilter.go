@@ -1,0 +1,28 @@
+package gangpack
+
+import (
+	"context"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/klog/v2"
+	fwk "k8s.io/kube-scheduler/framework"
+)
+
+// PostFilter unwinds a pinned attempt whose candidates were all filtered out, remembers the
+// domain as failed, and retries promptly in another domain (placement.md §6). It never
+// nominates a node.
+func (pl *GangPack) PostFilter(ctx context.Context, cs fwk.CycleState, pod *v1.Pod, _ fwk.NodeToStatusReader) (*fwk.PostFilterResult, *fwk.Status) {
+	pin := readPin(cs)
+	if pin == nil { // M25
+		return nil, fwk.NewStatus(fwk.Unschedulable)
+	}
+	logger := klog.FromContext(ctx)
+	res := pl.unwind(logger, pin.Gang.Key, pin.ID, causePostFilter, true)
+	activated := 0
+	if res.released && res.newFailed && !pin.SoleFit {
+		activated = pl.activate(logger, triggerDomainFailed, []*v1.Pod{pod})
+	}
+	logger.V(4).Info("gangpack.PostFilter.release", "pod", klog.KObj(pod), "gang", pin.Gang.Key, "domain", pin.Domain,
+		"newFailedDomain", res.newFailed, "activated", activated)
+	return nil, fwk.NewStatus(fwk.Unschedulable, msgReservationReleased)
+}

@@ -1,0 +1,77 @@
+package gangpack
+
+import (
+	"context"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/klog/v2"
+	fwk "k8s.io/kube-scheduler/framework"
+
+	"github.com/moirai-internal/ome-scheduler/pkg/placement"
+)
+
+// PreFilter runs the validation ladder (placement.md §4.1) and then plans the gang.
+func (pl *GangPack) PreFilter(ctx context.Context, cs fwk.CycleState, pod *v1.Pod, nodes []fwk.NodeInfo) (*fwk.PreFilterResult, *fwk.Status) {
+	pl.active.Store(true)
+	key, name, ok := gangOf(pod)
+	if !ok { // V1: standalone pods pass; Filter still applies the hold barrier.
+		return nil, nil
+	}
+	logger := klog.FromContext(ctx)
+	if pl.podGroups == nil { // V2
+		return nil, fwk.NewStatus(fwk.Unschedulable, msgReaderUnavailable)
+	}
+	pg, err := pl.podGroups.get(pod.Namespace, name)
+	if err != nil || pg == nil { // V3
+		pl.unwind(logger, key, placement.AnyID, causePodGroupMissing, false)
+		pl.failed.ClearGang(key)
+		return nil, fwk.NewStatus(fwk.Unschedulable, msgNotResolvable(pod.Namespace, name))
+	}
+	if pg.Spec.MinMember <= 0 { // V4
+		return nil, fwk.NewStatus(fwk.Unschedulable, msgMinMember(pod.Namespace, name))
+	}
+	topologyKey := ""
+	if a := pl.args.PodGroupTopologyKeyAnnotation; a != "" {
+		topologyKey = pg.Annotations[a]
+	}
+	if topologyKey == "" {
+		topologyKey = pl.args.TopologyKey
+	}
+	if topologyKey == "" { // V5
+		if pl.args.PodGroupTopologyKeyAnnotation == "" {
+			return nil, fwk.NewStatus(fwk.Unschedulable, msgTopologyNotConfigured)
+		}
+		return nil, fwk.NewStatus(fwk.Unschedulable, msgMissingTopologyKey(pod.Namespace, name, pl.args.PodGroupTopologyKeyAnnotation))
+	}
+	if l := pl.args.UnsupportedPlacementGroupLabel; l != "" { // V6
+		_, onPod := pod.Labels[l]
+		_, onGroup := pg.Labels[l]
+		if onPod || onGroup {
+			return nil, fwk.NewStatus(fwk.Unschedulable, msgPartnerGroups)
+		}
+	}
+	timeout := effectiveTimeout(pg.Spec.ScheduleTimeoutSeconds, pl.args.DefaultPermitTimeoutSeconds)
+	if timeout <= 0 { // V7
+		return nil, fwk.NewStatus(fwk.UnschedulableAndUnresolvable, msgTimeoutMissing(pod.Namespace, name))
+	}
+	info := gangInfo{
+		Key: key, Namespace: pod.Namespace, Name: name, UID: string(pg.UID),
+		MinMember: int(pg.Spec.MinMember), TopologyKey: topologyKey, Timeout: timeout,
+	}
+	return pl.plan(ctx, logger, cs, pod, info, nodes)
+}
+
+// effectiveTimeout is scheduleTimeoutSeconds when set and positive, else the default.
+func effectiveTimeout(pgSeconds *int32, def *int64) time.Duration {
+	if pgSeconds != nil && *pgSeconds > 0 {
+		return time.Duration(*pgSeconds) * time.Second
+	}
+	if def != nil && *def > 0 {
+		return time.Duration(*def) * time.Second
+	}
+	return 0
+}
+
+// PreFilterExtensions returns nil: no incremental AddPod/RemovePod.
+func (pl *GangPack) PreFilterExtensions() fwk.PreFilterExtensions { return nil }

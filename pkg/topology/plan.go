@@ -1,0 +1,243 @@
+package topology
+
+import (
+	"sort"
+	"strconv"
+	"strings"
+)
+
+// DomainPlan is the planning outcome for one domain.
+type DomainPlan struct {
+	Domain string
+	// Room is the sum of the member room of the domain's nodes when the whole gang can form
+	// there, else 0.
+	Room int
+	// Candidates are the nodes where the current member may go while the rest of the gang
+	// still fits in the domain, sorted by name.
+	Candidates []string
+	// Nodes are all the domain's nodes in the planning set, sorted by name.
+	Nodes []string
+}
+
+// Plan computes a DomainPlan for every domain that has at least one node in nodes. Nodes
+// with an empty Domain belong to no domain and are ignored.
+func Plan(g *Gang, nodes []Node) map[string]*DomainPlan {
+	byDomain := map[string][]*Node{}
+	for i := range nodes {
+		n := &nodes[i]
+		if n.Domain == "" {
+			continue
+		}
+		byDomain[n.Domain] = append(byDomain[n.Domain], n)
+	}
+	out := make(map[string]*DomainPlan, len(byDomain))
+	for d, ns := range byDomain {
+		out[d] = planDomain(g, d, ns)
+	}
+	return out
+}
+
+// nodeClass groups the nodes of a domain that are interchangeable for matching: same fit
+// vector and same member room.
+type nodeClass struct {
+	fits  []bool
+	room  int
+	nodes []string
+}
+
+func planDomain(g *Gang, domain string, nodes []*Node) *DomainPlan {
+	p := &DomainPlan{Domain: domain, Nodes: make([]string, 0, len(nodes))}
+	classes := map[string]*nodeClass{}
+	var order []string
+	total := 0
+	for _, n := range nodes {
+		p.Nodes = append(p.Nodes, n.Name)
+		room := NodeRoom(g, n)
+		total += room
+		key := classKey(n.Fits, len(g.Shapes), room)
+		c, ok := classes[key]
+		if !ok {
+			fits := make([]bool, len(g.Shapes))
+			copy(fits, n.Fits)
+			c = &nodeClass{fits: fits, room: room}
+			classes[key] = c
+			order = append(order, key)
+		}
+		c.nodes = append(c.nodes, n.Name)
+	}
+	sort.Strings(p.Nodes)
+	sort.Strings(order)
+	cls := make([]*nodeClass, len(order))
+	for i, k := range order {
+		cls[i] = classes[k]
+	}
+	for i, c := range cls {
+		if canFormFrom(g, cls, i) {
+			p.Candidates = append(p.Candidates, c.nodes...)
+		}
+	}
+	if len(p.Candidates) > 0 {
+		sort.Strings(p.Candidates)
+		p.Room = total
+	}
+	return p
+}
+
+func classKey(fits []bool, shapes, room int) string {
+	var b strings.Builder
+	for s := 0; s < shapes; s++ {
+		if s < len(fits) && fits[s] {
+			b.WriteByte('1')
+		} else {
+			b.WriteByte('0')
+		}
+	}
+	b.WriteByte('/')
+	b.WriteString(strconv.Itoa(room))
+	return b.String()
+}
+
+// canFormFrom reports whether the gang can form in the domain when the current member takes
+// one slot on a node of class c0: the siblings must then be matched to the remaining slots
+// (capacitated bipartite matching, shape → node class) for at least Need-1 of them.
+func canFormFrom(g *Gang, cls []*nodeClass, c0 int) bool {
+	if g.Current < 0 || g.Current >= len(g.Shapes) {
+		return false
+	}
+	if !cls[c0].fits[g.Current] || cls[c0].room <= 0 {
+		return false
+	}
+	want := int64(g.Need - 1)
+	if want <= 0 {
+		return true
+	}
+	S, C := len(g.Shapes), len(cls)
+	src, sink := 0, 1+S+C
+	capm := make([][]int64, sink+1)
+	for i := range capm {
+		capm[i] = make([]int64, sink+1)
+	}
+	var supply int64
+	for s := 0; s < S; s++ {
+		if s < len(g.Siblings) && g.Siblings[s] > 0 {
+			capm[src][1+s] = int64(g.Siblings[s])
+			supply += int64(g.Siblings[s])
+		}
+	}
+	if supply < want {
+		return false
+	}
+	var slots int64
+	for c, cl := range cls {
+		k := int64(cl.room) * int64(len(cl.nodes))
+		if c == c0 {
+			k--
+		}
+		if k <= 0 {
+			continue
+		}
+		capm[1+S+c][sink] = k
+		slots += k
+		for s := 0; s < S; s++ {
+			if cl.fits[s] {
+				capm[1+s][1+S+c] = want
+			}
+		}
+	}
+	if slots < want {
+		return false
+	}
+	return maxFlow(capm, src, sink, want) >= want
+}
+
+// maxFlow runs Edmonds-Karp on an adjacency capacity matrix (modified in place) and stops as
+// soon as limit units flow.
+func maxFlow(capm [][]int64, s, t int, limit int64) int64 {
+	n := len(capm)
+	var flow int64
+	parent := make([]int, n)
+	queue := make([]int, 0, n)
+	for flow < limit {
+		for i := range parent {
+			parent[i] = -1
+		}
+		parent[s] = s
+		queue = append(queue[:0], s)
+		for len(queue) > 0 && parent[t] < 0 {
+			u := queue[0]
+			queue = queue[1:]
+			for v := 0; v < n; v++ {
+				if parent[v] < 0 && capm[u][v] > 0 {
+					parent[v] = u
+					queue = append(queue, v)
+				}
+			}
+		}
+		if parent[t] < 0 {
+			break
+		}
+		aug := limit - flow
+		for v := t; v != s; v = parent[v] {
+			if c := capm[parent[v]][v]; c < aug {
+				aug = c
+			}
+		}
+		for v := t; v != s; v = parent[v] {
+			u := parent[v]
+			capm[u][v] -= aug
+			capm[v][u] += aug
+		}
+		flow += aug
+	}
+	return flow
+}
+
+// Rooms returns the domain → room map of plans.
+func Rooms(plans map[string]*DomainPlan) map[string]int {
+	out := make(map[string]int, len(plans))
+	for d, p := range plans {
+		out[d] = p.Room
+	}
+	return out
+}
+
+// BestFit returns the domain with the smallest room that is at least size; ties go to the
+// byte-wise smallest domain value. No domain (ok = false) when size <= 0 or none fits.
+func BestFit(rooms map[string]int, size int) (string, bool) {
+	if size <= 0 {
+		return "", false
+	}
+	best, bestRoom, found := "", 0, false
+	for d, r := range rooms {
+		if r < size {
+			continue
+		}
+		if !found || r < bestRoom || (r == bestRoom && d < best) {
+			best, bestRoom, found = d, r, true
+		}
+	}
+	return best, found
+}
+
+// Largest returns the domain with the largest room (ties by name) and that room; ok is false
+// for an empty map. Used to explain why no domain fits.
+func Largest(rooms map[string]int) (string, int, bool) {
+	best, bestRoom, found := "", 0, false
+	for d, r := range rooms {
+		if !found || r > bestRoom || (r == bestRoom && d < best) {
+			best, bestRoom, found = d, r, true
+		}
+	}
+	return best, bestRoom, found
+}
+
+// CountFitting returns how many domains have room >= size.
+func CountFitting(rooms map[string]int, size int) int {
+	n := 0
+	for _, r := range rooms {
+		if r >= size {
+			n++
+		}
+	}
+	return n
+}

@@ -1,0 +1,150 @@
+// Package integration runs ome-scheduler (the real kube-scheduler app with OMEGangPack, in
+// process) against a real etcd and kube-apiserver started once for the package.
+package integration
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/klog/v2"
+	"k8s.io/utils/ptr"
+
+	"github.com/moirai-internal/ome-scheduler/test/testenv"
+)
+
+var cp *testenv.ControlPlane
+
+func TestMain(m *testing.M) {
+	klogFlags := flag.NewFlagSet("klog", flag.ExitOnError)
+	klog.InitFlags(klogFlags)
+	v := os.Getenv("OME_TEST_V")
+	if v == "" {
+		v = "0"
+	}
+	_ = klogFlags.Set("v", v)
+	if os.Getenv("OME_TEST_LOGS") == "" {
+		_ = klogFlags.Set("logtostderr", "false")
+		_ = klogFlags.Set("alsologtostderr", "false")
+		_ = klogFlags.Set("stderrthreshold", "FATAL")
+		klog.SetOutput(discard{})
+	}
+	flag.Parse()
+	var err error
+	cp, err = testenv.Start(testenv.Options{})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "integration: cannot start the control plane:", err)
+		os.Exit(1)
+	}
+	code := m.Run()
+	cp.Stop()
+	os.Exit(code)
+}
+
+type discard struct{}
+
+func (discard) Write(p []byte) (int, error) { return len(p), nil }
+
+// env is one test's world: its namespace, its nodes and its scheduler.
+type env struct {
+	t     *testing.T
+	ctx   context.Context
+	ns    string
+	nodes []string
+	sched *testenv.Scheduler
+}
+
+var nsCleaner = regexp.MustCompile(`[^a-z0-9-]+`)
+
+// newEnv creates a namespace for the test and registers cleanup of everything it creates.
+func newEnv(t *testing.T) *env {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	name := strings.ToLower(t.Name())
+	name = strings.Trim(nsCleaner.ReplaceAllString(name, "-"), "-")
+	if len(name) > 50 {
+		name = name[:50]
+	}
+	name = strings.Trim(name, "-") + fmt.Sprintf("-%d", time.Now().UnixNano()%100000)
+	e := &env{t: t, ctx: ctx, ns: name}
+	if err := testenv.CreateNamespace(ctx, cp.Client, name); err != nil {
+		t.Fatalf("create namespace: %v", err)
+	}
+	t.Cleanup(func() {
+		e.stopScheduler()
+		bg := context.Background()
+		_ = cp.Client.CoreV1().Pods(e.ns).DeleteCollection(bg, metav1.DeleteOptions{GracePeriodSeconds: ptr.To[int64](0)}, metav1.ListOptions{})
+		_ = cp.PodGroups.SchedulingV1alpha1().PodGroups(e.ns).DeleteCollection(bg, metav1.DeleteOptions{}, metav1.ListOptions{})
+		for _, n := range e.nodes {
+			_ = cp.Client.CoreV1().Nodes().Delete(bg, n, metav1.DeleteOptions{})
+		}
+		cancel()
+	})
+	return e
+}
+
+// startScheduler starts ome-scheduler with the profile (zero value = chart defaults).
+func (e *env) startScheduler(p testenv.Profile) {
+	e.t.Helper()
+	s, err := testenv.StartScheduler(e.ctx, cp, p)
+	if err != nil {
+		e.t.Fatalf("start scheduler: %v", err)
+	}
+	e.sched = s
+}
+
+func (e *env) stopScheduler() {
+	if e.sched != nil {
+		e.sched.Stop()
+		e.sched = nil
+	}
+}
+
+// node creates a Ready node whose name is prefixed with the namespace (nodes are global).
+func (e *env) node(s testenv.NodeSpec) string {
+	e.t.Helper()
+	s.Name = e.ns + "-" + s.Name
+	if _, err := testenv.CreateNode(e.ctx, cp.Client, s); err != nil {
+		e.t.Fatal(err)
+	}
+	e.nodes = append(e.nodes, s.Name)
+	return s.Name
+}
+
+// pod creates a pod in the test namespace.
+func (e *env) pod(s testenv.PodSpec) *v1.Pod {
+	e.t.Helper()
+	s.Namespace = e.ns
+	p, err := testenv.CreatePod(e.ctx, cp.Client, s)
+	if err != nil {
+		e.t.Fatalf("create pod %s: %v", s.Name, err)
+	}
+	return p
+}
+
+// bound waits until the pods are bound and returns pod → node.
+func (e *env) bound(timeout time.Duration, pods ...string) map[string]string {
+	e.t.Helper()
+	got, err := testenv.WaitForBound(e.ctx, cp.Client, e.ns, timeout, pods...)
+	if err != nil {
+		e.t.Fatalf("%v (bound so far: %v)", err, got)
+	}
+	return got
+}
+
+// message waits for a scheduling message containing substr for the pod.
+func (e *env) message(pod, substr string, timeout time.Duration) string {
+	e.t.Helper()
+	m, err := testenv.WaitForMessage(e.ctx, cp.Client, e.ns, pod, substr, timeout)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return m
+}

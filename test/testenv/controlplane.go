@@ -1,0 +1,207 @@
+// Package testenv runs a real local control plane (etcd + kube-apiserver through envtest,
+// optionally kube-controller-manager) and the ome-scheduler against it. It serves the
+// integration tests, the end-to-end tests, the benchmarks and `make demo`.
+package testenv
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apiextclient "k8s.io/apiextensions-apiserver/pkg/client/clientset/clientset"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
+	"sigs.k8s.io/yaml"
+
+	pgclientset "sigs.k8s.io/scheduler-plugins/pkg/generated/clientset/versioned"
+)
+
+// RepoRoot returns the repository root (the directory holding go.mod), found by walking up
+// from the working directory.
+func RepoRoot() (string, error) {
+	dir, err := os.Getwd()
+	if err != nil {
+		return "", err
+	}
+	for {
+		if b, err := os.ReadFile(filepath.Join(dir, "go.mod")); err == nil && len(b) > 0 && isOurModule(b) {
+			return dir, nil
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			return "", errors.New("repository root (go.mod of ome-scheduler) not found above the working directory")
+		}
+		dir = parent
+	}
+}
+
+func isOurModule(gomod []byte) bool {
+	const m = "module github.com/moirai-internal/ome-scheduler\n"
+	return len(gomod) >= len(m) && string(gomod[:len(m)]) == m
+}
+
+// BinDir returns where the tool binaries live: $OME_BIN_DIR, else <repo>/bin.
+func BinDir() (string, error) {
+	if d := os.Getenv("OME_BIN_DIR"); d != "" {
+		return d, nil
+	}
+	root, err := RepoRoot()
+	if err != nil {
+		return "", err
+	}
+	return filepath.Join(root, "bin"), nil
+}
+
+// Bin returns the path of a tool binary and fails clearly when it has not been built.
+func Bin(name string) (string, error) {
+	dir, err := BinDir()
+	if err != nil {
+		return "", err
+	}
+	p := filepath.Join(dir, name)
+	if _, err := os.Stat(p); err != nil {
+		return "", fmt.Errorf("%s not found in %s: run `make tools` (or `make build`) first", name, dir)
+	}
+	return p, nil
+}
+
+// CRDFile is the PodGroup CRD shipped in manifests/ (copied from the scheduler-plugins module).
+func CRDFile() (string, error) {
+	root, err := RepoRoot()
+	if err != nil {
+		return "", err
+	}
+	return filepath.Join(root, "manifests", "crds", "scheduling.x-k8s.io_podgroups.yaml"), nil
+}
+
+// ControlPlane is a running etcd + kube-apiserver.
+type ControlPlane struct {
+	Env            *envtest.Environment
+	Config         *rest.Config
+	KubeConfigPath string
+	Client         kubernetes.Interface
+	PodGroups      pgclientset.Interface
+	Dir            string
+}
+
+// Options tune Start.
+type Options struct {
+	// WithoutCRD skips installing the PodGroup CRD.
+	WithoutCRD bool
+	// Output attaches the control plane's output to this process's.
+	Output bool
+}
+
+// Start starts etcd and kube-apiserver from bin/ (no kubelets; the admission plugins that
+// need them are off) and installs the PodGroup CRD unless told not to.
+func Start(opts Options) (*ControlPlane, error) {
+	bin, err := BinDir()
+	if err != nil {
+		return nil, err
+	}
+	for _, b := range []string{"etcd", "kube-apiserver"} {
+		if _, err := Bin(b); err != nil {
+			return nil, err
+		}
+	}
+	env := &envtest.Environment{
+		BinaryAssetsDirectory:    bin,
+		ControlPlaneStartTimeout: 2 * time.Minute,
+		ControlPlaneStopTimeout:  time.Minute,
+		AttachControlPlaneOutput: opts.Output,
+	}
+	env.ControlPlane.GetAPIServer().Configure().
+		Set("disable-admission-plugins", "ServiceAccount,TaintNodesByCondition,Priority")
+	cfg, err := env.Start()
+	if err != nil {
+		return nil, fmt.Errorf("start control plane: %w", err)
+	}
+	cp := &ControlPlane{Env: env, Config: cfg}
+	if err := cp.init(); err != nil {
+		_ = env.Stop()
+		return nil, err
+	}
+	if !opts.WithoutCRD {
+		if err := cp.InstallCRD(context.Background()); err != nil {
+			cp.Stop()
+			return nil, err
+		}
+	}
+	return cp, nil
+}
+
+func (cp *ControlPlane) init() error {
+	dir, err := os.MkdirTemp("", "ome-controlplane-")
+	if err != nil {
+		return err
+	}
+	cp.Dir = dir
+	cp.KubeConfigPath = filepath.Join(dir, "kubeconfig")
+	if err := os.WriteFile(cp.KubeConfigPath, cp.Env.KubeConfig, 0o600); err != nil {
+		return err
+	}
+	cp.Config.QPS, cp.Config.Burst = 500, 1000
+	if cp.Client, err = kubernetes.NewForConfig(cp.Config); err != nil {
+		return err
+	}
+	if cp.PodGroups, err = pgclientset.NewForConfig(cp.Config); err != nil {
+		return err
+	}
+	return nil
+}
+
+// Stop stops the control plane and removes its files.
+func (cp *ControlPlane) Stop() {
+	if cp == nil {
+		return
+	}
+	_ = cp.Env.Stop()
+	if cp.Dir != "" {
+		_ = os.RemoveAll(cp.Dir)
+	}
+}
+
+// InstallCRD creates the PodGroup CRD and waits until it is established.
+func (cp *ControlPlane) InstallCRD(ctx context.Context) error {
+	path, err := CRDFile()
+	if err != nil {
+		return err
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return fmt.Errorf("read PodGroup CRD (run `make crd`): %w", err)
+	}
+	crd := &apiextensionsv1.CustomResourceDefinition{}
+	if err := yaml.Unmarshal(b, crd); err != nil {
+		return fmt.Errorf("parse %s: %w", path, err)
+	}
+	c, err := apiextclient.NewForConfig(cp.Config)
+	if err != nil {
+		return err
+	}
+	if _, err := c.ApiextensionsV1().CustomResourceDefinitions().Create(ctx, crd, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		return fmt.Errorf("create PodGroup CRD: %w", err)
+	}
+	return wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+		got, err := c.ApiextensionsV1().CustomResourceDefinitions().Get(ctx, crd.Name, metav1.GetOptions{})
+		if err != nil {
+			return false, nil
+		}
+		for _, cond := range got.Status.Conditions {
+			if cond.Type == apiextensionsv1.Established && cond.Status == apiextensionsv1.ConditionTrue {
+				// The discovery document may lag the condition a little.
+				_, err := cp.Client.Discovery().ServerResourcesForGroupVersion("scheduling.x-k8s.io/v1alpha1")
+				return err == nil, nil
+			}
+		}
+		return false, nil
+	})
+}
