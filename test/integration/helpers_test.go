@@ -1,0 +1,232 @@
+package integration
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/component-base/metrics/legacyregistry"
+
+	schedv1alpha1 "sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
+
+	"github.com/moirai-internal/ome-scheduler/test/testenv"
+)
+
+// domainKey is the topology label used by the acceptance fixtures (placement.md §20).
+const domainKey = "topology.ome.io/domain"
+
+// domain creates n Ready nodes labelled domainKey=value with gpus units each and returns
+// their names (prefixed <value>-<i>).
+func (e *env) domain(value string, n int, gpus int64, extra ...map[string]string) []string {
+	e.t.Helper()
+	var out []string
+	for i := 0; i < n; i++ {
+		labels := map[string]string{domainKey: value}
+		for _, m := range extra {
+			for k, v := range m {
+				labels[k] = v
+			}
+		}
+		out = append(out, e.node(testenv.NodeSpec{Name: fmt.Sprintf("%s-%d", value, i), GPUs: gpus, Labels: labels}))
+	}
+	return out
+}
+
+// podGroup creates a PodGroup annotated with key (empty = no annotation).
+func (e *env) podGroup(name string, minMember int32, key string, timeout int32) *schedv1alpha1.PodGroup {
+	e.t.Helper()
+	pg, err := cp.PodGroups.SchedulingV1alpha1().PodGroups(e.ns).Create(e.ctx, testenv.NewPodGroup(e.ns, name, minMember, key, timeout), metav1.CreateOptions{})
+	if err != nil {
+		e.t.Fatalf("create PodGroup %s: %v", name, err)
+	}
+	return pg
+}
+
+// gang creates n members <group>-<i> requesting gpus each; apart adds required
+// anti-affinity among them.
+func (e *env) gang(group string, n int, gpus int64, apart bool) []string {
+	e.t.Helper()
+	var names []string
+	for i := 0; i < n; i++ {
+		name := fmt.Sprintf("%s-%d", group, i)
+		e.pod(testenv.PodSpec{Name: name, Group: group, GPUs: gpus, Apart: apart})
+		names = append(names, name)
+	}
+	return names
+}
+
+// labelOf returns a node's label value.
+func (e *env) labelOf(node, key string) string {
+	e.t.Helper()
+	n, err := cp.Client.CoreV1().Nodes().Get(e.ctx, node, metav1.GetOptions{})
+	if err != nil {
+		e.t.Fatalf("get node %s: %v", node, err)
+	}
+	return n.Labels[key]
+}
+
+// oneDomain asserts that all pods sit in one domain of key and returns it.
+func (e *env) oneDomain(placed map[string]string, key string) string {
+	e.t.Helper()
+	domains := map[string][]string{}
+	for pod, node := range placed {
+		d := e.labelOf(node, key)
+		domains[d] = append(domains[d], pod)
+	}
+	if len(domains) != 1 {
+		e.t.Fatalf("gang split across domains of %s: %v", key, domains)
+	}
+	for d := range domains {
+		if d == "" {
+			e.t.Fatalf("gang placed on nodes without label %s: %v", key, placed)
+		}
+		return d
+	}
+	return ""
+}
+
+// distinctNodes asserts every pod is on its own node.
+func (e *env) distinctNodes(placed map[string]string) {
+	e.t.Helper()
+	seen := map[string]string{}
+	for pod, node := range placed {
+		if other, ok := seen[node]; ok {
+			e.t.Fatalf("pods %s and %s share node %s", pod, other, node)
+		}
+		seen[node] = pod
+	}
+}
+
+// staysPending asserts that none of the pods gets a node for d.
+func (e *env) staysPending(d time.Duration, pods ...string) {
+	e.t.Helper()
+	deadline := time.Now().Add(d)
+	for time.Now().Before(deadline) {
+		for _, p := range pods {
+			if n := testenv.NodeOf(e.ctx, cp.Client, e.ns, p); n != "" {
+				e.t.Fatalf("pod %s bound to %s, want it Pending", p, n)
+			}
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+// occupy binds a GPU-requesting pod for another scheduler directly onto a node.
+func (e *env) occupy(name, node string, gpus int64) {
+	e.t.Helper()
+	e.pod(testenv.PodSpec{Name: name, GPUs: gpus, SchedulerName: "other-scheduler"})
+	if err := testenv.BindPod(e.ctx, cp.Client, e.ns, name, node); err != nil {
+		e.t.Fatalf("bind %s to %s: %v", name, node, err)
+	}
+}
+
+// bindMember binds a gang member directly (as if placed by an earlier scheduler process).
+func (e *env) bindMember(name, group, node string, gpus int64) {
+	e.t.Helper()
+	e.pod(testenv.PodSpec{Name: name, Group: group, GPUs: gpus})
+	if err := testenv.BindPod(e.ctx, cp.Client, e.ns, name, node); err != nil {
+		e.t.Fatalf("bind %s to %s: %v", name, node, err)
+	}
+}
+
+func (e *env) deletePod(name string) {
+	e.t.Helper()
+	zero := int64(0)
+	if err := cp.Client.CoreV1().Pods(e.ns).Delete(e.ctx, name, metav1.DeleteOptions{GracePeriodSeconds: &zero}); err != nil {
+		e.t.Fatalf("delete pod %s: %v", name, err)
+	}
+}
+
+func (e *env) updatePod(name string, mutate func(*v1.Pod)) {
+	e.t.Helper()
+	err := wait.PollUntilContextTimeout(e.ctx, 50*time.Millisecond, 10*time.Second, true, func(ctx context.Context) (bool, error) {
+		p, err := cp.Client.CoreV1().Pods(e.ns).Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return false, err
+		}
+		mutate(p)
+		_, err = cp.Client.CoreV1().Pods(e.ns).Update(ctx, p, metav1.UpdateOptions{})
+		return err == nil, nil
+	})
+	if err != nil {
+		e.t.Fatalf("update pod %s: %v", name, err)
+	}
+}
+
+func (e *env) updatePodGroup(name string, mutate func(*schedv1alpha1.PodGroup)) {
+	e.t.Helper()
+	err := wait.PollUntilContextTimeout(e.ctx, 50*time.Millisecond, 10*time.Second, true, func(ctx context.Context) (bool, error) {
+		pg, err := cp.PodGroups.SchedulingV1alpha1().PodGroups(e.ns).Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return false, err
+		}
+		mutate(pg)
+		_, err = cp.PodGroups.SchedulingV1alpha1().PodGroups(e.ns).Update(ctx, pg, metav1.UpdateOptions{})
+		return err == nil, nil
+	})
+	if err != nil {
+		e.t.Fatalf("update PodGroup %s: %v", name, err)
+	}
+}
+
+func (e *env) updateNode(name string, mutate func(*v1.Node)) {
+	e.t.Helper()
+	err := wait.PollUntilContextTimeout(e.ctx, 50*time.Millisecond, 10*time.Second, true, func(ctx context.Context) (bool, error) {
+		n, err := cp.Client.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return false, err
+		}
+		mutate(n)
+		_, err = cp.Client.CoreV1().Nodes().Update(ctx, n, metav1.UpdateOptions{})
+		return err == nil, nil
+	})
+	if err != nil {
+		e.t.Fatalf("update node %s: %v", name, err)
+	}
+}
+
+// ungate removes every scheduling gate of a pod.
+func (e *env) ungate(name string) {
+	e.updatePod(name, func(p *v1.Pod) { p.Spec.SchedulingGates = nil })
+}
+
+// metric returns the current value of an ome_scheduler_* series from the process registry
+// (the in-process scheduler registers into the component-base legacy registry).
+func metric(t *testing.T, name string, labels map[string]string) float64 {
+	t.Helper()
+	mfs, err := legacyregistry.DefaultGatherer.Gather()
+	if err != nil {
+		t.Fatalf("gather metrics: %v", err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() != name {
+			continue
+		}
+	next:
+		for _, m := range mf.GetMetric() {
+			got := map[string]string{}
+			for _, lp := range m.GetLabel() {
+				got[lp.GetName()] = lp.GetValue()
+			}
+			for k, v := range labels {
+				if got[k] != v {
+					continue next
+				}
+			}
+			if m.GetCounter() != nil {
+				return m.GetCounter().GetValue()
+			}
+			return m.GetGauge().GetValue()
+		}
+	}
+	t.Fatalf("metric %s%v not found", name, labels)
+	return 0
+}
+
+func labelSelector(k, v string) *metav1.LabelSelector {
+	return &metav1.LabelSelector{MatchLabels: map[string]string{k: v}}
+}
