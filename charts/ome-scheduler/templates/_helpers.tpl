@@ -1,0 +1,144 @@
+{{/*
+Scheduler name ({name}): profile schedulerName, Lease name, prefix of every object name.
+*/}}
+{{- define "ome-scheduler.name" -}}
+{{- .Values.scheduler.name -}}
+{{- end -}}
+
+{{/*
+Labels on every object.
+*/}}
+{{- define "ome-scheduler.labels" -}}
+helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" }}
+app.kubernetes.io/name: {{ .Chart.Name }}
+app.kubernetes.io/component: scheduler
+app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
+app.kubernetes.io/managed-by: {{ .Release.Service }}
+app.kubernetes.io/part-of: ome
+{{- end -}}
+
+{{/*
+Selector labels: fixed chart name, independent of scheduler.name.
+*/}}
+{{- define "ome-scheduler.selectorLabels" -}}
+app.kubernetes.io/name: {{ .Chart.Name }}
+app.kubernetes.io/component: scheduler
+{{- end -}}
+
+{{/*
+ServiceAccount subject of the scheduler.
+*/}}
+{{- define "ome-scheduler.subject" -}}
+- kind: ServiceAccount
+  name: {{ include "ome-scheduler.name" . }}
+  namespace: {{ .Release.Namespace }}
+{{- end -}}
+
+{{/*
+Image reference: {global.hub}/{repository}:{tag} when global.hub is non-empty and the
+repository contains no "/"; otherwise {repository}:{tag}.
+*/}}
+{{- define "ome-scheduler.image" -}}
+{{- $repo := toString .Values.scheduler.image.repository -}}
+{{- $tag := toString .Values.scheduler.image.tag -}}
+{{- $hub := "" -}}
+{{- with .Values.global -}}
+{{- $hub = toString (.hub | default "") | trimSuffix "/" -}}
+{{- end -}}
+{{- if and $hub (not (contains "/" $repo)) -}}
+{{- printf "%s/%s:%s" $hub $repo $tag -}}
+{{- else -}}
+{{- printf "%s:%s" $repo $tag -}}
+{{- end -}}
+{{- end -}}
+
+{{/*
+Pod imagePullSecrets: scheduler.imagePullSecrets, else global.imagePullSecrets.
+*/}}
+{{- define "ome-scheduler.imagePullSecrets" -}}
+{{- $secrets := .Values.scheduler.imagePullSecrets -}}
+{{- if not $secrets -}}
+{{- with .Values.global -}}
+{{- $secrets = .imagePullSecrets -}}
+{{- end -}}
+{{- end -}}
+{{- with $secrets -}}
+{{- toYaml . -}}
+{{- end -}}
+{{- end -}}
+
+{{/*
+Render-time refusals of the Deployment.
+*/}}
+{{- define "ome-scheduler.validateDeployment" -}}
+{{- $s := .Values.scheduler -}}
+{{- if and (gt (int64 $s.replicaCount) 1) (not $s.leaderElect) -}}
+{{- fail "scheduler.leaderElect must be true when scheduler.replicaCount is greater than 1" -}}
+{{- end -}}
+{{- if and $s.omeControllerIntegration.enabled (ne (toString $s.plugin.podGroupTopologyKeyAnnotation) "ome.io/topology-key") -}}
+{{- fail "scheduler.plugin.podGroupTopologyKeyAnnotation must be ome.io/topology-key when scheduler.omeControllerIntegration.enabled is true; disable OME controller integration for generic producers" -}}
+{{- end -}}
+{{- end -}}
+
+{{/*
+The KubeSchedulerConfiguration (ConfigMap key config.yaml), unindented.
+*/}}
+{{- define "ome-scheduler.schedulerConfig" -}}
+{{- $s := .Values.scheduler -}}
+{{- $p := $s.plugin -}}
+{{- $name := include "ome-scheduler.name" . -}}
+apiVersion: kubescheduler.config.k8s.io/v1
+kind: KubeSchedulerConfiguration
+leaderElection:
+  leaderElect: {{ $s.leaderElect }}
+  resourceName: {{ $name }}
+  resourceNamespace: {{ .Release.Namespace }}
+profiles:
+  - schedulerName: {{ $name }}
+{{- if not (kindIs "invalid" $s.percentageOfNodesToScore) }}
+    percentageOfNodesToScore: {{ int64 $s.percentageOfNodesToScore }}
+{{- end }}
+    plugins:
+      multiPoint:
+        enabled:
+          - name: OMEGangPack
+{{- if $s.disablePreemption }}
+        disabled:
+          - name: DefaultPreemption
+{{- end }}
+      score:
+        enabled:
+          - name: NodeResourcesFit
+            weight: {{ int64 $s.nodeResourcesFit.scoreWeight }}
+          - name: OMEGangPack
+            weight: {{ int64 $s.omeGangPack.scoreWeight }}
+{{- if $s.disablePodTopologySpreadScore }}
+        disabled:
+          - name: PodTopologySpread
+{{- end }}
+    pluginConfig:
+      - name: OMEGangPack
+        args:
+{{- with $p.topologyKey }}
+          topologyKey: {{ toString . | quote }}
+{{- end }}
+          podGroupTopologyKeyAnnotation: {{ toString $p.podGroupTopologyKeyAnnotation | quote }}
+          unsupportedPlacementGroupLabel: {{ toString ($p.unsupportedPlacementGroupLabel | default "") | quote }}
+          defaultPermitTimeoutSeconds: {{ int64 $p.defaultPermitTimeoutSeconds }}
+          podGroupSyncTimeoutSeconds: {{ int64 $p.podGroupSyncTimeoutSeconds }}
+          gcIntervalSeconds: {{ int64 $p.gcIntervalSeconds }}
+          standaloneDomainPacking: {{ $p.standaloneDomainPacking }}
+      - name: NodeResourcesFit
+        args:
+          scoringStrategy:
+            type: MostAllocated
+{{- with $s.nodeResourcesFit.resources }}
+            resources:
+{{- range . }}
+              - name: {{ .name }}
+{{- if hasKey . "weight" }}
+                weight: {{ int64 .weight }}
+{{- end }}
+{{- end }}
+{{- end }}
+{{- end -}}
