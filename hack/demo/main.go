@@ -123,7 +123,7 @@ func run(ctx context.Context) (err error) {
 	}
 
 	step("Starting bin/ome-scheduler --config=<chart config.yaml> (+ clientConnection.kubeconfig)")
-	sched, port, err := testenv.StartSchedulerProcess(ctx, cp.Dir, "ome-scheduler", cfgPath, "--v=4")
+	sched, port, err := testenv.StartSchedulerProcess(ctx, cp.Dir, "ome-scheduler", cfgPath, cp.KubeConfigPath, "--v=4")
 	if err != nil {
 		return err
 	}
@@ -167,7 +167,9 @@ func run(ctx context.Context) (err error) {
 		fmt.Println(out)
 	}
 	if m, err := pluginMetrics(ctx, cp, port); err == nil {
-		fmt.Printf("$ curl https://127.0.0.1:%d/metrics | grep ome_scheduler_ (as the admin user)\n%s\n", port, m)
+		fmt.Printf("$ curl https://127.0.0.1:%d/metrics | grep ome_scheduler_ (as the admin user; series above 0)\n%s\n\n", port, m)
+	} else {
+		fmt.Printf("metrics unavailable: %v\n", err)
 	}
 	if lines, err := grepFile(sched.LogPath, "gangpack.pinGang.result"); err == nil && len(lines) > 0 {
 		fmt.Printf("ome-scheduler --v=4 decision log (gangpack.pinGang.result):\n%s\n", strings.Join(lines, "\n"))
@@ -294,6 +296,9 @@ func pluginMetrics(ctx context.Context, cp *testenv.ControlPlane, port int) (str
 		return "", err
 	}
 	defer resp.Body.Close()
+	if resp.StatusCode != 200 {
+		return "", fmt.Errorf("GET /metrics: %s", resp.Status)
+	}
 	b, err := io.ReadAll(resp.Body)
 	if err != nil {
 		return "", err

@@ -111,13 +111,16 @@ func WithKubeconfig(config []byte, kubeconfig string) ([]byte, error) {
 }
 
 // StartSchedulerProcess runs bin/ome-scheduler with a configuration file on a free secure
-// port and waits until /healthz answers. It returns the process and its port.
-func StartSchedulerProcess(ctx context.Context, dir, logName, configPath string, extraArgs ...string) (*Process, int, error) {
+// port and waits until /healthz answers. kubeconfig is used for delegated authentication and
+// authorization of the secure port (in a cluster the in-cluster config plays that part). It
+// returns the process and its port.
+func StartSchedulerProcess(ctx context.Context, dir, logName, configPath, kubeconfig string, extraArgs ...string) (*Process, int, error) {
 	port, err := FreePort()
 	if err != nil {
 		return nil, 0, err
 	}
-	args := append([]string{"--config=" + configPath, "--bind-address=127.0.0.1", fmt.Sprintf("--secure-port=%d", port)}, extraArgs...)
+	args := append([]string{"--config=" + configPath, "--bind-address=127.0.0.1", fmt.Sprintf("--secure-port=%d", port),
+		"--authentication-kubeconfig=" + kubeconfig, "--authorization-kubeconfig=" + kubeconfig}, extraArgs...)
 	p, err := StartProcess(dir, "ome-scheduler", logName, args...)
 	if err != nil {
 		return nil, 0, err

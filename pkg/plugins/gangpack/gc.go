@@ -73,4 +73,3 @@ func splitKey(key string) (string, string) {
 	}
 	return "", key
 }
-
