@@ -230,3 +230,7 @@ func metric(t *testing.T, name string, labels map[string]string) float64 {
 func labelSelector(k, v string) *metav1.LabelSelector {
 	return &metav1.LabelSelector{MatchLabels: map[string]string{k: v}}
 }
+
+func (e *env) updateNodeLabel(node, key, value string) {
+	e.updateNode(node, func(n *v1.Node) { n.Labels[key] = value })
+}
