@@ -140,6 +140,8 @@ type ChooseRequest struct {
 	Rooms map[string]int
 	// Nodes returns the nodes of a domain value.
 	Nodes func(domain string) []string
+	// Rank, when set, breaks ties among equally fitting domains (lower wins).
+	Rank func(domain string) int
 }
 
 // ChooseResult is what Choose decided.
@@ -161,7 +163,7 @@ func (s *Store) Choose(r ChooseRequest) ChooseResult {
 		return ChooseResult{Commitment: *c, Existing: true, OK: c.Owner == r.Owner}
 	}
 	eff := s.effective(r.Gang, r.Key, r.Rooms, r.Nodes)
-	d, ok := topology.BestFit(eff, r.Need)
+	d, ok := topology.BestFitRanked(eff, r.Need, r.Rank)
 	if !ok {
 		return ChooseResult{Effective: eff}
 	}

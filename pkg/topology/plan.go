@@ -219,6 +219,26 @@ func BestFit(rooms map[string]int, size int) (string, bool) {
 	return best, found
 }
 
+// BestFitRanked is BestFit with a tie-breaker: among the domains whose room equals the best
+// fit's room, the one with the lowest rank wins, then the byte-wise smallest value. Packing
+// always comes first: rank never prefers a domain with more room.
+func BestFitRanked(rooms map[string]int, size int, rank func(domain string) int) (string, bool) {
+	best, ok := BestFit(rooms, size)
+	if !ok || rank == nil {
+		return best, ok
+	}
+	bestRoom, bestRank := rooms[best], rank(best)
+	for d, r := range rooms {
+		if r != bestRoom || d == best {
+			continue
+		}
+		if k := rank(d); k < bestRank || (k == bestRank && d < best) {
+			best, bestRank = d, k
+		}
+	}
+	return best, true
+}
+
 // Largest returns the domain with the largest room (ties by name) and that room; ok is false
 // for an empty map. Used to explain why no domain fits.
 func Largest(rooms map[string]int) (string, int, bool) {

@@ -930,6 +930,13 @@ func TestConfigVariations(t *testing.T) {
 			},
 		},
 		{
+			name: "gangSoftSpread false is rendered, true is not",
+			args: []string{"--set", "scheduler.plugin.gangSoftSpread=false"},
+			want: func(t *testing.T) string {
+				return replaceOnce(t, defaultConfig, "          standaloneDomainPacking: true\n", "          standaloneDomainPacking: true\n          gangSoftSpread: false\n")
+			},
+		},
+		{
 			name: "integers from a values file stay integers",
 			args: []string{"-f", "VALUES:scheduler:\n  omeGangPack:\n    scoreWeight: 1000000\n  percentageOfNodesToScore: 100\n"},
 			want: func(t *testing.T) string {
@@ -1429,6 +1436,7 @@ scheduler:
     podGroupSyncTimeoutSeconds: 45
     gcIntervalSeconds: 90
     standaloneDomainPacking: false
+    gangSoftSpread: false
   omeGangPack:
     scoreWeight: 1000000
   nodeResourcesFit:
@@ -1552,6 +1560,7 @@ profiles:
           podGroupSyncTimeoutSeconds: 45
           gcIntervalSeconds: 90
           standaloneDomainPacking: false
+          gangSoftSpread: false
       - name: NodeResourcesFit
         args:
           scoringStrategy:
@@ -2163,6 +2172,7 @@ scheduler:
     podGroupSyncTimeoutSeconds: 30
     gcIntervalSeconds: 60
     standaloneDomainPacking: true
+    gangSoftSpread: true
   omeGangPack: {scoreWeight: 10}
   nodeResourcesFit:
     scoreWeight: 10

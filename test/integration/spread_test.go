@@ -178,3 +178,34 @@ func firstKey(m map[string]string) string {
 	}
 	return ""
 }
+
+// Preferred (ScheduleAnyway) spread counts for gangs: among equally fitting cliques the one in
+// the zone with fewer Instances wins; with gangSoftSpread: false the stock behaviour (no
+// effect under the chart's defaults) comes back and the name order decides.
+func TestPreferredSpreadBreaksBestFitTies(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		args     string
+		wantZone string
+	}{
+		{"default", "", "zone-b"},
+		{"stock", testenv.DefaultArgs + "\ngangSoftSpread: false", "zone-a"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e := newEnv(t)
+			c := e.cliques(map[string]string{"c1": "zone-a", "c2": "zone-a", "c3": "zone-b"})
+			// An existing Instance of the component in zone-a, on c1.
+			e.pod(testenv.PodSpec{Name: "old-leader", SchedulerName: "other", Labels: map[string]string{"app": "qwen", "role": "leader"}, GPUs: 1})
+			if err := testenv.BindPod(e.ctx, cp.Client, e.ns, "old-leader", c["c1"][0]); err != nil {
+				t.Fatal(err)
+			}
+			e.startScheduler(testenv.Profile{Args: tc.args})
+			pods := e.instance("i1", "qwen", 1, spreadOn(testenv.ZoneKey, "qwen", v1.ScheduleAnyway))
+			got := e.bound(20*time.Second, pods...)
+			e.oneDomain(got, testenv.CliqueKey)
+			if z := e.labelOf(got[pods[0]], testenv.ZoneKey); z != tc.wantZone {
+				t.Fatalf("Instance in %s, want %s", z, tc.wantZone)
+			}
+		})
+	}
+}

@@ -128,6 +128,9 @@ profiles:
           podGroupSyncTimeoutSeconds: {{ int64 $p.podGroupSyncTimeoutSeconds }}
           gcIntervalSeconds: {{ int64 $p.gcIntervalSeconds }}
           standaloneDomainPacking: {{ $p.standaloneDomainPacking }}
+{{- if eq (toString $p.gangSoftSpread) "false" }}
+          gangSoftSpread: false
+{{- end }}
       - name: NodeResourcesFit
         args:
           scoringStrategy:

@@ -30,6 +30,15 @@ type Args struct {
 	GCIntervalSeconds *int64 `json:"gcIntervalSeconds,omitempty"`
 	// StandaloneDomainPacking steers standalone pods to partly used domains (default true).
 	StandaloneDomainPacking *bool `json:"standaloneDomainPacking,omitempty"`
+	// GangSoftSpread makes a gang anchor's ScheduleAnyway topology spread constraints break
+	// ties between equally fitting domains (default true); false = stock behaviour, where a
+	// ScheduleAnyway spread only acts through the PodTopologySpread score.
+	GangSoftSpread *bool `json:"gangSoftSpread,omitempty"`
+}
+
+// SoftSpread reports whether gang soft spread is on.
+func (a *Args) SoftSpread() bool {
+	return a.GangSoftSpread == nil || *a.GangSoftSpread
 }
 
 // PackStandalone reports whether standalone domain packing is on.

@@ -335,7 +335,8 @@ func (p *planner) bestFit(cs fwk.CycleState, plans map[string]*topology.DomainPl
 	pl, info := p.pl, p.info
 	rooms := topology.Rooms(plans)
 	failed := pl.failed.Values(info.owner(), info.TopologyKey)
-	req := placement.ChooseRequest{Gang: info.Key, Owner: info.UID, Key: info.TopologyKey, Need: p.need, Nodes: p.nodesFn()}
+	req := placement.ChooseRequest{Gang: info.Key, Owner: info.UID, Key: info.TopologyKey, Need: p.need, Nodes: p.nodesFn(),
+		Rank: p.softSpreadRank()}
 	req.Rooms = without(rooms, failed)
 	res := pl.store.Choose(req)
 	if !res.OK && !res.Existing && len(req.Rooms) < len(rooms) {
