@@ -18,7 +18,7 @@ TOOLS := $(BIN)/etcd $(BIN)/kube-apiserver $(BIN)/kube-controller-manager $(BIN)
 GO_TEST_FLAGS ?=
 INTEGRATION_TIMEOUT ?= 40m
 
-.PHONY: all build tools demo test unit test-chart test-integration vet fmt-check race crd crd-check image clean
+.PHONY: all build tools demo test unit test-chart test-integration test-e2e vet fmt-check race crd crd-check image clean
 
 all: build
 
@@ -49,7 +49,7 @@ demo: build tools
 	$(GO) run ./hack/demo
 
 ## test: everything CI runs
-test: tools build crd-check fmt-check vet unit test-chart test-integration
+test: tools build crd-check fmt-check vet unit test-chart test-integration test-e2e
 
 vet:
 	$(GO) vet ./...
@@ -68,6 +68,10 @@ test-chart: $(BIN)/helm
 
 test-integration: tools build
 	$(GO) test -count=1 -timeout $(INTEGRATION_TIMEOUT) $(GO_TEST_FLAGS) ./test/integration/...
+
+## test-e2e: the real binary with the chart's configuration, RBAC and secure metrics
+test-e2e: tools build
+	$(GO) test -count=1 -timeout 20m $(GO_TEST_FLAGS) ./test/e2e/...
 
 ## crd: copy the PodGroup CRD from the pinned scheduler-plugins module
 crd:

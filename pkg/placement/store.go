@@ -31,6 +31,13 @@ type Commitment struct {
 // Forming reports whether the commitment still holds its domain.
 func (c *Commitment) Forming() bool { return c.Remaining > 0 }
 
+// clone returns a copy that shares nothing with the store.
+func (c *Commitment) clone() Commitment {
+	out := *c
+	out.Nodes = append([]string(nil), c.Nodes...)
+	return out
+}
+
 // Store is the pin store.
 type Store struct {
 	mu     sync.Mutex
@@ -83,7 +90,7 @@ func (s *Store) add(c *Commitment) Commitment {
 	if c.Forming() {
 		s.hold(c)
 	}
-	return *c
+	return c.clone()
 }
 
 // heldByOther reports whether domain ref (with the given nodes) is held by a forming
@@ -108,7 +115,7 @@ func (s *Store) Get(gang string) (Commitment, bool) {
 	if !ok {
 		return Commitment{}, false
 	}
-	return *c, true
+	return c.clone(), true
 }
 
 // Len returns the number of commitments, forming or committed.
@@ -124,7 +131,7 @@ func (s *Store) List() []Commitment {
 	defer s.mu.Unlock()
 	out := make([]Commitment, 0, len(s.pins))
 	for _, c := range s.pins {
-		out = append(out, *c)
+		out = append(out, c.clone())
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Gang < out[j].Gang })
 	return out
@@ -160,7 +167,7 @@ func (s *Store) Choose(r ChooseRequest) ChooseResult {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if c, ok := s.pins[r.Gang]; ok {
-		return ChooseResult{Commitment: *c, Existing: true, OK: c.Owner == r.Owner}
+		return ChooseResult{Commitment: c.clone(), Existing: true, OK: c.Owner == r.Owner}
 	}
 	eff := s.effective(r.Gang, r.Key, r.Rooms, r.Nodes)
 	d, ok := topology.BestFitRanked(eff, r.Need, r.Rank)
@@ -221,7 +228,7 @@ func (s *Store) Pin(r PinRequest) (Commitment, PinOutcome) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if c, ok := s.pins[r.Gang]; ok {
-		return *c, AlreadyPinned
+		return c.clone(), AlreadyPinned
 	}
 	if s.heldByOther(r.Gang, DomainRef{r.Key, r.Domain}, r.Nodes) {
 		return Commitment{}, HeldByOther
@@ -293,9 +300,9 @@ func (s *Store) Release(gang string, id uint64, onRelease func(Commitment)) (Com
 		s.unhold(c)
 	}
 	if onRelease != nil {
-		onRelease(*c)
+		onRelease(c.clone())
 	}
-	return *c, true
+	return c.clone(), true
 }
 
 // NodeHeld reports whether a node (with its labels) is held by a forming commitment, and by

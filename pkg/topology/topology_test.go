@@ -314,8 +314,8 @@ func TestPlan(t *testing.T) {
 			want: map[string]wantDomain{"a": {2, []string{"n1", "n2"}, []string{"n1", "n2"}}},
 		},
 		{
-			name: "too few siblings for need (incomplete templates) cannot form",
-			gang: Gang{Shapes: []Resources{gpu(1)}, Siblings: []int{1}, Need: 3},
+			name:  "too few siblings for need (incomplete templates) cannot form",
+			gang:  Gang{Shapes: []Resources{gpu(1)}, Siblings: []int{1}, Need: 3},
 			nodes: []Node{nd("n1", "a", gpu(8), 110, true)},
 			want:  map[string]wantDomain{"a": {0, nil, []string{"n1"}}},
 		},
@@ -544,6 +544,46 @@ func TestBestFit(t *testing.T) {
 	}
 }
 
+// TestBestFitRanked covers the rank tie-breaker (gang soft spread): among domains whose
+// room equals the best fit's room the lowest rank wins, then the byte-wise smallest value;
+// rank never prefers a domain with more room.
+func TestBestFitRanked(t *testing.T) {
+	ranks := func(m map[string]int) func(string) int {
+		return func(d string) int { return m[d] }
+	}
+	cases := []struct {
+		name   string
+		rooms  map[string]int
+		size   int
+		rank   func(string) int
+		want   string
+		wantOK bool
+	}{
+		{"nil rank is BestFit", map[string]int{"z": 6, "a": 6, "m": 6}, 4, nil, "a", true},
+		{"rank breaks a tie", map[string]int{"z": 6, "a": 6, "m": 6}, 4, ranks(map[string]int{"a": 2, "m": 1, "z": 1}), "m", true},
+		{"lowest rank wins regardless of name", map[string]int{"z": 6, "a": 6, "m": 6}, 4, ranks(map[string]int{"a": 5, "m": 3, "z": 0}), "z", true},
+		{"equal ranks fall back to name", map[string]int{"z": 6, "a": 6, "m": 6}, 4, ranks(map[string]int{"a": 1, "m": 1, "z": 1}), "a", true},
+		{"rank never prefers more room", map[string]int{"a": 4, "b": 6}, 4, ranks(map[string]int{"a": 9, "b": 0}), "a", true},
+		{"rank ignores domains that do not fit", map[string]int{"a": 2, "b": 6, "c": 6}, 4, ranks(map[string]int{"a": -9, "b": 1, "c": 0}), "c", true},
+		{"rank ignores larger rooms among ties", map[string]int{"a": 5, "b": 5, "c": 9}, 4, ranks(map[string]int{"a": 3, "b": 2, "c": -1}), "b", true},
+		{"negative ranks", map[string]int{"a": 4, "b": 4}, 4, ranks(map[string]int{"a": 0, "b": -1}), "b", true},
+		{"no fitting domain", map[string]int{"a": 2}, 4, ranks(nil), "", false},
+		{"size 0", map[string]int{"a": 4}, 0, ranks(nil), "", false},
+		{"size -3", map[string]int{"a": 4}, -3, ranks(nil), "", false},
+		{"empty map", map[string]int{}, 1, ranks(nil), "", false},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			for i := 0; i < 20; i++ {
+				got, ok := BestFitRanked(tc.rooms, tc.size, tc.rank)
+				if got != tc.want || ok != tc.wantOK {
+					t.Fatalf("BestFitRanked(%v, %d) = %q,%v; want %q,%v", tc.rooms, tc.size, got, ok, tc.want, tc.wantOK)
+				}
+			}
+		})
+	}
+}
+
 func TestLargest(t *testing.T) {
 	cases := []struct {
 		rooms    map[string]int
@@ -604,26 +644,41 @@ func TestRooms(t *testing.T) {
 // many small random instances.
 func TestPlanBruteForce(t *testing.T) {
 	rng := rand.New(rand.NewSource(20240601))
-	iters := 4000
+	iters := 20000
 	if testing.Short() {
-		iters = 500
+		iters = 2000
 	}
-	withCands := 0
+	withCands, excluded := 0, 0
 	for i := 0; i < iters; i++ {
 		g, nodes := randomInstance(rng)
 		if msg := checkPlan(&g, nodes); msg != "" {
 			t.Fatalf("instance %d: %s\ngang=%+v\nnodes=%+v", i, msg, g, nodes)
 		}
+		has, excl := false, false
 		for _, p := range Plan(&g, nodes) {
-			if len(p.Candidates) > 0 {
-				withCands++
-				break
+			if len(p.Candidates) == 0 {
+				continue
+			}
+			has = true
+			// a node fitting the current shape that is not a candidate: the matching
+			// (not just the fit) decided
+			for _, n := range nodes {
+				if n.Domain == p.Domain && n.Fits[g.Current] && !contains(p.Candidates, n.Name) {
+					excl = true
+				}
 			}
 		}
+		if has {
+			withCands++
+		}
+		if excl {
+			excluded++
+		}
 	}
-	// Make sure the generator exercises both outcomes.
-	if withCands == 0 || withCands == iters {
-		t.Fatalf("generator degenerate: %d/%d instances with candidates", withCands, iters)
+	t.Logf("%d instances: %d with candidates, %d where a fitting node was excluded", iters, withCands, excluded)
+	// Make sure the generator exercises every outcome.
+	if withCands == 0 || withCands == iters || excluded == 0 {
+		t.Fatalf("generator degenerate: %d/%d instances with candidates, %d with exclusions", withCands, iters, excluded)
 	}
 }
 
@@ -863,6 +918,15 @@ func keys(m map[string]*DomainPlan) []string {
 	}
 	sort.Strings(out)
 	return out
+}
+
+func contains(ss []string, s string) bool {
+	for _, x := range ss {
+		if x == s {
+			return true
+		}
+	}
+	return false
 }
 
 func equalStrings(a, b []string) bool {

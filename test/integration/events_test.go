@@ -15,7 +15,7 @@ func waitScheduledEvent(t *testing.T, e *env, pod string) eventsv1.Event {
 	t.Helper()
 	var found *eventsv1.Event
 	err := wait.PollUntilContextTimeout(e.ctx, 200*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
-		evs, err := cp.Client.EventsV1().Events(e.ns).List(ctx, metav1.ListOptions{})
+		evs, err := e.cp.Client.EventsV1().Events(e.ns).List(ctx, metav1.ListOptions{})
 		if err != nil {
 			return false, nil
 		}

@@ -223,11 +223,13 @@ func TestHoldAndReservedWake(t *testing.T) {
 	e.domain("a", 2, 4)
 	e.startScheduler(testenv.Profile{})
 	e.podGroup("holder", 2, domainKey, 120)
-	e.pod(testenv.PodSpec{Name: "holder-0", Group: "holder", GPUs: 1})
+	gw := newGateWatch(t)
 	e.pod(testenv.PodSpec{Name: "holder-1", Group: "holder", GPUs: 1, Gates: []string{"example.com/hold"}})
-	// holder-1 is gated: it exists, so templates are complete once... it is not; a gated pod
-	// is a live unbound member, so the gang plans and holder-0 waits at Permit.
-	waitForGateWait(t, e)
+	e.pod(testenv.PodSpec{Name: "holder-0", Group: "holder", GPUs: 1})
+	// holder-1 is gated but is a live unbound member: the gang plans and holder-0 waits at
+	// Permit. (Gated members are created first: a gated pod runs no PreFilter, so it could not
+	// wake a member parked as incomplete.)
+	gw.wait()
 	e.podGroup("second", 2, domainKey, 120)
 	sp := e.gang("second", 2, 1, false)
 	e.message(sp[0], "no domain has room for gang "+e.ns+"/second: every fitting domain is reserved for a forming gang", 20*time.Second)
@@ -239,19 +241,36 @@ func TestHoldAndReservedWake(t *testing.T) {
 	e.oneDomain(got, domainKey)
 }
 
-// waitForGateWait waits until a gang member waits at Permit (gate_total{wait} grew).
-func waitForGateWait(t *testing.T, e *env) {
+// gateWatch remembers gate_total{wait} now; its wait method then waits until a gang member
+// has waited at Permit since. Take it before creating the pods that should wait.
+type gateWatch struct {
+	t    *testing.T
+	base float64
+}
+
+func newGateWatch(t *testing.T) gateWatch {
 	t.Helper()
-	wait := map[string]string{"result": "wait"}
-	base := metric(t, "ome_scheduler_gang_gate_total", wait)
+	return gateWatch{t: t, base: metric(t, "ome_scheduler_gang_gate_total", map[string]string{"result": "wait"})}
+}
+
+// waited reports whether gate_total{wait} grows past the base within 20 s.
+func (g gateWatch) waited() bool {
+	g.t.Helper()
 	deadline := time.Now().Add(20 * time.Second)
 	for time.Now().Before(deadline) {
-		if metric(t, "ome_scheduler_gang_gate_total", wait) > base {
-			return
+		if metric(g.t, "ome_scheduler_gang_gate_total", map[string]string{"result": "wait"}) > g.base {
+			return true
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
-	t.Fatal("no member reached the Permit wait")
+	return false
+}
+
+func (g gateWatch) wait() {
+	g.t.Helper()
+	if !g.waited() {
+		g.t.Fatal("no member reached the Permit wait")
+	}
 }
 
 // A15: cordoned and tainted domains are skipped.

@@ -39,7 +39,7 @@ func (e *env) domain(value string, n int, gpus int64, extra ...map[string]string
 // podGroup creates a PodGroup annotated with key (empty = no annotation).
 func (e *env) podGroup(name string, minMember int32, key string, timeout int32) *schedv1alpha1.PodGroup {
 	e.t.Helper()
-	pg, err := cp.PodGroups.SchedulingV1alpha1().PodGroups(e.ns).Create(e.ctx, testenv.NewPodGroup(e.ns, name, minMember, key, timeout), metav1.CreateOptions{})
+	pg, err := e.cp.PodGroups.SchedulingV1alpha1().PodGroups(e.ns).Create(e.ctx, testenv.NewPodGroup(e.ns, name, minMember, key, timeout), metav1.CreateOptions{})
 	if err != nil {
 		e.t.Fatalf("create PodGroup %s: %v", name, err)
 	}
@@ -62,7 +62,7 @@ func (e *env) gang(group string, n int, gpus int64, apart bool) []string {
 // labelOf returns a node's label value.
 func (e *env) labelOf(node, key string) string {
 	e.t.Helper()
-	n, err := cp.Client.CoreV1().Nodes().Get(e.ctx, node, metav1.GetOptions{})
+	n, err := e.cp.Client.CoreV1().Nodes().Get(e.ctx, node, metav1.GetOptions{})
 	if err != nil {
 		e.t.Fatalf("get node %s: %v", node, err)
 	}
@@ -107,7 +107,7 @@ func (e *env) staysPending(d time.Duration, pods ...string) {
 	deadline := time.Now().Add(d)
 	for time.Now().Before(deadline) {
 		for _, p := range pods {
-			if n := testenv.NodeOf(e.ctx, cp.Client, e.ns, p); n != "" {
+			if n := testenv.NodeOf(e.ctx, e.cp.Client, e.ns, p); n != "" {
 				e.t.Fatalf("pod %s bound to %s, want it Pending", p, n)
 			}
 		}
@@ -119,7 +119,7 @@ func (e *env) staysPending(d time.Duration, pods ...string) {
 func (e *env) occupy(name, node string, gpus int64) {
 	e.t.Helper()
 	e.pod(testenv.PodSpec{Name: name, GPUs: gpus, SchedulerName: "other-scheduler"})
-	if err := testenv.BindPod(e.ctx, cp.Client, e.ns, name, node); err != nil {
+	if err := testenv.BindPod(e.ctx, e.cp.Client, e.ns, name, node); err != nil {
 		e.t.Fatalf("bind %s to %s: %v", name, node, err)
 	}
 }
@@ -128,7 +128,7 @@ func (e *env) occupy(name, node string, gpus int64) {
 func (e *env) bindMember(name, group, node string, gpus int64) {
 	e.t.Helper()
 	e.pod(testenv.PodSpec{Name: name, Group: group, GPUs: gpus})
-	if err := testenv.BindPod(e.ctx, cp.Client, e.ns, name, node); err != nil {
+	if err := testenv.BindPod(e.ctx, e.cp.Client, e.ns, name, node); err != nil {
 		e.t.Fatalf("bind %s to %s: %v", name, node, err)
 	}
 }
@@ -136,7 +136,7 @@ func (e *env) bindMember(name, group, node string, gpus int64) {
 func (e *env) deletePod(name string) {
 	e.t.Helper()
 	zero := int64(0)
-	if err := cp.Client.CoreV1().Pods(e.ns).Delete(e.ctx, name, metav1.DeleteOptions{GracePeriodSeconds: &zero}); err != nil {
+	if err := e.cp.Client.CoreV1().Pods(e.ns).Delete(e.ctx, name, metav1.DeleteOptions{GracePeriodSeconds: &zero}); err != nil {
 		e.t.Fatalf("delete pod %s: %v", name, err)
 	}
 }
@@ -144,12 +144,12 @@ func (e *env) deletePod(name string) {
 func (e *env) updatePod(name string, mutate func(*v1.Pod)) {
 	e.t.Helper()
 	err := wait.PollUntilContextTimeout(e.ctx, 50*time.Millisecond, 10*time.Second, true, func(ctx context.Context) (bool, error) {
-		p, err := cp.Client.CoreV1().Pods(e.ns).Get(ctx, name, metav1.GetOptions{})
+		p, err := e.cp.Client.CoreV1().Pods(e.ns).Get(ctx, name, metav1.GetOptions{})
 		if err != nil {
 			return false, err
 		}
 		mutate(p)
-		_, err = cp.Client.CoreV1().Pods(e.ns).Update(ctx, p, metav1.UpdateOptions{})
+		_, err = e.cp.Client.CoreV1().Pods(e.ns).Update(ctx, p, metav1.UpdateOptions{})
 		return err == nil, nil
 	})
 	if err != nil {
@@ -160,12 +160,12 @@ func (e *env) updatePod(name string, mutate func(*v1.Pod)) {
 func (e *env) updatePodGroup(name string, mutate func(*schedv1alpha1.PodGroup)) {
 	e.t.Helper()
 	err := wait.PollUntilContextTimeout(e.ctx, 50*time.Millisecond, 10*time.Second, true, func(ctx context.Context) (bool, error) {
-		pg, err := cp.PodGroups.SchedulingV1alpha1().PodGroups(e.ns).Get(ctx, name, metav1.GetOptions{})
+		pg, err := e.cp.PodGroups.SchedulingV1alpha1().PodGroups(e.ns).Get(ctx, name, metav1.GetOptions{})
 		if err != nil {
 			return false, err
 		}
 		mutate(pg)
-		_, err = cp.PodGroups.SchedulingV1alpha1().PodGroups(e.ns).Update(ctx, pg, metav1.UpdateOptions{})
+		_, err = e.cp.PodGroups.SchedulingV1alpha1().PodGroups(e.ns).Update(ctx, pg, metav1.UpdateOptions{})
 		return err == nil, nil
 	})
 	if err != nil {
@@ -176,12 +176,12 @@ func (e *env) updatePodGroup(name string, mutate func(*schedv1alpha1.PodGroup)) 
 func (e *env) updateNode(name string, mutate func(*v1.Node)) {
 	e.t.Helper()
 	err := wait.PollUntilContextTimeout(e.ctx, 50*time.Millisecond, 10*time.Second, true, func(ctx context.Context) (bool, error) {
-		n, err := cp.Client.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
+		n, err := e.cp.Client.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
 		if err != nil {
 			return false, err
 		}
 		mutate(n)
-		_, err = cp.Client.CoreV1().Nodes().Update(ctx, n, metav1.UpdateOptions{})
+		_, err = e.cp.Client.CoreV1().Nodes().Update(ctx, n, metav1.UpdateOptions{})
 		return err == nil, nil
 	})
 	if err != nil {

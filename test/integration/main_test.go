@@ -54,6 +54,7 @@ func (discard) Write(p []byte) (int, error) { return len(p), nil }
 
 // env is one test's world: its namespace, its nodes and its scheduler.
 type env struct {
+	cp    *testenv.ControlPlane
 	t     *testing.T
 	ctx   context.Context
 	ns    string
@@ -63,8 +64,15 @@ type env struct {
 
 var nsCleaner = regexp.MustCompile(`[^a-z0-9-]+`)
 
-// newEnv creates a namespace for the test and registers cleanup of everything it creates.
+// newEnv creates a namespace for the test on the package's control plane and registers
+// cleanup of everything it creates.
 func newEnv(t *testing.T) *env {
+	t.Helper()
+	return newEnvOn(t, cp)
+}
+
+// newEnvOn is newEnv on another control plane.
+func newEnvOn(t *testing.T, plane *testenv.ControlPlane) *env {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	name := strings.ToLower(t.Name())
@@ -73,17 +81,17 @@ func newEnv(t *testing.T) *env {
 		name = name[:50]
 	}
 	name = strings.Trim(name, "-") + fmt.Sprintf("-%d", time.Now().UnixNano()%100000)
-	e := &env{t: t, ctx: ctx, ns: name}
-	if err := testenv.CreateNamespace(ctx, cp.Client, name); err != nil {
+	e := &env{cp: plane, t: t, ctx: ctx, ns: name}
+	if err := testenv.CreateNamespace(ctx, plane.Client, name); err != nil {
 		t.Fatalf("create namespace: %v", err)
 	}
 	t.Cleanup(func() {
 		e.stopScheduler()
 		bg := context.Background()
-		_ = cp.Client.CoreV1().Pods(e.ns).DeleteCollection(bg, metav1.DeleteOptions{GracePeriodSeconds: ptr.To[int64](0)}, metav1.ListOptions{})
-		_ = cp.PodGroups.SchedulingV1alpha1().PodGroups(e.ns).DeleteCollection(bg, metav1.DeleteOptions{}, metav1.ListOptions{})
+		_ = plane.Client.CoreV1().Pods(e.ns).DeleteCollection(bg, metav1.DeleteOptions{GracePeriodSeconds: ptr.To[int64](0)}, metav1.ListOptions{})
+		_ = plane.PodGroups.SchedulingV1alpha1().PodGroups(e.ns).DeleteCollection(bg, metav1.DeleteOptions{}, metav1.ListOptions{})
 		for _, n := range e.nodes {
-			_ = cp.Client.CoreV1().Nodes().Delete(bg, n, metav1.DeleteOptions{})
+			_ = plane.Client.CoreV1().Nodes().Delete(bg, n, metav1.DeleteOptions{})
 		}
 		cancel()
 	})
@@ -93,7 +101,7 @@ func newEnv(t *testing.T) *env {
 // startScheduler starts ome-scheduler with the profile (zero value = chart defaults).
 func (e *env) startScheduler(p testenv.Profile) {
 	e.t.Helper()
-	s, err := testenv.StartScheduler(e.ctx, cp, p)
+	s, err := testenv.StartScheduler(e.ctx, e.cp, p)
 	if err != nil {
 		e.t.Fatalf("start scheduler: %v", err)
 	}
@@ -111,7 +119,7 @@ func (e *env) stopScheduler() {
 func (e *env) node(s testenv.NodeSpec) string {
 	e.t.Helper()
 	s.Name = e.ns + "-" + s.Name
-	if _, err := testenv.CreateNode(e.ctx, cp.Client, s); err != nil {
+	if _, err := testenv.CreateNode(e.ctx, e.cp.Client, s); err != nil {
 		e.t.Fatal(err)
 	}
 	e.nodes = append(e.nodes, s.Name)
@@ -122,7 +130,7 @@ func (e *env) node(s testenv.NodeSpec) string {
 func (e *env) pod(s testenv.PodSpec) *v1.Pod {
 	e.t.Helper()
 	s.Namespace = e.ns
-	p, err := testenv.CreatePod(e.ctx, cp.Client, s)
+	p, err := testenv.CreatePod(e.ctx, e.cp.Client, s)
 	if err != nil {
 		e.t.Fatalf("create pod %s: %v", s.Name, err)
 	}
@@ -132,7 +140,7 @@ func (e *env) pod(s testenv.PodSpec) *v1.Pod {
 // bound waits until the pods are bound and returns pod → node.
 func (e *env) bound(timeout time.Duration, pods ...string) map[string]string {
 	e.t.Helper()
-	got, err := testenv.WaitForBound(e.ctx, cp.Client, e.ns, timeout, pods...)
+	got, err := testenv.WaitForBound(e.ctx, e.cp.Client, e.ns, timeout, pods...)
 	if err != nil {
 		e.t.Fatalf("%v (bound so far: %v)", err, got)
 	}
@@ -142,7 +150,7 @@ func (e *env) bound(timeout time.Duration, pods ...string) map[string]string {
 // message waits for a scheduling message containing substr for the pod.
 func (e *env) message(pod, substr string, timeout time.Duration) string {
 	e.t.Helper()
-	m, err := testenv.WaitForMessage(e.ctx, cp.Client, e.ns, pod, substr, timeout)
+	m, err := testenv.WaitForMessage(e.ctx, e.cp.Client, e.ns, pod, substr, timeout)
 	if err != nil {
 		e.t.Fatal(err)
 	}

@@ -53,7 +53,7 @@ func (e *env) cliques(zones map[string]string) map[string][]string {
 
 func (e *env) noMessage(pod, substr string) {
 	e.t.Helper()
-	for _, m := range testenv.FailedSchedulingMessages(e.ctx, cp.Client, e.ns, pod) {
+	for _, m := range testenv.FailedSchedulingMessages(e.ctx, e.cp.Client, e.ns, pod) {
 		if strings.Contains(m, substr) {
 			e.t.Fatalf("pod %s has message %q containing %q", pod, m, substr)
 		}

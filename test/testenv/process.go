@@ -38,7 +38,7 @@ func StartProcess(dir, name, logName string, args ...string) (*Process, error) {
 	}
 	cmd := exec.Command(path, args...)
 	cmd.Stdout, cmd.Stderr = f, f
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	if err := cmd.Start(); err != nil {
 		f.Close()
 		return nil, fmt.Errorf("start %s: %w", name, err)

@@ -152,6 +152,7 @@ func TestDecodeArgsDecodeErrors(t *testing.T) {
 		{"integer overflow", rawArgs(`{"gcIntervalSeconds":9223372036854775808}`)},
 		{"number for a string", rawArgs(`{"topologyKey":5,"gcIntervalSeconds":45}`)},
 		{"string for a bool", rawArgs(`{"standaloneDomainPacking":"yes","gcIntervalSeconds":45}`)},
+		{"number for gangSoftSpread", rawArgs(`{"gangSoftSpread":1,"gcIntervalSeconds":45}`)},
 		{"array", rawArgs(`[]`)},
 		// a decode error wins over everything after it, even an invalid key
 		{"decode before validation", rawArgs(`{"topologyKey":"not a label key/","gcIntervalSeconds":"x"}`)},
@@ -196,9 +197,10 @@ func TestDecodeArgsAcceptance(t *testing.T) {
 		{
 			name: "chart defaults",
 			obj: rawArgs(`{"podGroupTopologyKeyAnnotation":"ome.io/topology-key","unsupportedPlacementGroupLabel":"ome.io/placement-group",` +
-				`"defaultPermitTimeoutSeconds":600,"podGroupSyncTimeoutSeconds":30,"gcIntervalSeconds":60,"standaloneDomainPacking":true}`),
+				`"defaultPermitTimeoutSeconds":600,"podGroupSyncTimeoutSeconds":30,"gcIntervalSeconds":60,"standaloneDomainPacking":true,"gangSoftSpread":true}`),
 			want: Args{PodGroupTopologyKeyAnnotation: "ome.io/topology-key", UnsupportedPlacementGroupLabel: "ome.io/placement-group",
-				DefaultPermitTimeoutSeconds: i64(600), PodGroupSyncTimeoutSeconds: i64(30), GCIntervalSeconds: i64(60), StandaloneDomainPacking: &tr},
+				DefaultPermitTimeoutSeconds: i64(600), PodGroupSyncTimeoutSeconds: i64(30), GCIntervalSeconds: i64(60), StandaloneDomainPacking: &tr,
+				GangSoftSpread: &tr},
 			pack: true,
 		},
 		{
@@ -304,6 +306,30 @@ func TestValidateArgs(t *testing.T) {
 	}
 }
 
+func TestArgsGangSoftSpread(t *testing.T) {
+	cases := []struct {
+		raw  string
+		want bool
+	}{
+		{`{"gcIntervalSeconds":45}`, true},
+		{`{"gcIntervalSeconds":45,"gangSoftSpread":true}`, true},
+		{`{"gcIntervalSeconds":45,"gangSoftSpread":false}`, false},
+		{`{"gcIntervalSeconds":45,"gangSoftSpread":null}`, true},
+	}
+	for _, tc := range cases {
+		args, err := DecodeArgs(rawArgs(tc.raw))
+		if err != nil {
+			t.Fatalf("%s: %v", tc.raw, err)
+		}
+		if args.SoftSpread() != tc.want {
+			t.Fatalf("%s: SoftSpread = %v, want %v", tc.raw, args.SoftSpread(), tc.want)
+		}
+		if !args.PackStandalone() {
+			t.Fatalf("%s: gangSoftSpread changed PackStandalone", tc.raw)
+		}
+	}
+}
+
 func TestArgsPackStandaloneDefault(t *testing.T) {
 	f, tr := false, true
 	if !(&Args{}).PackStandalone() {
@@ -326,7 +352,8 @@ func equalArgs(a, b Args) bool {
 		eqI(a.DefaultPermitTimeoutSeconds, b.DefaultPermitTimeoutSeconds) &&
 		eqI(a.PodGroupSyncTimeoutSeconds, b.PodGroupSyncTimeoutSeconds) &&
 		eqI(a.GCIntervalSeconds, b.GCIntervalSeconds) &&
-		eqB(a.StandaloneDomainPacking, b.StandaloneDomainPacking)
+		eqB(a.StandaloneDomainPacking, b.StandaloneDomainPacking) &&
+		eqB(a.GangSoftSpread, b.GangSoftSpread)
 }
 
 func dumpArgs(a Args) string {
@@ -342,10 +369,10 @@ func dumpArgs(a Args) string {
 		}
 		return strconv.FormatBool(*p)
 	}
-	return fmt.Sprintf("{topologyKey:%q annotation:%q label:%q permit:%s sync:%s gc:%s pack:%s}",
+	return fmt.Sprintf("{topologyKey:%q annotation:%q label:%q permit:%s sync:%s gc:%s pack:%s softSpread:%s}",
 		a.TopologyKey, a.PodGroupTopologyKeyAnnotation, a.UnsupportedPlacementGroupLabel,
 		pi(a.DefaultPermitTimeoutSeconds), pi(a.PodGroupSyncTimeoutSeconds), pi(a.GCIntervalSeconds),
-		pb(a.StandaloneDomainPacking))
+		pb(a.StandaloneDomainPacking), pb(a.GangSoftSpread))
 }
 
 // FuzzDecodeArgs: arbitrary bytes as Raw never panic; anything accepted re-validates and has

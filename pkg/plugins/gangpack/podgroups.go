@@ -3,6 +3,7 @@ package gangpack
 import (
 	"context"
 	"fmt"
+	"sync/atomic"
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/equality"
@@ -21,11 +22,23 @@ import (
 const podGroupResource = "podgroups.v1alpha1.scheduling.x-k8s.io"
 
 // podGroupReader is the plugin's own PodGroup informer: all namespaces, no resync. It keeps
-// retrying in the background, so a CRD installed after start is picked up without a restart.
+// retrying in the background, so a CRD installed after start is picked up without a restart:
+// while the resource is not served, discovery is polled and a fresh informer is started as
+// soon as it appears (the first informer's list retries back off up to half a minute).
 type podGroupReader struct {
+	cur      atomic.Pointer[pgInformer]
+	client   pgclientset.Interface
+	onChange func(old, cur *schedv1alpha1.PodGroup)
+}
+
+type pgInformer struct {
 	informer cache.SharedIndexInformer
 	lister   pglisters.PodGroupLister
+	stop     context.CancelFunc
 }
+
+// crdPollInterval is how often discovery is asked whether PodGroups are served yet.
+const crdPollInterval = 2 * time.Second
 
 // newPodGroupReader starts the informer with the scheduler's context and reports whether the
 // PodGroup resource is served right now (discovery).
@@ -34,37 +47,87 @@ func newPodGroupReader(ctx context.Context, cfg *restclient.Config, kube kuberne
 	if err != nil {
 		return nil, false, fmt.Errorf("create PodGroup client: %w", err)
 	}
-	factory := pginformers.NewSharedInformerFactory(client, 0)
+	r := &podGroupReader{client: client, onChange: onChange}
+	served := podGroupsServed(kube)
+	if err := r.start(ctx); err != nil {
+		return nil, false, err
+	}
+	if !served && kube != nil {
+		go r.watchForCRD(ctx, kube)
+	}
+	return r, served, nil
+}
+
+func podGroupsServed(kube kubernetes.Interface) bool {
+	if kube == nil {
+		return false
+	}
+	list, err := kube.Discovery().ServerResourcesForGroupVersion(schedv1alpha1.SchemeGroupVersion.String())
+	if err != nil {
+		return false
+	}
+	for _, res := range list.APIResources {
+		if res.Name == "podgroups" {
+			return true
+		}
+	}
+	return false
+}
+
+// start builds and starts a fresh informer and makes it current, stopping the previous one.
+func (r *podGroupReader) start(ctx context.Context) error {
+	ictx, cancel := context.WithCancel(ctx)
+	factory := pginformers.NewSharedInformerFactory(r.client, 0)
 	inf := factory.Scheduling().V1alpha1().PodGroups()
-	r := &podGroupReader{informer: inf.Informer(), lister: inf.Lister()}
-	if _, err := r.informer.AddEventHandler(cache.ResourceEventHandlerFuncs{
+	pi := &pgInformer{informer: inf.Informer(), lister: inf.Lister(), stop: cancel}
+	if _, err := pi.informer.AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc: func(obj any) {
 			if pg, ok := obj.(*schedv1alpha1.PodGroup); ok {
-				onChange(nil, pg)
+				r.onChange(nil, pg)
 			}
 		},
 		UpdateFunc: func(oldObj, newObj any) {
 			o, ok1 := oldObj.(*schedv1alpha1.PodGroup)
 			n, ok2 := newObj.(*schedv1alpha1.PodGroup)
 			if ok1 && ok2 && podGroupChanged(o, n) {
-				onChange(o, n)
+				r.onChange(o, n)
 			}
 		},
 	}); err != nil {
-		return nil, false, fmt.Errorf("register PodGroup change handler: %w", err)
+		cancel()
+		return fmt.Errorf("register PodGroup change handler: %w", err)
 	}
-	served := false
-	if kube != nil {
-		if list, err := kube.Discovery().ServerResourcesForGroupVersion(schedv1alpha1.SchemeGroupVersion.String()); err == nil {
-			for _, res := range list.APIResources {
-				if res.Name == "podgroups" {
-					served = true
-				}
+	factory.Start(ictx.Done())
+	if old := r.cur.Swap(pi); old != nil {
+		old.stop()
+	}
+	return nil
+}
+
+// watchForCRD polls discovery until PodGroups are served, then restarts the informer so it
+// syncs at once instead of after its list backoff.
+func (r *podGroupReader) watchForCRD(ctx context.Context, kube kubernetes.Interface) {
+	logger := klog.FromContext(ctx).WithValues("plugin", Name)
+	t := time.NewTicker(crdPollInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		if r.synced() {
+			return
+		}
+		if podGroupsServed(kube) {
+			logger.Info("PodGroup resource is served now; starting the PodGroup informer")
+			if err := r.start(ctx); err != nil {
+				logger.Error(err, "Restart the PodGroup informer")
+				continue
 			}
+			return
 		}
 	}
-	factory.Start(ctx.Done())
-	return r, served, nil
 }
 
 // podGroupChanged reports a semantic change of spec, labels or annotations (status-only or
@@ -75,18 +138,18 @@ func podGroupChanged(o, n *schedv1alpha1.PodGroup) bool {
 		!equality.Semantic.DeepEqual(o.Annotations, n.Annotations)
 }
 
-func (r *podGroupReader) synced() bool { return r.informer.HasSynced() }
+func (r *podGroupReader) synced() bool { return r.cur.Load().informer.HasSynced() }
 
 // waitForSync waits for the initial list at most timeout; it reports whether it synced.
 func (r *podGroupReader) waitForSync(ctx context.Context, timeout time.Duration) bool {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	return cache.WaitForCacheSync(ctx.Done(), r.informer.HasSynced)
+	return cache.WaitForCacheSync(ctx.Done(), r.synced)
 }
 
 // get returns the PodGroup or nil when it is not (yet) known.
 func (r *podGroupReader) get(ns, name string) (*schedv1alpha1.PodGroup, error) {
-	return r.lister.PodGroups(ns).Get(name)
+	return r.cur.Load().lister.PodGroups(ns).Get(name)
 }
 
 // onPodGroupChange wakes the live unbound members of a PodGroup that was added or changed.

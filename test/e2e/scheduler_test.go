@@ -1,0 +1,348 @@
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"crypto/tls"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"regexp"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	dto "github.com/prometheus/client_model/go"
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
+	authenticationv1 "k8s.io/api/authentication/v1"
+	authorizationv1 "k8s.io/api/authorization/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/moirai-internal/ome-scheduler/test/testenv"
+)
+
+// TestSchedulerRunsAsChartServiceAccount runs bin/ome-scheduler with nothing but the chart:
+// its config.yaml as rendered (plus clientConnection.kubeconfig, which in a cluster is the
+// in-cluster config) and a token of ServiceAccount ome/ome-scheduler bound only by the chart's
+// RBAC. The seed's demo gang must land whole in clique-a (W14–W17), the Lease must be held
+// (W5), each member must have a Scheduled event from ome-scheduler (W16), and the scheduler
+// must never have been refused anything.
+func TestSchedulerRunsAsChartServiceAccount(t *testing.T) {
+	s := getChartScheduler(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	// Checked last, also when an assertion below stops the test: the scheduler was refused
+	// nothing it asked for.
+	defer func() {
+		if lines := grepLog(t, s.proc.LogPath, regexp.MustCompile(`(?i)forbidden`)); len(lines) > 0 {
+			n := len(lines)
+			if n > 20 {
+				lines = append(lines[:20], "...")
+			}
+			t.Errorf("the scheduler log has %d 'forbidden' lines (the chart's RBAC is insufficient):\n%s", n, strings.Join(lines, "\n"))
+		}
+	}()
+
+	// The kubeconfig authenticates as the chart's ServiceAccount and nothing more.
+	rc, err := clientcmd.BuildConfigFromFlags("", s.kubeconfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	saClient, err := kubernetes.NewForConfig(rc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ssr, err := saClient.AuthenticationV1().SelfSubjectReviews().Create(ctx, &authenticationv1.SelfSubjectReview{}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatalf("SelfSubjectReview with the scheduler's kubeconfig: %v", err)
+	}
+	if want := "system:serviceaccount:" + releaseNS + ":" + releaseName; ssr.Status.UserInfo.Username != want {
+		t.Fatalf("the scheduler's kubeconfig authenticates as %q, want %q", ssr.Status.UserInfo.Username, want)
+	}
+	if bytes.Contains(s.config, []byte("clientConnection")) {
+		t.Errorf("the chart's config.yaml already sets clientConnection:\n%s", s.config)
+	}
+
+	// W5: the Lease named after the scheduler, in the release namespace, has a holder.
+	var holder string
+	if !waitFor(ctx, 20*time.Second, func(ctx context.Context) bool {
+		l, err := cp.Client.CoordinationV1().Leases(releaseNS).Get(ctx, releaseName, metav1.GetOptions{})
+		if err != nil || l.Spec.HolderIdentity == nil {
+			return false
+		}
+		holder = *l.Spec.HolderIdentity
+		return holder != ""
+	}) {
+		t.Errorf("Lease %s/%s has no holder within 20s", releaseNS, releaseName)
+	} else {
+		t.Logf("Lease %s/%s held by %s", releaseNS, releaseName, holder)
+	}
+
+	// W14, W15, W17: both members bound within 30 s, on two different clique-a nodes.
+	g := getDemoGang(t)
+	if g.err != nil {
+		t.Fatalf("demo gang: %v", g.err)
+	}
+	t.Logf("demo gang bound in %s: %v", g.boundIn.Round(time.Millisecond), g.nodes)
+	seen := map[string]string{}
+	for _, p := range g.pods {
+		n := g.nodes[p]
+		if other, dup := seen[n]; dup {
+			t.Errorf("pods %s and %s share node %s (required anti-affinity)", other, p, n)
+		}
+		seen[n] = p
+		node, err := cp.Client.CoreV1().Nodes().Get(ctx, n, metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if c := node.Labels[testenv.CliqueKey]; c != "clique-a" {
+			t.Errorf("pod %s on node %s in %s, want clique-a (smallest clique that fits 2)", p, n, c)
+		}
+	}
+
+	// W16: a Scheduled event per member, reported by ome-scheduler.
+	for _, p := range g.pods {
+		want := fmt.Sprintf("Successfully assigned %s/%s to %s", demoNS, p, g.nodes[p])
+		var got []string
+		ok := waitFor(ctx, 15*time.Second, func(ctx context.Context) bool {
+			evs, err := cp.Client.EventsV1().Events(demoNS).List(ctx, metav1.ListOptions{})
+			if err != nil {
+				return false
+			}
+			got = got[:0]
+			for _, e := range evs.Items {
+				if e.Regarding.Name != p || e.Reason != "Scheduled" {
+					continue
+				}
+				got = append(got, fmt.Sprintf("%s: %s", e.ReportingController, e.Note))
+				if e.ReportingController == releaseName && e.Note == want {
+					return true
+				}
+			}
+			return false
+		})
+		if !ok {
+			t.Errorf("pod %s: no Scheduled event from %s with %q; Scheduled events: %q", p, releaseName, want, got)
+		}
+	}
+
+}
+
+// grepLog returns the lines of the file matching re.
+func grepLog(t *testing.T, path string, re *regexp.Regexp) []string {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, l := range strings.Split(string(b), "\n") {
+		if re.MatchString(l) {
+			out = append(out, l)
+		}
+	}
+	return out
+}
+
+// Plugin metric families (contract.md §4) and their documented label values.
+var pluginFamilies = []struct {
+	name   string
+	typ    dto.MetricType
+	label  string
+	values []string
+}{
+	{"ome_scheduler_gang_pin_total", dto.MetricType_COUNTER, "result",
+		[]string{"pinned", "pinned_after_filter", "no_fit", "reserved", "adopted", "stale_replan", "topology_replan"}},
+	{"ome_scheduler_gang_gate_total", dto.MetricType_COUNTER, "result", []string{"wait", "admit"}},
+	{"ome_scheduler_gang_activation_total", dto.MetricType_COUNTER, "trigger",
+		[]string{"permit", "templates_complete", "reservation_released", "podgroup_change", "domain_failed"}},
+	{"ome_scheduler_gang_unwind_total", dto.MetricType_COUNTER, "", nil},
+	{"ome_scheduler_pinned_groups", dto.MetricType_GAUGE, "", nil},
+}
+
+// TestMetricsEndpointAuthz checks the secure port of the chart-deployed scheduler (W39–W42):
+// /metrics refuses anonymous callers and ServiceAccounts without the reader binding, serves
+// the ServiceAccount listed in scheduler.metrics.reader.serviceAccounts, and exposes the
+// plugin's five families next to kube-scheduler's; /healthz and /readyz need no credentials.
+func TestMetricsEndpointAuthz(t *testing.T) {
+	s := getChartScheduler(t)
+	g := getDemoGang(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	base := fmt.Sprintf("https://127.0.0.1:%d", s.port)
+	client := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{
+		TLSClientConfig: &tls.Config{InsecureSkipVerify: true}, //nolint:gosec // self-signed serving certificate of a local process
+	}}
+	get := func(path, token string) (int, []byte) {
+		t.Helper()
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, base+path, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if token != "" {
+			req.Header.Set("Authorization", "Bearer "+token)
+		}
+		resp, err := client.Do(req)
+		if err != nil {
+			t.Fatalf("GET %s: %v", path, err)
+		}
+		defer resp.Body.Close()
+		body, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, body
+	}
+
+	// Probes are served without credentials.
+	for _, p := range []string{"/healthz", "/readyz"} {
+		var code int
+		var body []byte
+		if !waitFor(ctx, 20*time.Second, func(context.Context) bool { code, body = get(p, ""); return code == http.StatusOK }) {
+			t.Errorf("GET %s without credentials: %d %s, want 200", p, code, body)
+		}
+	}
+
+	// W41: anonymous.
+	if code, body := get("/metrics", ""); code != http.StatusUnauthorized && code != http.StatusForbidden {
+		t.Errorf("anonymous GET /metrics: %d, want 401 or 403 (%.200s)", code, body)
+	}
+	// W41: an authenticated ServiceAccount without the reader binding.
+	nobody := serviceAccountToken(t, ctx, readerSA.Namespace, "nobody")
+	if code, body := get("/metrics", nobody); code != http.StatusForbidden {
+		t.Errorf("GET /metrics as %s/nobody: %d, want 403 (%.200s)", readerSA.Namespace, code, body)
+	}
+
+	// W39: kubectl auth can-i get /metrics --as=system:serviceaccount:monitoring:prometheus.
+	user := fmt.Sprintf("system:serviceaccount:%s:%s", readerSA.Namespace, readerSA.Name)
+	sar, err := cp.Client.AuthorizationV1().SubjectAccessReviews().Create(ctx, &authorizationv1.SubjectAccessReview{
+		Spec: authorizationv1.SubjectAccessReviewSpec{
+			User:                  user,
+			Groups:                []string{"system:serviceaccounts", "system:serviceaccounts:" + readerSA.Namespace, "system:authenticated"},
+			NonResourceAttributes: &authorizationv1.NonResourceAttributes{Path: "/metrics", Verb: "get"},
+		},
+	}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !sar.Status.Allowed {
+		t.Errorf("can-i get /metrics --as=%s: no (%s)", user, sar.Status.Reason)
+	}
+
+	// W40: the listed ServiceAccount reads /metrics.
+	prom := serviceAccountToken(t, ctx, readerSA.Namespace, readerSA.Name)
+	code, body := get("/metrics", prom)
+	if code != http.StatusOK {
+		t.Fatalf("GET /metrics as %s: %d, want 200 (%.300s)", user, code, body)
+	}
+	fams := parseMetrics(t, body)
+	for _, f := range pluginFamilies {
+		mf, ok := fams[f.name]
+		if !ok {
+			t.Errorf("family %s missing from /metrics", f.name)
+			continue
+		}
+		if mf.GetType() != f.typ {
+			t.Errorf("%s: type %s, want %s", f.name, mf.GetType(), f.typ)
+		}
+		if !strings.HasPrefix(mf.GetHelp(), "[ALPHA] ") {
+			t.Errorf("%s: help %q does not start with \"[ALPHA] \"", f.name, mf.GetHelp())
+		}
+		if f.label == "" {
+			if len(mf.GetMetric()) != 1 || len(mf.GetMetric()[0].GetLabel()) != 0 {
+				t.Errorf("%s: want one unlabelled series, got %v", f.name, mf.GetMetric())
+			}
+			continue
+		}
+		got := labelValues(mf, f.label)
+		sort.Strings(got)
+		want := append([]string(nil), f.values...)
+		sort.Strings(want)
+		if strings.Join(got, ",") != strings.Join(want, ",") {
+			t.Errorf("%s{%s}: values %v, want exactly %v", f.name, f.label, got, want)
+		}
+	}
+	for _, kf := range []string{"scheduler_schedule_attempts_total", "scheduler_pending_pods"} {
+		if _, ok := fams[kf]; !ok {
+			t.Errorf("kube-scheduler family %s missing from /metrics", kf)
+		}
+	}
+
+	// W42: the demo gang moved the leader's counters.
+	if g.err != nil {
+		t.Fatalf("demo gang not placed, cannot check W42: %v", g.err)
+	}
+	thresholds := []struct {
+		family, label, value string
+	}{
+		{"ome_scheduler_gang_pin_total", "result", "pinned"},
+		{"ome_scheduler_gang_gate_total", "result", "wait"},
+		{"ome_scheduler_gang_gate_total", "result", "admit"},
+		{"ome_scheduler_gang_activation_total", "trigger", "permit"},
+	}
+	var last map[string]float64
+	ok := waitFor(ctx, 10*time.Second, func(context.Context) bool {
+		code, body := get("/metrics", prom)
+		if code != http.StatusOK {
+			return false
+		}
+		fams := parseMetrics(t, body)
+		last = map[string]float64{}
+		all := true
+		for _, th := range thresholds {
+			v := sampleValue(fams[th.family], th.label, th.value)
+			last[fmt.Sprintf("%s{%s=%q}", th.family, th.label, th.value)] = v
+			if v < 1 {
+				all = false
+			}
+		}
+		return all
+	})
+	if !ok {
+		t.Errorf("after the demo gang, want each of these ≥ 1: %v", last)
+	}
+	t.Logf("plugin counters after the demo gang: %v", last)
+}
+
+// parseMetrics parses the Prometheus text exposition.
+func parseMetrics(t *testing.T, body []byte) map[string]*dto.MetricFamily {
+	t.Helper()
+	p := expfmt.NewTextParser(model.LegacyValidation)
+	fams, err := p.TextToMetricFamilies(bytes.NewReader(body))
+	if err != nil {
+		t.Fatalf("parse /metrics: %v", err)
+	}
+	return fams
+}
+
+func labelValues(mf *dto.MetricFamily, label string) []string {
+	var out []string
+	for _, m := range mf.GetMetric() {
+		for _, l := range m.GetLabel() {
+			if l.GetName() == label {
+				out = append(out, l.GetValue())
+			}
+		}
+	}
+	return out
+}
+
+// sampleValue returns the counter or gauge value of the series with label=value (-1 if absent).
+func sampleValue(mf *dto.MetricFamily, label, value string) float64 {
+	if mf == nil {
+		return -1
+	}
+	for _, m := range mf.GetMetric() {
+		for _, l := range m.GetLabel() {
+			if l.GetName() == label && l.GetValue() == value {
+				if c := m.GetCounter(); c != nil {
+					return c.GetValue()
+				}
+				return m.GetGauge().GetValue()
+			}
+		}
+	}
+	return -1
+}
