@@ -10,6 +10,13 @@ export GOFLAGS := -buildvcs=false
 export OME_BIN_DIR := $(BIN)
 
 HELM_VERSION := v3.22.0
+KUBE_VERSION := v1.35.4
+# Stamp the Kubernetes version into the binaries built from the module proxy (a plain `go
+# build` reports v0.0.0-master, which Helm's kubeVersion check and kubectl would see).
+VERSION_PKG  := k8s.io/component-base/version
+KUBE_LDFLAGS := -X $(VERSION_PKG).gitVersion=$(KUBE_VERSION) -X $(VERSION_PKG).gitMajor=1 \
+                -X $(VERSION_PKG).gitMinor=35 -X $(VERSION_PKG).gitTreeState=clean \
+                -X $(VERSION_PKG).buildDate=1970-01-01T00:00:00Z
 CRD_SRC       = $(shell $(GO) list -m -f '{{.Dir}}' sigs.k8s.io/scheduler-plugins)/config/crd/bases/scheduling.x-k8s.io_podgroups.yaml
 CRD           := manifests/crds/scheduling.x-k8s.io_podgroups.yaml
 
@@ -24,7 +31,7 @@ all: build
 
 ## build: bin/ome-scheduler
 build:
-	$(GO) build -o $(BIN)/ome-scheduler ./cmd/ome-scheduler
+	$(GO) build -ldflags "$(KUBE_LDFLAGS)" -o $(BIN)/ome-scheduler ./cmd/ome-scheduler
 
 ## tools: the real test components from the Go module proxy, cached in bin/
 tools: $(TOOLS)
@@ -32,14 +39,14 @@ tools: $(TOOLS)
 $(BIN)/etcd: hack/etcd/main.go hack/etcd/go.mod hack/etcd/go.sum
 	cd hack/etcd && $(GO) build -o $@ .
 
-$(BIN)/kube-apiserver: go.mod go.sum
-	$(GO) build -o $@ k8s.io/kubernetes/cmd/kube-apiserver
+$(BIN)/kube-apiserver: go.mod go.sum Makefile
+	$(GO) build -ldflags "$(KUBE_LDFLAGS)" -o $@ k8s.io/kubernetes/cmd/kube-apiserver
 
-$(BIN)/kube-controller-manager: go.mod go.sum
-	$(GO) build -o $@ k8s.io/kubernetes/cmd/kube-controller-manager
+$(BIN)/kube-controller-manager: go.mod go.sum Makefile
+	$(GO) build -ldflags "$(KUBE_LDFLAGS)" -o $@ k8s.io/kubernetes/cmd/kube-controller-manager
 
-$(BIN)/kubectl: go.mod go.sum
-	$(GO) build -o $@ k8s.io/kubernetes/cmd/kubectl
+$(BIN)/kubectl: go.mod go.sum Makefile
+	$(GO) build -ldflags "$(KUBE_LDFLAGS)" -o $@ k8s.io/kubernetes/cmd/kubectl
 
 $(BIN)/helm:
 	GOBIN=$(BIN) $(GO) install helm.sh/helm/v3/cmd/helm@$(HELM_VERSION)
