@@ -126,3 +126,26 @@ func TestTopologyKeyChangedMidFormation(t *testing.T) {
 		t.Fatalf("pin_total{topology_replan} grew by %v, want >= 1", d)
 	}
 }
+
+// Node topology labels change while the gang forms: the pinned domain vanishes, the waiting
+// member's attempt is unwound (never left behind while a new attempt admits the rest), and
+// the gang forms whole in one domain of the new labels.
+func TestNodeTopologyLabelsChangedMidFormation(t *testing.T) {
+	e := newEnv(t)
+	a := e.domain("a", 2, 1)
+	e.domain("b", 3, 1)
+	e.startScheduler(testenv.Profile{})
+	e.podGroup("g", 2, domainKey, 120)
+	gw := newGateWatch(t)
+	e.pod(testenv.PodSpec{Name: "g-1", Group: "g", GPUs: 1, Apart: true, Gates: []string{"example.com/later"}})
+	e.pod(testenv.PodSpec{Name: "g-0", Group: "g", GPUs: 1, Apart: true})
+	gw.wait()
+	for _, n := range a {
+		e.updateNodeLabel(n, domainKey, "c")
+	}
+	time.Sleep(500 * time.Millisecond)
+	e.ungate("g-1")
+	got := e.bound(30*time.Second, "g-0", "g-1")
+	e.oneDomain(got, domainKey)
+	e.distinctNodes(got)
+}

@@ -42,6 +42,12 @@ func msgTopologyReleased(key string) string { // M09
 	return "released commitment after topology key changed for " + key
 }
 
+// msgStaleReleased extends the contract: a forming pin whose domain vanished (relabelled or
+// removed nodes) while members waited at Permit is unwound, like M08/M09.
+func msgStaleReleased(domain, key string) string {
+	return fmt.Sprintf("released commitment after pinned domain %s changed for %s", domain, key)
+}
+
 func msgSplit(key string) string { // M10
 	return fmt.Sprintf("gang %s already has members in multiple topology domains", key)
 }

@@ -66,6 +66,7 @@ func (pl *GangPack) plan(ctx context.Context, logger klog.Logger, cs fwk.CycleSt
 	// P3 split check.
 	p.findPlaced()
 	if p.split() {
+		countSplitRefused()
 		return nil, fwk.NewStatus(fwk.UnschedulableAndUnresolvable, msgSplit(key))
 	}
 	// P4 templates.
@@ -109,7 +110,7 @@ func (pl *GangPack) plan(ctx context.Context, logger klog.Logger, cs fwk.CycleSt
 	case len(p.placed) > 0:
 		plans = p.planOver(p.nodesOfDomain(info.TopologyKey, p.placed[0].domain))
 	default:
-		plans = p.planOver(p.all)
+		plans = p.planAll()
 	}
 	pinnedDomain := ""
 	if pinned {
@@ -127,14 +128,21 @@ func (pl *GangPack) plan(ctx context.Context, logger klog.Logger, cs fwk.CycleSt
 			if vanished {
 				cause = "domain_gone"
 			}
-			pl.releaseSilently(logger, key, c.ID)
 			countPin(pinStaleReplan)
 			logger.V(4).Info("gangpack.pinGang.stale_replan", "gang", key, "domain", c.Domain, "cause", cause)
+			if pl.hasWaiters(key, c.ID) {
+				// Members of this attempt wait at Permit on nodes that left the domain: a
+				// silent release would strand them under a dead attempt while a new one
+				// admits the rest. Unwind instead and re-plan on the next cycle.
+				pl.unwind(logger, key, c.ID, causeTopologyChange, false)
+				return nil, fwk.NewStatus(fwk.Unschedulable, msgStaleReleased(c.Domain, key))
+			}
+			pl.releaseSilently(logger, key, c.ID)
 			pinned = false
 			if len(p.placed) > 0 {
 				plans = p.planOver(p.nodesOfDomain(info.TopologyKey, p.placed[0].domain))
 			} else {
-				plans = p.planOver(p.all)
+				plans = p.planAll()
 			}
 		}
 	}
@@ -147,6 +155,7 @@ func (pl *GangPack) plan(ctx context.Context, logger klog.Logger, cs fwk.CycleSt
 	}
 	// P11 choose a domain.
 	if p.split() {
+		countSplitRefused()
 		return nil, fwk.NewStatus(fwk.UnschedulableAndUnresolvable, msgSplit(key))
 	}
 	if len(p.placed) > 0 {
@@ -283,6 +292,11 @@ func (p *planner) nodesOfDomain(key, domain string) []fwk.NodeInfo {
 
 // planOver computes the per-domain plans over a node set under the gang's topology key.
 func (p *planner) planOver(set []fwk.NodeInfo) map[string]*topology.DomainPlan {
+	return topology.Plan(&p.gang, p.topologyNodes(set))
+}
+
+// topologyNodes translates the labelled nodes of set for the planner.
+func (p *planner) topologyNodes(set []fwk.NodeInfo) []topology.Node {
 	tn := make([]topology.Node, 0, len(set))
 	for _, ni := range set {
 		node := ni.Node()
@@ -300,7 +314,7 @@ func (p *planner) planOver(set []fwk.NodeInfo) map[string]*topology.DomainPlan {
 		}
 		tn = append(tn, topology.Node{Name: node.Name, Domain: d, Free: free, FreePods: freePods, Fits: fits})
 	}
-	return topology.Plan(&p.gang, tn)
+	return tn
 }
 
 // nodesFn returns node names of a domain over all snapshot nodes under the gang's key.
@@ -348,7 +362,7 @@ func (p *planner) bestFit(cs fwk.CycleState, plans map[string]*topology.DomainPl
 	if res.OK {
 		if !res.Existing {
 			countPin(pinPinned)
-			pl.setGauge()
+			pl.pinsChanged()
 		}
 		return p.narrow(cs, plans, res.Commitment, "pinned")
 	}
@@ -359,6 +373,7 @@ func (p *planner) bestFit(cs fwk.CycleState, plans map[string]*topology.DomainPl
 // logging the decision. reason overrides the logged reason when non-empty.
 func (p *planner) noFit(rooms map[string]int, failed map[string]struct{}, reason string) *fwk.Status {
 	key := p.info.Key
+	p.parked()
 	if _, ok := topology.BestFit(rooms, p.need); ok {
 		p.pl.blocked.add(p.pod)
 		countPin(pinReserved)
@@ -399,7 +414,7 @@ func (p *planner) adopt(cs fwk.CycleState, plans map[string]*topology.DomainPlan
 		return nil, fwk.NewStatus(fwk.Unschedulable, msgAdoptReserved(d, info.Key))
 	case placement.Pinned:
 		countPin(pinAdopted)
-		pl.setGauge()
+		pl.pinsChanged()
 	}
 	room := 0
 	if dp := plans[d]; dp != nil {
