@@ -331,3 +331,20 @@ func (s *Store) HeldDomains() int {
 	defer s.mu.Unlock()
 	return len(s.heldDomains)
 }
+
+// HeldDomainRefs returns the domains currently held by forming gangs, sorted by key then value.
+func (s *Store) HeldDomainRefs() []DomainRef {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make([]DomainRef, 0, len(s.heldDomains))
+	for ref := range s.heldDomains {
+		out = append(out, ref)
+	}
+	sort.Slice(out, func(i, j int) bool {
+		if out[i].Key != out[j].Key {
+			return out[i].Key < out[j].Key
+		}
+		return out[i].Value < out[j].Value
+	})
+	return out
+}

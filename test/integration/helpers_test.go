@@ -195,8 +195,19 @@ func (e *env) ungate(name string) {
 }
 
 // metric returns the current value of an ome_scheduler_* series from the process registry
-// (the in-process scheduler registers into the component-base legacy registry).
+// (the in-process scheduler registers into the component-base legacy registry); for a
+// histogram, its sample count.
 func metric(t *testing.T, name string, labels map[string]string) float64 {
+	t.Helper()
+	v, ok := lookupMetric(t, name, labels)
+	if !ok {
+		t.Fatalf("metric %s%v not found", name, labels)
+	}
+	return v
+}
+
+// lookupMetric is metric without failing: ok is false when no series matches.
+func lookupMetric(t *testing.T, name string, labels map[string]string) (float64, bool) {
 	t.Helper()
 	mfs, err := legacyregistry.DefaultGatherer.Gather()
 	if err != nil {
@@ -217,14 +228,16 @@ func metric(t *testing.T, name string, labels map[string]string) float64 {
 					continue next
 				}
 			}
-			if m.GetCounter() != nil {
-				return m.GetCounter().GetValue()
+			switch {
+			case m.GetCounter() != nil:
+				return m.GetCounter().GetValue(), true
+			case m.GetHistogram() != nil:
+				return float64(m.GetHistogram().GetSampleCount()), true
 			}
-			return m.GetGauge().GetValue()
+			return m.GetGauge().GetValue(), true
 		}
 	}
-	t.Fatalf("metric %s%v not found", name, labels)
-	return 0
+	return 0, false
 }
 
 func labelSelector(k, v string) *metav1.LabelSelector {

@@ -11,7 +11,7 @@ import (
 
 // Permit is the all-or-nothing gate (placement.md §9): members wait until the commitment
 // drains, then the member that completes it admits every waiter of the same attempt.
-func (pl *GangPack) Permit(ctx context.Context, cs fwk.CycleState, pod *v1.Pod, _ string) (*fwk.Status, time.Duration) {
+func (pl *GangPack) Permit(ctx context.Context, cs fwk.CycleState, pod *v1.Pod, nodeName string) (*fwk.Status, time.Duration) {
 	pin := readPin(cs)
 	if pin == nil {
 		if _, _, member := gangOf(pod); member {
@@ -45,6 +45,7 @@ func (pl *GangPack) Permit(ctx context.Context, cs fwk.CycleState, pod *v1.Pod, 
 		})
 	}
 	gateTotal.WithLabelValues("admit").Inc()
+	pl.gangAdmitted(logger, cs, pod, pin, nodeName)
 	return nil, 0
 }
 
@@ -56,4 +57,5 @@ func (pl *GangPack) PostBind(_ context.Context, cs fwk.CycleState, pod *v1.Pod, 
 		pl.attempts.forget(podKey(pod))
 	}
 	pl.blocked.remove(pod)
+	pl.memberBound(pod)
 }

@@ -42,7 +42,7 @@ func (pl *GangPack) unwind(logger klog.Logger, gang string, id uint64, cause str
 	}
 	res.released, res.commitment = true, c
 	unwindTotal.Inc()
-	pl.setGauge()
+	pl.pinsChanged()
 	logger.V(4).Info("gangpack.unwind", "gang", gang, "domain", c.Domain, "cause", cause, "rejectedWaiters", res.rejected)
 	pl.wakeBlocked(logger)
 	return res
@@ -53,7 +53,7 @@ func (pl *GangPack) releaseSilently(logger klog.Logger, gang string, id uint64) 
 	if _, ok := pl.store.Release(gang, id, nil); !ok {
 		return false
 	}
-	pl.setGauge()
+	pl.pinsChanged()
 	pl.wakeBlocked(logger)
 	return true
 }

@@ -26,6 +26,8 @@ func (pl *GangPack) Reserve(ctx context.Context, cs fwk.CycleState, pod *v1.Pod,
 		}
 	}
 	if r := pl.store.Drain(pin.Gang.Key, pin.ID); r.Committed {
+		markFormed(cs)
+		pl.pinsChanged()
 		pl.failed.Clear(pin.Gang.owner())
 		pl.wakeBlocked(logger)
 	}
@@ -49,7 +51,7 @@ func (pl *GangPack) pinDeferred(logger klog.Logger, cs fwk.CycleState, pod *v1.P
 		return nil, fwk.NewStatus(fwk.Error, msgDomainUnavailable)
 	}
 	countPin(pinPinnedAfterFilter)
-	pl.setGauge()
+	pl.pinsChanged()
 	pin := &pinState{Gang: plan.Gang, Domain: domain, ID: c.ID, SoleFit: c.SoleFit}
 	cs.Write(pinStateKey, pin)
 	logger.V(4).Info("gangpack.pinGang.result", "pod", klog.KObj(pod), "gang", plan.Gang.Key, "topologyKey", plan.Gang.TopologyKey,

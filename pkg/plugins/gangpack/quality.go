@@ -1,0 +1,459 @@
+package gangpack
+
+// Placement quality as a first-class signal (ALPHA metrics beyond contract.md §4; operator
+// documentation in docs/operations.md). Everything here is observation only: no function in
+// this file changes a scheduling decision. Hooks:
+//
+//   - PreFilter returning M10 counts gang_placement_total{outcome="split_refused"};
+//   - every planning over all nodes (P8 unpinned without placed members, P9 re-plan) sets the
+//     per-domain member room, the largest placeable gang and the stranded capacity;
+//   - every pin, drain to 0 and release refreshes the per-domain held gauge from the pin store;
+//   - M17/M18 record the gang's need as pending, PostBind forgets it;
+//   - Reserve marks the member whose drain commits the gang; its Permit admit counts
+//     single_domain (or split) after checking the snapshot, and observes the formation time.
+
+import (
+	"math"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/component-base/metrics"
+	"k8s.io/component-base/metrics/legacyregistry"
+	"k8s.io/klog/v2"
+	fwk "k8s.io/kube-scheduler/framework"
+
+	"github.com/moirai-internal/ome-scheduler/pkg/placement"
+	"github.com/moirai-internal/ome-scheduler/pkg/topology"
+)
+
+// Placement outcomes (ome_scheduler_gang_placement_total{outcome}).
+const (
+	outcomeSingleDomain = "single_domain"
+	outcomeSplit        = "split"
+	outcomeSplitRefused = "split_refused"
+)
+
+var (
+	placementTotal = metrics.NewCounterVec(&metrics.CounterOpts{
+		Name:           "ome_scheduler_gang_placement_total",
+		Help:           "Gang placement outcomes (single_domain, split, split_refused): admitted gangs verified in one domain, admitted gangs found across domains (must stay 0), PreFilter refusals of split gangs (M10).",
+		StabilityLevel: metrics.ALPHA,
+	}, []string{"outcome"})
+	domainMemberRoom = metrics.NewGaugeVec(&metrics.GaugeOpts{
+		Name:           "ome_scheduler_domain_member_room",
+		Help:           "Members of the last planned gang's shape that each domain's nodes can take, from the latest gang planning over all nodes.",
+		StabilityLevel: metrics.ALPHA,
+	}, []string{"topology_key", "domain"})
+	domainHeld = metrics.NewGaugeVec(&metrics.GaugeOpts{
+		Name:           "ome_scheduler_domain_held",
+		Help:           "Whether a forming gang holds the domain (1) or not (0).",
+		StabilityLevel: metrics.ALPHA,
+	}, []string{"topology_key", "domain"})
+	strandedCapacity = metrics.NewGaugeVec(&metrics.GaugeOpts{
+		Name:           "ome_scheduler_stranded_capacity",
+		Help:           "Free units of the planned gang's largest extended resource in domains whose member room is below the smallest pending gang's need, at the latest gang planning over all nodes.",
+		StabilityLevel: metrics.ALPHA,
+	}, []string{"topology_key", "resource"})
+	largestPlaceableGang = metrics.NewGaugeVec(&metrics.GaugeOpts{
+		Name:           "ome_scheduler_largest_placeable_gang",
+		Help:           "Largest domain member room, in members of the planned gang's shape, at the latest gang planning over all nodes.",
+		StabilityLevel: metrics.ALPHA,
+	}, []string{"topology_key"})
+	formationDuration = metrics.NewHistogram(&metrics.HistogramOpts{
+		Name:           "ome_scheduler_gang_formation_duration_seconds",
+		Help:           "Seconds from the creation of a gang's minMember-th member to the Permit admission of the gang.",
+		Buckets:        metrics.ExponentialBucketsRange(0.01, 600, 17),
+		StabilityLevel: metrics.ALPHA,
+	})
+)
+
+// registerQualityMetrics is called once per process from registerMetrics.
+func registerQualityMetrics() {
+	legacyregistry.MustRegister(placementTotal, domainMemberRoom, domainHeld, strandedCapacity, largestPlaceableGang, formationDuration)
+	for _, o := range []string{outcomeSingleDomain, outcomeSplit, outcomeSplitRefused} {
+		placementTotal.WithLabelValues(o).Add(0)
+	}
+}
+
+func countSplitRefused() { placementTotal.WithLabelValues(outcomeSplitRefused).Inc() }
+
+// quality is process-wide like the metrics it drives (one scheduling profile runs the plugin).
+var quality = newQualityTracker()
+
+// qualityTracker remembers which per-domain series exist and which gangs are pending.
+type qualityTracker struct {
+	mu sync.Mutex
+	// known: topology key → domains of the latest planning over all nodes (member_room series).
+	known map[string]map[string]struct{}
+	// held: domains with a held series.
+	held map[placement.DomainRef]struct{}
+	// parked: topology key → gang key → need, for gangs parked with M17/M18.
+	parked map[string]map[string]int
+}
+
+func newQualityTracker() *qualityTracker {
+	return &qualityTracker{
+		known:  map[string]map[string]struct{}{},
+		held:   map[placement.DomainRef]struct{}{},
+		parked: map[string]map[string]int{},
+	}
+}
+
+// pinsChanged replaces setGauge after every pin, drain to 0 and release: the pinned-groups
+// gauge and the per-domain held gauge.
+func (pl *GangPack) pinsChanged() {
+	pl.setGauge()
+	quality.refreshHeld(pl.store)
+}
+
+// refreshHeld sets domain_held from the pin store.
+func (q *qualityTracker) refreshHeld(store *placement.Store) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	q.refreshHeldLocked(store)
+}
+
+// refreshHeldLocked: one held series per domain of the latest full planning of each key (0 or
+// 1) plus one per currently held domain; series of other domains are deleted.
+func (q *qualityTracker) refreshHeldLocked(store *placement.Store) {
+	want := map[placement.DomainRef]float64{}
+	for key, ds := range q.known {
+		for d := range ds {
+			want[placement.DomainRef{Key: key, Value: d}] = 0
+		}
+	}
+	for _, ref := range store.HeldDomainRefs() {
+		want[ref] = 1
+	}
+	for ref := range q.held {
+		if _, ok := want[ref]; !ok {
+			domainHeld.DeleteLabelValues(ref.Key, ref.Value)
+			delete(q.held, ref)
+		}
+	}
+	for ref, v := range want {
+		domainHeld.WithLabelValues(ref.Key, ref.Value).Set(v)
+		q.held[ref] = struct{}{}
+	}
+}
+
+// planAll is the planning over every snapshot node (P8 without pin or placed members, P9
+// re-plan); it also records the quality gauges of that planning.
+func (p *planner) planAll() map[string]*topology.DomainPlan {
+	nodes := p.topologyNodes(p.all)
+	plans := topology.Plan(&p.gang, nodes)
+	p.recordQuality(nodes)
+	return plans
+}
+
+// recordQuality sets member_room, largest_placeable_gang and stranded_capacity for the gang's
+// topology key from one planning over all nodes.
+func (p *planner) recordQuality(nodes []topology.Node) {
+	key := p.info.TopologyKey
+	rooms := memberRooms(&p.gang, nodes)
+	_, largest, _ := topology.Largest(rooms)
+	resource, hasResource := primaryResource(p.gang.Shapes)
+	var stranded int64
+	if hasResource {
+		threshold := quality.smallestNeed(key, p.info.Key, p.need, p.pl.gangPending)
+		stranded = strandedUnits(rooms, freeUnits(nodes, resource), threshold)
+	}
+	quality.record(p.pl.store, key, rooms, largest, resource, hasResource, stranded)
+}
+
+// record sets the gauges of one planning over all nodes under key, deletes the member_room
+// series of domains that planning no longer saw, and refreshes the held series.
+func (q *qualityTracker) record(store *placement.Store, key string, rooms map[string]int, largest int, resource string, hasResource bool, stranded int64) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	seen := make(map[string]struct{}, len(rooms))
+	for d, r := range rooms {
+		seen[d] = struct{}{}
+		domainMemberRoom.WithLabelValues(key, d).Set(float64(r))
+	}
+	for d := range q.known[key] {
+		if _, ok := seen[d]; !ok {
+			domainMemberRoom.DeleteLabelValues(key, d)
+		}
+	}
+	q.known[key] = seen
+	largestPlaceableGang.WithLabelValues(key).Set(float64(largest))
+	if hasResource {
+		strandedCapacity.WithLabelValues(key, resource).Set(float64(stranded))
+	}
+	q.refreshHeldLocked(store)
+}
+
+// parked records the gang as pending after M17 or M18.
+func (p *planner) parked() {
+	quality.park(p.info.TopologyKey, p.info.Key, p.need)
+}
+
+func (q *qualityTracker) park(key, gang string, need int) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	m, ok := q.parked[key]
+	if !ok {
+		m = map[string]int{}
+		q.parked[key] = m
+	}
+	m[gang] = need
+}
+
+// memberBound is the PostBind hook: a gang whose member binds is no longer pending.
+func (pl *GangPack) memberBound(pod *v1.Pod) {
+	if gang, _, ok := gangOf(pod); ok {
+		quality.unpark(gang)
+	}
+}
+
+func (q *qualityTracker) unpark(gang string) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	for key, m := range q.parked {
+		delete(m, gang)
+		if len(m) == 0 {
+			delete(q.parked, key)
+		}
+	}
+}
+
+// smallestNeed is the smallest need among the gang being planned and the gangs parked with
+// M17/M18 under key. Parked gangs without live unbound members are forgotten.
+func (q *qualityTracker) smallestNeed(key, gang string, need int, pending func(gang string) bool) int {
+	q.mu.Lock()
+	others := make(map[string]int, len(q.parked[key]))
+	for g, n := range q.parked[key] {
+		if g != gang {
+			others[g] = n
+		}
+	}
+	q.mu.Unlock()
+	smallest := need
+	for g, n := range others {
+		if !pending(g) {
+			q.mu.Lock()
+			if m := q.parked[key]; m != nil && m[g] == n {
+				delete(m, g)
+			}
+			q.mu.Unlock()
+			continue
+		}
+		if n < smallest {
+			smallest = n
+		}
+	}
+	return smallest
+}
+
+// gangPending reports whether the gang still has live unbound members (true when unknown).
+func (pl *GangPack) gangPending(gang string) bool {
+	if pl.members == nil {
+		return true
+	}
+	ns, name := splitKey(gang)
+	pods, err := pl.members.liveUnbound(ns, name, "")
+	return err != nil || len(pods) > 0
+}
+
+// memberRooms is, per domain, the sum over its nodes of the node's member room (placement.md
+// §4.3 roomOf) with no per-node cap at the gang's need, and without the "can the whole gang
+// form here" condition of the planner's room: how many members of this gang's shape the
+// domain's nodes can take.
+func memberRooms(g *topology.Gang, nodes []topology.Node) map[string]int {
+	uncapped := *g
+	uncapped.Need = math.MaxInt32
+	out := map[string]int{}
+	for i := range nodes {
+		n := &nodes[i]
+		if n.Domain == "" {
+			continue
+		}
+		out[n.Domain] += topology.NodeRoom(&uncapped, n)
+	}
+	return out
+}
+
+// primaryResource returns the extended resource with the largest per-member request among
+// the shapes (ties by name); ok is false when no shape requests an extended resource.
+func primaryResource(shapes []topology.Resources) (string, bool) {
+	best, bestQ := "", int64(0)
+	for _, s := range shapes {
+		for r, q := range s {
+			if q <= 0 || !isExtendedResource(r) {
+				continue
+			}
+			if q > bestQ || (q == bestQ && r < best) {
+				best, bestQ = r, q
+			}
+		}
+	}
+	return best, best != ""
+}
+
+// isExtendedResource: a domain-prefixed resource name outside the kubernetes.io namespaces
+// (nvidia.com/gpu, example.com/gpu), not a native resource (cpu, memory, hugepages-*,
+// ephemeral-storage) nor a quota "requests." name.
+func isExtendedResource(name string) bool {
+	return strings.Contains(name, "/") && !strings.Contains(name, "kubernetes.io/") && !strings.HasPrefix(name, "requests.")
+}
+
+// freeUnits sums allocatable − requested of resource (clamped at 0 per node) per domain.
+func freeUnits(nodes []topology.Node, resource string) map[string]int64 {
+	out := map[string]int64{}
+	for i := range nodes {
+		n := &nodes[i]
+		if n.Domain == "" {
+			continue
+		}
+		if f := n.Free[resource]; f > 0 {
+			out[n.Domain] += f
+		} else if _, ok := out[n.Domain]; !ok {
+			out[n.Domain] = 0
+		}
+	}
+	return out
+}
+
+// strandedUnits sums the free units of the domains whose room is below threshold.
+func strandedUnits(rooms map[string]int, free map[string]int64, threshold int) int64 {
+	var sum int64
+	for d, r := range rooms {
+		if r < threshold {
+			sum += free[d]
+		}
+	}
+	return sum
+}
+
+// formedStateKey marks, in CycleState, the member whose Reserve drained the commitment to 0.
+const formedStateKey fwk.StateKey = "gangpack.formed"
+
+type formedState struct{}
+
+func (s *formedState) Clone() fwk.StateData { return s }
+
+// markFormed is the Reserve hook for a drain that committed the gang.
+func markFormed(cs fwk.CycleState) {
+	if cs != nil {
+		cs.Write(formedStateKey, &formedState{})
+	}
+}
+
+func formed(cs fwk.CycleState) bool {
+	if cs == nil {
+		return false
+	}
+	_, err := cs.Read(formedStateKey)
+	return err == nil
+}
+
+// gangAdmitted is the Permit hook after an admit. Only the member that completed the gang
+// (once per attempt) counts: surplus members and adoptions that were committed at once do not.
+// It verifies from the scheduling snapshot that every placed member of the gang, the current
+// one on nodeName included, sits in the pinned domain, and observes the formation duration.
+func (pl *GangPack) gangAdmitted(logger klog.Logger, cs fwk.CycleState, pod *v1.Pod, pin *pinState, nodeName string) {
+	if !formed(cs) || pl.handle == nil {
+		return
+	}
+	placed := pl.placedDomains(pod, pin, nodeName)
+	if placementOutcome(placed, pin.Domain) == outcomeSplit {
+		placementTotal.WithLabelValues(outcomeSplit).Inc()
+		logger.Error(nil, "Gang admitted with members outside its pinned domain", "gang", pin.Gang.Key,
+			"topologyKey", pin.Gang.TopologyKey, "domain", pin.Domain, "placed", placed)
+	} else {
+		placementTotal.WithLabelValues(outcomeSingleDomain).Inc()
+	}
+	if start, ok := pl.formationStart(pin.Gang); ok {
+		formationDuration.Observe(formationSeconds(start, time.Now()))
+	}
+}
+
+// placedDomains maps every member of the gang on a snapshot node (bound or assumed, as
+// planner.findPlaced), plus the current pod on nodeName, to its domain under the gang's key.
+func (pl *GangPack) placedDomains(pod *v1.Pod, pin *pinState, nodeName string) map[string]string {
+	out := map[string]string{}
+	infos := pl.handle.SnapshotSharedLister().NodeInfos()
+	all, err := infos.List()
+	if err == nil {
+		for _, ni := range all {
+			node := ni.Node()
+			if node == nil {
+				continue
+			}
+			for _, pi := range ni.GetPods() {
+				q := pi.GetPod()
+				if q.Namespace == pin.Gang.Namespace && q.Labels[PodGroupLabel] == pin.Gang.Name {
+					out[q.Name] = node.Labels[pin.Gang.TopologyKey]
+				}
+			}
+		}
+	}
+	domain := ""
+	if ni, err := infos.Get(nodeName); err == nil && ni.Node() != nil {
+		domain = ni.Node().Labels[pin.Gang.TopologyKey]
+	}
+	out[pod.Name] = domain
+	return out
+}
+
+// placementOutcome is single_domain when every member's domain is the pinned domain (which is
+// never empty), else split.
+func placementOutcome(placed map[string]string, pinned string) string {
+	if pinned == "" {
+		return outcomeSplit
+	}
+	for _, d := range placed {
+		if d != pinned {
+			return outcomeSplit
+		}
+	}
+	return outcomeSingleDomain
+}
+
+// formationStart is the creation time of the gang's minMember-th oldest live member (the
+// newest when fewer exist).
+func (pl *GangPack) formationStart(g gangInfo) (time.Time, bool) {
+	if pl.members == nil {
+		return time.Time{}, false
+	}
+	pods, err := pl.members.list(g.Namespace, g.Name)
+	if err != nil {
+		return time.Time{}, false
+	}
+	return nthCreated(pods, g.MinMember)
+}
+
+// nthCreated returns the creation time of the n-th oldest live pod, or of the
+// newest live pod when fewer than n exist; ok is false without live pods.
+func nthCreated(pods []*v1.Pod, n int) (time.Time, bool) {
+	var ts []time.Time
+	for _, p := range pods {
+		if live(p) {
+			ts = append(ts, p.CreationTimestamp.Time)
+		}
+	}
+	if len(ts) == 0 {
+		return time.Time{}, false
+	}
+	sort.Slice(ts, func(i, j int) bool { return ts[i].Before(ts[j]) })
+	if n < 1 {
+		n = 1
+	}
+	if n > len(ts) {
+		n = len(ts)
+	}
+	return ts[n-1], true
+}
+
+// formationSeconds is now − start in seconds, never negative (clock skew between the API
+// server, which stamps creationTimestamp with one-second resolution, and the scheduler).
+func formationSeconds(start, now time.Time) float64 {
+	if d := now.Sub(start).Seconds(); d > 0 {
+		return d
+	}
+	return 0
+}

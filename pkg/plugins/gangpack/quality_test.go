@@ -1,0 +1,254 @@
+package gangpack
+
+import (
+	"reflect"
+	"testing"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/component-base/metrics/legacyregistry"
+
+	"github.com/moirai-internal/ome-scheduler/pkg/placement"
+	"github.com/moirai-internal/ome-scheduler/pkg/topology"
+)
+
+const gpu = "nvidia.com/gpu"
+
+func gpuNode(name, domain string, free int64, fits bool) topology.Node {
+	return topology.Node{Name: name, Domain: domain, Free: topology.Resources{gpu: free, "cpu": 64000}, FreePods: 110, Fits: []bool{fits}}
+}
+
+func TestMemberRooms(t *testing.T) {
+	oneGPU := topology.Gang{Shapes: []topology.Resources{{gpu: 1}}, Siblings: []int{1}, Need: 2}
+	nodes := []topology.Node{
+		gpuNode("a0", "a", 0, false), // occupied: the member does not fit
+		gpuNode("a1", "a", 1, true),
+		gpuNode("b0", "b", 8, true), // 8 members when they may share a node: no cap at need
+		gpuNode("c0", "c", 1, false),
+		gpuNode("x", "", 4, true), // unlabelled: in no domain
+	}
+	if got, want := memberRooms(&oneGPU, nodes), map[string]int{"a": 1, "b": 8, "c": 0}; !reflect.DeepEqual(got, want) {
+		t.Fatalf("memberRooms = %v, want %v", got, want)
+	}
+	apart := oneGPU
+	apart.Apart = true
+	if got, want := memberRooms(&apart, nodes), map[string]int{"a": 1, "b": 1, "c": 0}; !reflect.DeepEqual(got, want) {
+		t.Fatalf("memberRooms(apart) = %v, want %v", got, want)
+	}
+	if oneGPU.Need != 2 {
+		t.Fatal("memberRooms modified the gang")
+	}
+	// The fragmentation fixture of the integration test: 1 free GPU in each of two domains.
+	frag := []topology.Node{gpuNode("a0", "a", 0, false), gpuNode("a1", "a", 1, true), gpuNode("b0", "b", 0, false), gpuNode("b1", "b", 1, true)}
+	rooms := memberRooms(&apart, frag)
+	if _, largest, _ := topology.Largest(rooms); largest != 1 {
+		t.Fatalf("largest room %d, want 1", largest)
+	}
+	if got := strandedUnits(rooms, freeUnits(frag, gpu), 2); got != 2 {
+		t.Fatalf("stranded %d, want 2", got)
+	}
+}
+
+func TestPrimaryResource(t *testing.T) {
+	cases := []struct {
+		shapes []topology.Resources
+		want   string
+		ok     bool
+	}{
+		{nil, "", false},
+		{[]topology.Resources{{"cpu": 1000, "memory": 1 << 30, "ephemeral-storage": 1}}, "", false},
+		{[]topology.Resources{{"cpu": 1000, gpu: 1}}, gpu, true},
+		{[]topology.Resources{{gpu: 1}, {"example.com/fpga": 2}}, "example.com/fpga", true},
+		{[]topology.Resources{{"example.com/gpu": 2, gpu: 2}}, "example.com/gpu", true}, // tie → name
+		{[]topology.Resources{{gpu: 0, "hugepages-2Mi": 4}}, "", false},
+		{[]topology.Resources{{"kubernetes.io/batteries": 3, "requests.example.com/x": 9}}, "", false},
+	}
+	for _, c := range cases {
+		got, ok := primaryResource(c.shapes)
+		if got != c.want || ok != c.ok {
+			t.Errorf("primaryResource(%v) = %q,%v; want %q,%v", c.shapes, got, ok, c.want, c.ok)
+		}
+	}
+}
+
+func TestIsExtendedResource(t *testing.T) {
+	for name, want := range map[string]bool{
+		"nvidia.com/gpu": true, "example.com/gpu": true, "cpu": false, "memory": false,
+		"ephemeral-storage": false, "hugepages-1Gi": false, "pods": false,
+		"kubernetes.io/something": false, "node.kubernetes.io/x": false, "requests.nvidia.com/gpu": false,
+	} {
+		if got := isExtendedResource(name); got != want {
+			t.Errorf("isExtendedResource(%q) = %v, want %v", name, got, want)
+		}
+	}
+}
+
+func TestFreeAndStrandedUnits(t *testing.T) {
+	nodes := []topology.Node{gpuNode("a0", "a", 3, true), gpuNode("a1", "a", -1, true), gpuNode("b0", "b", 0, false), gpuNode("u", "", 5, true)}
+	if got, want := freeUnits(nodes, gpu), map[string]int64{"a": 3, "b": 0}; !reflect.DeepEqual(got, want) {
+		t.Fatalf("freeUnits = %v, want %v (negative free clamps to 0, unlabelled ignored)", got, want)
+	}
+	rooms := map[string]int{"a": 3, "b": 1, "c": 0}
+	free := map[string]int64{"a": 3, "b": 1, "c": 2}
+	for threshold, want := range map[int]int64{0: 0, 1: 2, 2: 3, 4: 6} {
+		if got := strandedUnits(rooms, free, threshold); got != want {
+			t.Errorf("strandedUnits(threshold %d) = %d, want %d", threshold, got, want)
+		}
+	}
+}
+
+func TestPlacementOutcome(t *testing.T) {
+	cases := []struct {
+		placed map[string]string
+		pinned string
+		want   string
+	}{
+		{map[string]string{"g-0": "a", "g-1": "a"}, "a", outcomeSingleDomain},
+		{map[string]string{"g-0": "a"}, "a", outcomeSingleDomain},
+		{map[string]string{"g-0": "a", "g-1": "b"}, "a", outcomeSplit},
+		{map[string]string{"g-0": "a", "g-1": ""}, "a", outcomeSplit}, // a node without the label
+		{map[string]string{"g-0": "b", "g-1": "b"}, "a", outcomeSplit},
+		{map[string]string{"g-0": ""}, "", outcomeSplit},
+	}
+	for _, c := range cases {
+		if got := placementOutcome(c.placed, c.pinned); got != c.want {
+			t.Errorf("placementOutcome(%v, %q) = %s, want %s", c.placed, c.pinned, got, c.want)
+		}
+	}
+}
+
+func TestNthCreated(t *testing.T) {
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	pod := func(name string, sec int, mutate ...func(*v1.Pod)) *v1.Pod {
+		p := &v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, CreationTimestamp: metav1.NewTime(t0.Add(time.Duration(sec) * time.Second))}}
+		for _, m := range mutate {
+			m(p)
+		}
+		return p
+	}
+	deleted := func(p *v1.Pod) { now := metav1.Now(); p.DeletionTimestamp = &now }
+	failed := func(p *v1.Pod) { p.Status.Phase = v1.PodFailed }
+	pods := []*v1.Pod{pod("c", 30), pod("a", 10), pod("old", 1, deleted), pod("done", 2, failed), pod("b", 20), pod("d", 40)}
+	for n, want := range map[int]int{0: 10, 1: 10, 2: 20, 3: 30, 4: 40, 9: 40} {
+		got, ok := nthCreated(pods, n)
+		if !ok || !got.Equal(t0.Add(time.Duration(want)*time.Second)) {
+			t.Errorf("nthCreated(n=%d) = %v,%v; want +%ds", n, got, ok, want)
+		}
+	}
+	if _, ok := nthCreated([]*v1.Pod{pod("x", 1, deleted)}, 1); ok {
+		t.Error("nthCreated without live pods reported a time")
+	}
+	if got := formationSeconds(t0.Add(time.Second), t0); got != 0 {
+		t.Errorf("negative duration = %v, want 0", got)
+	}
+	if got := formationSeconds(t0, t0.Add(1500*time.Millisecond)); got != 1.5 {
+		t.Errorf("duration = %v, want 1.5", got)
+	}
+}
+
+func TestSmallestNeed(t *testing.T) {
+	q := newQualityTracker()
+	alive := map[string]bool{"ns/small": true, "ns/big": true, "ns/gone": false, "ns/other": true}
+	pending := func(g string) bool { return alive[g] }
+	q.park("k", "ns/big", 6)
+	q.park("k", "ns/gone", 1)
+	q.park("other-key", "ns/other", 1)
+	if got := q.smallestNeed("k", "ns/me", 4, pending); got != 4 {
+		t.Fatalf("smallestNeed = %d, want 4 (gone gangs ignored, other keys ignored)", got)
+	}
+	if _, ok := q.parked["k"]["ns/gone"]; ok {
+		t.Fatal("a gang without pending members stayed parked")
+	}
+	q.park("k", "ns/small", 2)
+	if got := q.smallestNeed("k", "ns/me", 4, pending); got != 2 {
+		t.Fatalf("smallestNeed = %d, want 2", got)
+	}
+	// The gang being planned uses its current need, not the one it was parked with.
+	if got := q.smallestNeed("k", "ns/small", 3, pending); got != 3 {
+		t.Fatalf("smallestNeed for the parked gang itself = %d, want 3", got)
+	}
+	q.unpark("ns/small")
+	if got := q.smallestNeed("k", "ns/me", 4, pending); got != 4 {
+		t.Fatalf("after unpark smallestNeed = %d, want 4", got)
+	}
+	q.unpark("ns/other")
+	if _, ok := q.parked["other-key"]; ok {
+		t.Fatal("empty key map kept")
+	}
+}
+
+// series returns the gauge values of a family by the value of one label, for series whose
+// topology_key is key.
+func series(t *testing.T, name, key, label string) map[string]float64 {
+	t.Helper()
+	mfs, err := legacyregistry.DefaultGatherer.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]float64{}
+	for _, mf := range mfs {
+		if mf.GetName() != name {
+			continue
+		}
+		for _, m := range mf.GetMetric() {
+			l := map[string]string{}
+			for _, lp := range m.GetLabel() {
+				l[lp.GetName()] = lp.GetValue()
+			}
+			if l["topology_key"] == key {
+				out[l[label]] = m.GetGauge().GetValue()
+			}
+		}
+	}
+	return out
+}
+
+func TestQualityTrackerSeries(t *testing.T) {
+	registerMetrics()
+	const key = "unit.test/quality"
+	q := newQualityTracker()
+	s := placement.NewStore()
+	nodes := func(d string) []string { return []string{d + "-0"} }
+
+	q.record(s, key, map[string]int{"a": 2, "b": 3, "c": 0}, 3, gpu, true, 5)
+	if got, want := series(t, "ome_scheduler_domain_member_room", key, "domain"), map[string]float64{"a": 2, "b": 3, "c": 0}; !reflect.DeepEqual(got, want) {
+		t.Fatalf("member_room = %v, want %v", got, want)
+	}
+	if got, want := series(t, "ome_scheduler_domain_held", key, "domain"), map[string]float64{"a": 0, "b": 0, "c": 0}; !reflect.DeepEqual(got, want) {
+		t.Fatalf("held = %v, want %v", got, want)
+	}
+	if got := series(t, "ome_scheduler_largest_placeable_gang", key, "topology_key")[key]; got != 3 {
+		t.Fatalf("largest = %v, want 3", got)
+	}
+	if got := series(t, "ome_scheduler_stranded_capacity", key, "resource")[gpu]; got != 5 {
+		t.Fatalf("stranded = %v, want 5", got)
+	}
+
+	res := s.Choose(placement.ChooseRequest{Gang: "ns/g", Owner: "u", Key: key, Need: 2, Rooms: map[string]int{"a": 2, "b": 3}, Nodes: nodes})
+	if !res.OK || res.Commitment.Domain != "a" {
+		t.Fatalf("choose: %+v", res)
+	}
+	q.refreshHeld(s)
+	if got, want := series(t, "ome_scheduler_domain_held", key, "domain"), map[string]float64{"a": 1, "b": 0, "c": 0}; !reflect.DeepEqual(got, want) {
+		t.Fatalf("held after pin = %v, want %v", got, want)
+	}
+
+	// Domains a and c vanish from the latest planning: their member_room series go; a's held
+	// series stays while a forming gang holds it, then goes on release.
+	q.record(s, key, map[string]int{"b": 1, "d": 4}, 4, "", false, 0)
+	if got, want := series(t, "ome_scheduler_domain_member_room", key, "domain"), map[string]float64{"b": 1, "d": 4}; !reflect.DeepEqual(got, want) {
+		t.Fatalf("member_room after shrink = %v, want %v", got, want)
+	}
+	if got, want := series(t, "ome_scheduler_domain_held", key, "domain"), map[string]float64{"a": 1, "b": 0, "d": 0}; !reflect.DeepEqual(got, want) {
+		t.Fatalf("held after shrink = %v, want %v", got, want)
+	}
+	if got := series(t, "ome_scheduler_stranded_capacity", key, "resource")[gpu]; got != 5 {
+		t.Fatalf("stranded changed by a planning without extended resources: %v", got)
+	}
+	s.Release("ns/g", placement.AnyID, nil)
+	q.refreshHeld(s)
+	if got, want := series(t, "ome_scheduler_domain_held", key, "domain"), map[string]float64{"b": 0, "d": 0}; !reflect.DeepEqual(got, want) {
+		t.Fatalf("held after release = %v, want %v", got, want)
+	}
+}
