@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"time"
 
@@ -139,7 +140,12 @@ func StartSchedulerProcess(ctx context.Context, dir, logName, configPath, kubeco
 	})
 	if err != nil {
 		p.Kill()
-		return nil, 0, err
+		b, _ := os.ReadFile(p.LogPath)
+		lines := strings.Split(strings.TrimSpace(string(b)), "\n")
+		if len(lines) > 15 {
+			lines = lines[len(lines)-15:]
+		}
+		return nil, 0, fmt.Errorf("ome-scheduler did not become healthy: %w; last log lines:\n%s", err, strings.Join(lines, "\n"))
 	}
 	return p, port, nil
 }
@@ -157,4 +163,19 @@ func MetricsClient(cfg *rest.Config) (*http.Client, error) {
 		return nil, err
 	}
 	return &http.Client{Transport: rt, Timeout: 10 * time.Second}, nil
+}
+
+// GrepFile returns the lines of a file that contain substr.
+func GrepFile(path, substr string) ([]string, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	for _, l := range strings.Split(string(b), "\n") {
+		if strings.Contains(l, substr) {
+			out = append(out, l)
+		}
+	}
+	return out, nil
 }

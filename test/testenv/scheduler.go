@@ -37,6 +37,9 @@ type Profile struct {
 	// LeaderElect turns leader election on, with Lease ome-scheduler in LeaseNamespace.
 	LeaderElect    bool
 	LeaseNamespace string
+	// LeaseDuration shortens leader election for tests (renew deadline 2/3 of it, retry
+	// period 1/5); zero keeps kube-scheduler's defaults (15s/10s/2s).
+	LeaseDuration time.Duration
 }
 
 // Render returns the KubeSchedulerConfiguration for the profile, connecting with kubeconfig.
@@ -53,6 +56,9 @@ func (p Profile) Render(kubeconfig string) string {
 		ns = "kube-system"
 	}
 	fmt.Fprintf(&b, "leaderElection:\n  leaderElect: %t\n  resourceName: ome-scheduler\n  resourceNamespace: %s\n", p.LeaderElect, ns)
+	if d := p.LeaseDuration; d > 0 {
+		fmt.Fprintf(&b, "  leaseDuration: %s\n  renewDeadline: %s\n  retryPeriod: %s\n", d, d*2/3, d/5)
+	}
 	b.WriteString("profiles:\n  - schedulerName: ome-scheduler\n")
 	if p.PercentageOfNodesToScore > 0 {
 		fmt.Fprintf(&b, "    percentageOfNodesToScore: %d\n", p.PercentageOfNodesToScore)
