@@ -25,7 +25,7 @@ TOOLS := $(BIN)/etcd $(BIN)/kube-apiserver $(BIN)/kube-controller-manager $(BIN)
 GO_TEST_FLAGS ?=
 INTEGRATION_TIMEOUT ?= 40m
 
-.PHONY: all build tools demo test unit test-chart test-integration test-e2e vet fmt-check race crd crd-check image clean
+.PHONY: all build tools demo test unit test-chart test-integration test-e2e test-reliability soak fuzz vuln vet fmt-check race crd crd-check image clean
 
 all: build
 
@@ -56,7 +56,7 @@ demo: build tools
 	$(GO) run ./hack/demo
 
 ## test: everything CI runs
-test: tools build crd-check fmt-check vet unit test-chart test-integration test-e2e
+test: tools build crd-check fmt-check vet unit test-chart test-integration test-e2e test-reliability
 
 vet:
 	$(GO) vet ./...
@@ -79,6 +79,29 @@ test-integration: tools build
 ## test-e2e: the real binary with the chart's configuration, RBAC and secure metrics
 test-e2e: tools build
 	$(GO) test -count=1 -timeout 20m $(GO_TEST_FLAGS) ./test/e2e/...
+
+## test-reliability: failover, restarts, API server outage, chaos (short), on real processes
+test-reliability: tools build
+	$(GO) test -count=1 -timeout 20m $(GO_TEST_FLAGS) ./test/reliability/...
+
+## soak: the chaos scenario for SOAK_DURATION (default 20m, at most 30m), failing on any violation
+SOAK_DURATION ?= 20m
+soak: tools build
+	OME_SOAK_DURATION=$(SOAK_DURATION) $(GO) test -count=1 -timeout 40m -run TestChaosDuringFormation -v ./test/reliability/
+
+## fuzz: each fuzz target for FUZZTIME (make test runs their seed corpora only)
+FUZZTIME ?= 1m
+fuzz:
+	$(GO) test -run '^$$' -fuzz '^FuzzPlan$$' -fuzztime $(FUZZTIME) ./pkg/topology/
+	$(GO) test -run '^$$' -fuzz '^FuzzBestFit$$' -fuzztime $(FUZZTIME) ./pkg/topology/
+	$(GO) test -run '^$$' -fuzz '^FuzzStore$$' -fuzztime $(FUZZTIME) ./pkg/placement/
+	$(GO) test -run '^$$' -fuzz '^FuzzDecodeArgs$$' -fuzztime $(FUZZTIME) ./pkg/plugins/gangpack/
+	$(GO) test -run '^$$' -fuzz '^FuzzPodGroupInterpretation$$' -fuzztime $(FUZZTIME) ./pkg/plugins/gangpack/
+
+## vuln: govulncheck from the Go module proxy (needs the vulnerability database, which this
+## network does not reach: run it where vuln.go.dev is reachable)
+vuln:
+	$(GO) run golang.org/x/vuln/cmd/govulncheck@v1.1.4 ./...
 
 ## crd: copy the PodGroup CRD from the pinned scheduler-plugins module
 crd:

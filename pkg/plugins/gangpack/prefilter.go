@@ -8,6 +8,8 @@ import (
 	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
 
+	schedv1alpha1 "sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
+
 	"github.com/moirai-internal/ome-scheduler/pkg/placement"
 )
 
@@ -28,38 +30,48 @@ func (pl *GangPack) PreFilter(ctx context.Context, cs fwk.CycleState, pod *v1.Po
 		pl.failed.ClearGang(key)
 		return nil, fwk.NewStatus(fwk.Unschedulable, msgNotResolvable(pod.Namespace, name))
 	}
+	info, st := interpretPodGroup(pl.args, pod, pg)
+	if st != nil {
+		return nil, st
+	}
+	return pl.plan(ctx, logger, cs, pod, info, nodes)
+}
+
+// interpretPodGroup is steps V4–V8 of the ladder: it validates what the PodGroup (and the
+// pod) say and returns the gang's facts, or the status that parks the pod.
+func interpretPodGroup(args *Args, pod *v1.Pod, pg *schedv1alpha1.PodGroup) (gangInfo, *fwk.Status) {
+	name := pg.Name
 	if pg.Spec.MinMember <= 0 { // V4
-		return nil, fwk.NewStatus(fwk.Unschedulable, msgMinMember(pod.Namespace, name))
+		return gangInfo{}, fwk.NewStatus(fwk.Unschedulable, msgMinMember(pod.Namespace, name))
 	}
 	topologyKey := ""
-	if a := pl.args.PodGroupTopologyKeyAnnotation; a != "" {
+	if a := args.PodGroupTopologyKeyAnnotation; a != "" {
 		topologyKey = pg.Annotations[a]
 	}
 	if topologyKey == "" {
-		topologyKey = pl.args.TopologyKey
+		topologyKey = args.TopologyKey
 	}
 	if topologyKey == "" { // V5
-		if pl.args.PodGroupTopologyKeyAnnotation == "" {
-			return nil, fwk.NewStatus(fwk.Unschedulable, msgTopologyNotConfigured)
+		if args.PodGroupTopologyKeyAnnotation == "" {
+			return gangInfo{}, fwk.NewStatus(fwk.Unschedulable, msgTopologyNotConfigured)
 		}
-		return nil, fwk.NewStatus(fwk.Unschedulable, msgMissingTopologyKey(pod.Namespace, name, pl.args.PodGroupTopologyKeyAnnotation))
+		return gangInfo{}, fwk.NewStatus(fwk.Unschedulable, msgMissingTopologyKey(pod.Namespace, name, args.PodGroupTopologyKeyAnnotation))
 	}
-	if l := pl.args.UnsupportedPlacementGroupLabel; l != "" { // V6
+	if l := args.UnsupportedPlacementGroupLabel; l != "" { // V6
 		_, onPod := pod.Labels[l]
 		_, onGroup := pg.Labels[l]
 		if onPod || onGroup {
-			return nil, fwk.NewStatus(fwk.Unschedulable, msgPartnerGroups)
+			return gangInfo{}, fwk.NewStatus(fwk.Unschedulable, msgPartnerGroups)
 		}
 	}
-	timeout := effectiveTimeout(pg.Spec.ScheduleTimeoutSeconds, pl.args.DefaultPermitTimeoutSeconds)
+	timeout := effectiveTimeout(pg.Spec.ScheduleTimeoutSeconds, args.DefaultPermitTimeoutSeconds)
 	if timeout <= 0 { // V7
-		return nil, fwk.NewStatus(fwk.UnschedulableAndUnresolvable, msgTimeoutMissing(pod.Namespace, name))
+		return gangInfo{}, fwk.NewStatus(fwk.UnschedulableAndUnresolvable, msgTimeoutMissing(pod.Namespace, name))
 	}
-	info := gangInfo{
-		Key: key, Namespace: pod.Namespace, Name: name, UID: string(pg.UID),
+	return gangInfo{ // V8
+		Key: pod.Namespace + "/" + name, Namespace: pod.Namespace, Name: name, UID: string(pg.UID),
 		MinMember: int(pg.Spec.MinMember), TopologyKey: topologyKey, Timeout: timeout,
-	}
-	return pl.plan(ctx, logger, cs, pod, info, nodes)
+	}, nil
 }
 
 // effectiveTimeout is scheduleTimeoutSeconds when set and positive, else the default.
