@@ -13,7 +13,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 
-
 	"github.com/moirai-internal/ome-scheduler/test/testenv"
 )
 
