@@ -55,6 +55,7 @@ type chartScheduler struct {
 	port       int
 	kubeconfig string
 	config     []byte // config.yaml exactly as rendered in the ConfigMap
+	token      string // the ServiceAccount token the scheduler authenticates with
 }
 
 // demoGang is the seed's demo gang, placed by the chart scheduler.
@@ -194,14 +195,14 @@ func startChartScheduler(t *testing.T) *chartScheduler {
 		t.Fatal(err)
 	}
 
-	// --v=2 is the chart's default verbosity.
-	proc, port, err := testenv.StartSchedulerProcess(ctx, dir, "ome-scheduler", cfgPath, kubeconfig, "--v=2")
+	// --v=4, the verbosity that logs OMEGangPack's decisions: its log must not leak secrets.
+	proc, port, err := testenv.StartSchedulerProcess(ctx, dir, "ome-scheduler", cfgPath, kubeconfig, "--v=4")
 	if err != nil {
 		t.Fatalf("start bin/ome-scheduler as ServiceAccount %s/%s: %v\nlast 50 lines of %s:\n%s",
 			releaseNS, releaseName, err, filepath.Join(dir, "ome-scheduler.log"), logTail(filepath.Join(dir, "ome-scheduler.log"), 50))
 	}
 	chartSchedProc = proc
-	return &chartScheduler{proc: proc, port: port, kubeconfig: kubeconfig, config: config}
+	return &chartScheduler{proc: proc, port: port, kubeconfig: kubeconfig, config: config, token: token}
 }
 
 func ensureServiceAccount(t *testing.T, ctx context.Context, ns, name string) {

@@ -46,6 +46,10 @@ func TestSchedulerRunsAsChartServiceAccount(t *testing.T) {
 			}
 			t.Errorf("the scheduler log has %d 'forbidden' lines (the chart's RBAC is insufficient):\n%s", n, strings.Join(lines, "\n"))
 		}
+		// No secrets in the --v=4 log: the ServiceAccount token never appears.
+		if lines := grepLog(t, s.proc.LogPath, regexp.MustCompile(regexp.QuoteMeta(s.token))); len(lines) > 0 {
+			t.Errorf("the scheduler log contains its bearer token in %d lines", len(lines))
+		}
 	}()
 
 	// The kubeconfig authenticates as the chart's ServiceAccount and nothing more.
