@@ -27,17 +27,6 @@ import (
 	"github.com/moirai-internal/ome-scheduler/test/testenv"
 )
 
-// Reference layout of the seed (clique-a 2 nodes in zone-a, clique-b 3 nodes in zone-b),
-// plus a larger clique-c in zone-a so best fit has a real choice.
-var layout = []struct {
-	clique, zone string
-	nodes        []string
-}{
-	{"clique-a", "zone-a", []string{"gpu-node-1", "gpu-node-2"}},
-	{"clique-b", "zone-b", []string{"gpu-node-3", "gpu-node-4", "gpu-node-5"}},
-	{"clique-c", "zone-a", []string{"gpu-node-6", "gpu-node-7", "gpu-node-8", "gpu-node-9"}},
-}
-
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	err := run(ctx)
@@ -90,13 +79,8 @@ func run(ctx context.Context) (err error) {
 	kubectl := func(args ...string) (string, error) { return runKubectl(ctx, cp.KubeConfigPath, args...) }
 
 	step("Creating fake GPU nodes (1 nvidia.com/gpu each, Ready, no kubelet)")
-	for _, d := range layout {
-		for _, n := range d.nodes {
-			if _, err := testenv.CreateNode(ctx, cp.Client, testenv.NodeSpec{Name: n, GPUs: 1,
-				Labels: map[string]string{testenv.CliqueKey: d.clique, testenv.ZoneKey: d.zone}}); err != nil {
-				return err
-			}
-		}
+	if err := testenv.CreateLayout(ctx, cp.Client, testenv.DemoLayout); err != nil {
+		return err
 	}
 	out, err := kubectl("get", "nodes", "-L", testenv.CliqueKey, "-L", testenv.ZoneKey)
 	if err != nil {
@@ -171,7 +155,7 @@ func run(ctx context.Context) (err error) {
 	} else {
 		fmt.Printf("metrics unavailable: %v\n", err)
 	}
-	if lines, err := grepFile(sched.LogPath, "gangpack.pinGang.result"); err == nil && len(lines) > 0 {
+	if lines, err := testenv.GrepFile(sched.LogPath, "gangpack.pinGang.result"); err == nil && len(lines) > 0 {
 		fmt.Printf("ome-scheduler --v=4 decision log (gangpack.pinGang.result):\n%s\n", strings.Join(lines, "\n"))
 	}
 	return summary(ctx, cp, pods)

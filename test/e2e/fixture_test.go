@@ -37,17 +37,6 @@ func readerValues() []string {
 	return []string{"--set-json", fmt.Sprintf(`scheduler.metrics.reader.serviceAccounts=[{"name":%q,"namespace":%q}]`, readerSA.Name, readerSA.Namespace)}
 }
 
-// layout is the seed's reference layout (clique-a, clique-b) plus a larger clique-c, as in
-// `make demo`: 9 one-GPU nodes.
-var layout = []struct {
-	clique, zone string
-	nodes        []string
-}{
-	{"clique-a", "zone-a", []string{"gpu-node-1", "gpu-node-2"}},
-	{"clique-b", "zone-b", []string{"gpu-node-3", "gpu-node-4", "gpu-node-5"}},
-	{"clique-c", "zone-a", []string{"gpu-node-6", "gpu-node-7", "gpu-node-8", "gpu-node-9"}},
-}
-
 // chartScheduler is bin/ome-scheduler running as ServiceAccount ome/ome-scheduler with the
 // chart's configuration.
 type chartScheduler struct {
@@ -276,14 +265,8 @@ func createDemoGang(t *testing.T) *demoGang {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	// Nodes, as the admin.
-	for _, d := range layout {
-		for _, n := range d.nodes {
-			_, err := testenv.CreateNode(ctx, cp.Client, testenv.NodeSpec{Name: n, GPUs: 1,
-				Labels: map[string]string{testenv.CliqueKey: d.clique, testenv.ZoneKey: d.zone}})
-			if err != nil {
-				t.Fatal(err)
-			}
-		}
+	if err := testenv.CreateLayout(ctx, cp.Client, testenv.DemoLayout); err != nil {
+		t.Fatal(err)
 	}
 	demo := filepath.Join(repoRoot(t), "manifests", "demo")
 	for _, f := range []string{"namespace.yaml", "podgroup.yaml"} {

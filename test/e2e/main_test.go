@@ -22,7 +22,6 @@ import (
 	"k8s.io/client-go/discovery/cached/memory"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/restmapper"
-	"k8s.io/klog/v2"
 	"sigs.k8s.io/yaml"
 
 	"github.com/moirai-internal/ome-scheduler/test/testenv"
@@ -40,19 +39,7 @@ var (
 )
 
 func TestMain(m *testing.M) {
-	klogFlags := flag.NewFlagSet("klog", flag.ExitOnError)
-	klog.InitFlags(klogFlags)
-	v := os.Getenv("OME_TEST_V")
-	if v == "" {
-		v = "0"
-	}
-	_ = klogFlags.Set("v", v)
-	if os.Getenv("OME_TEST_LOGS") == "" {
-		_ = klogFlags.Set("logtostderr", "false")
-		_ = klogFlags.Set("alsologtostderr", "false")
-		_ = klogFlags.Set("stderrthreshold", "FATAL")
-		klog.SetOutput(discard{})
-	}
+	testenv.QuietKlog()
 	flag.Parse()
 	var err error
 	cp, err = testenv.Start(testenv.Options{})
@@ -71,10 +58,6 @@ func TestMain(m *testing.M) {
 	cp.Stop()
 	os.Exit(code)
 }
-
-type discard struct{}
-
-func (discard) Write(p []byte) (int, error) { return len(p), nil }
 
 // repoRoot returns the repository root or fails the test.
 func repoRoot(t *testing.T) string {

@@ -14,7 +14,6 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/klog/v2"
 	"k8s.io/utils/ptr"
 
 	"github.com/moirai-internal/ome-scheduler/test/testenv"
@@ -23,19 +22,7 @@ import (
 var cp *testenv.ControlPlane
 
 func TestMain(m *testing.M) {
-	klogFlags := flag.NewFlagSet("klog", flag.ExitOnError)
-	klog.InitFlags(klogFlags)
-	v := os.Getenv("OME_TEST_V")
-	if v == "" {
-		v = "0"
-	}
-	_ = klogFlags.Set("v", v)
-	if os.Getenv("OME_TEST_LOGS") == "" {
-		_ = klogFlags.Set("logtostderr", "false")
-		_ = klogFlags.Set("alsologtostderr", "false")
-		_ = klogFlags.Set("stderrthreshold", "FATAL")
-		klog.SetOutput(discard{})
-	}
+	testenv.QuietKlog()
 	flag.Parse()
 	var err error
 	cp, err = testenv.Start(testenv.Options{})
@@ -47,10 +34,6 @@ func TestMain(m *testing.M) {
 	cp.Stop()
 	os.Exit(code)
 }
-
-type discard struct{}
-
-func (discard) Write(p []byte) (int, error) { return len(p), nil }
 
 // env is one test's world: its namespace, its nodes and its scheduler.
 type env struct {

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/klog/v2"
 )
 
@@ -12,16 +13,10 @@ import (
 // ctx ends.
 func (pl *GangPack) runGC(ctx context.Context, interval time.Duration) {
 	logger := klog.FromContext(ctx).WithValues("plugin", Name)
-	t := time.NewTicker(interval)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-			pl.gcOnce(logger)
-		}
-	}
+	_ = wait.PollUntilContextCancel(ctx, interval, false, func(context.Context) (bool, error) {
+		pl.gcOnce(logger)
+		return false, nil
+	})
 }
 
 // gcOnce is one GC tick.

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 	restclient "k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
@@ -108,26 +109,20 @@ func (r *podGroupReader) start(ctx context.Context) error {
 // syncs at once instead of after its list backoff.
 func (r *podGroupReader) watchForCRD(ctx context.Context, kube kubernetes.Interface) {
 	logger := klog.FromContext(ctx).WithValues("plugin", Name)
-	t := time.NewTicker(crdPollInterval)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
+	_ = wait.PollUntilContextCancel(ctx, crdPollInterval, false, func(ctx context.Context) (bool, error) {
 		if r.synced() {
-			return
+			return true, nil
 		}
-		if podGroupsServed(kube) {
-			logger.Info("PodGroup resource is served now; starting the PodGroup informer")
-			if err := r.start(ctx); err != nil {
-				logger.Error(err, "Restart the PodGroup informer")
-				continue
-			}
-			return
+		if !podGroupsServed(kube) {
+			return false, nil
 		}
-	}
+		logger.Info("PodGroup resource is served now; starting the PodGroup informer")
+		if err := r.start(ctx); err != nil {
+			logger.Error(err, "Restart the PodGroup informer")
+			return false, nil
+		}
+		return true, nil
+	})
 }
 
 // podGroupChanged reports a semantic change of spec, labels or annotations (status-only or
