@@ -30,7 +30,12 @@ import (
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	err := run(ctx)
+	interrupted := ctx.Err() != nil
 	stop()
+	if interrupted {
+		fmt.Fprintln(os.Stderr, "\nDEMO INTERRUPTED: everything it started has been stopped.")
+		os.Exit(130)
+	}
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "\nDEMO FAILED: %v\n", err)
 		os.Exit(1)
