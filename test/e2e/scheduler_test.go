@@ -4,10 +4,13 @@ import (
 	"bytes"
 	"context"
 	"crypto/tls"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
 	"os"
+	"os/exec"
+	"path/filepath"
 	"regexp"
 	"sort"
 	"strings"
@@ -135,6 +138,38 @@ func TestSchedulerRunsAsChartServiceAccount(t *testing.T) {
 		}
 	}
 
+	// W47: at --v=4 the decision log names the clique the gang pinned, as structured keys.
+	pinned := grepLog(t, s.proc.LogPath, regexp.MustCompile(`"gangpack\.pinGang\.result".* gang="gang-demo/gang-demo".* domain="clique-a" source="pinned"`))
+	if len(pinned) != 1 {
+		t.Errorf("want exactly one gangpack.pinGang.result line with source=pinned for clique-a, got %d", len(pinned))
+	}
+	if enter := grepLog(t, s.proc.LogPath, regexp.MustCompile(`"gangpack\.pinGang\.enter".* room=`)); len(enter) == 0 {
+		t.Error("no gangpack.pinGang.enter line with the room map")
+	}
+}
+
+// bin/ome-scheduler refuses an invalid plugin argument with the contract's text and a
+// non-zero exit (issue 2; W13).
+func TestInvalidTopologyKeyFailsStartup(t *testing.T) {
+	bin, err := testenv.Bin("ome-scheduler")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := filepath.Join(t.TempDir(), "config.yaml")
+	p := testenv.Profile{Args: "topologyKey: \"gpu clique\"\ngcIntervalSeconds: 60"}
+	if err := os.WriteFile(cfg, []byte(p.Render(cp.KubeConfigPath)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	out, err := exec.CommandContext(ctx, bin, "--config="+cfg, "--secure-port=0").CombinedOutput()
+	var exit *exec.ExitError
+	if !errors.As(err, &exit) || exit.ExitCode() == 0 {
+		t.Fatalf("ome-scheduler with topologyKey \"gpu clique\": err %v, want a non-zero exit; output:\n%s", err, out)
+	}
+	if want := `topologyKey \"gpu clique\" is not a valid node label key: `; !strings.Contains(string(out), want) {
+		t.Fatalf("output lacks %s:\n%s", want, out)
+	}
 }
 
 // grepLog returns the lines of the file matching re.
