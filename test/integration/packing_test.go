@@ -1,6 +1,7 @@
 package integration
 
 import (
+	"fmt"
 	"testing"
 	"time"
 
@@ -54,5 +55,31 @@ func TestStandaloneOnUnlabelledNodes(t *testing.T) {
 	got := e.bound(20*time.Second, "p0", "p1")
 	if !(got["p0"] == empty && got["p1"] == none || got["p0"] == none && got["p1"] == empty) {
 		t.Fatalf("placement %v, want one pod on each of %s and %s", got, empty, none)
+	}
+}
+
+// Standalone pods are signed (SignPod), so kube-scheduler 1.35's opportunistic batching
+// serves identical standalone pods from the previous pod's scoring; gang members never are.
+// PodTopologySpread refuses to sign any pod while it has system default constraints (in the
+// stock profile too), so batching needs `defaultingType: List` without default constraints.
+func TestStandalonePodsAreBatched(t *testing.T) {
+	e := newEnv(t)
+	e.domain("a", 6, 1)
+	e.startScheduler(testenv.Profile{PluginConfig: `      - name: PodTopologySpread
+        args:
+          defaultingType: List`})
+	hintUsed := map[string]string{"profile": testenv.SchedulerName, "result": "hint_used"}
+	before, _ := lookupMetric(t, "scheduler_batch_attempts_total", hintUsed)
+	var pods []string
+	for i := 0; i < 6; i++ {
+		name := fmt.Sprintf("solo-%d", i)
+		e.pod(testenv.PodSpec{Name: name, GPUs: 1})
+		pods = append(pods, name)
+	}
+	got := e.bound(30*time.Second, pods...)
+	e.distinctNodes(got)
+	after, _ := lookupMetric(t, "scheduler_batch_attempts_total", hintUsed)
+	if after <= before {
+		t.Fatalf("scheduler_batch_attempts_total{result=hint_used} did not grow (%v → %v): standalone pods were not batched", before, after)
 	}
 }

@@ -37,6 +37,9 @@ type Profile struct {
 	// LeaderElect turns leader election on, with Lease ome-scheduler in LeaseNamespace.
 	LeaderElect    bool
 	LeaseNamespace string
+	// PluginConfig is appended to the profile's pluginConfig list (YAML list items indented
+	// by 6 spaces, e.g. "      - name: PodTopologySpread\n        args: ...").
+	PluginConfig string
 	// LeaseDuration shortens leader election for tests (renew deadline 2/3 of it, retry
 	// period 1/5); zero keeps kube-scheduler's defaults (15s/10s/2s).
 	LeaseDuration time.Duration
@@ -93,6 +96,9 @@ func (p Profile) Render(kubeconfig string) string {
               - name: memory
                 weight: 1
 `)
+	if p.PluginConfig != "" {
+		b.WriteString(strings.TrimRight(p.PluginConfig, "\n") + "\n")
+	}
 	return b.String()
 }
 
