@@ -116,3 +116,24 @@ image:
 
 clean:
 	rm -rf $(BIN)
+
+## bench: scheduler_perf benchmarks, reduced sizes (stock profile vs ome-scheduler profile,
+## standalone pods and gangs of 4); prints a results table. See docs/benchmarks.md.
+## bench-full: the same at larger sizes. Output in $(BENCH_OUT): JSON data items, full log.
+BENCH_OUT     ?= $(BIN)/bench
+BENCH_TIMEOUT ?= 60m
+BENCH_ARGS    ?=
+.PHONY: bench bench-full
+bench: $(BIN)/etcd
+	@mkdir -p $(BENCH_OUT)
+	set -o pipefail; PATH=$(BIN):$$PATH $(GO) test -run '^$$' -bench '^BenchmarkPerfScheduling$$' -benchtime=1x -timeout $(BENCH_TIMEOUT) \
+		./test/bench/ -args -perf-scheduling-label-filter=bench -data-items-dir=$(BENCH_OUT) $(BENCH_ARGS) \
+		| tee $(BENCH_OUT)/bench.log | grep --line-buffered -E '^(Benchmark|--- |PASS|FAIL|ok)' | cut -c1-160
+	$(GO) run ./test/bench/benchtable $(BENCH_OUT)
+
+bench-full: $(BIN)/etcd
+	@mkdir -p $(BENCH_OUT)
+	set -o pipefail; PATH=$(BIN):$$PATH $(GO) test -run '^$$' -bench '^BenchmarkPerfScheduling$$' -benchtime=1x -timeout $(BENCH_TIMEOUT) \
+		./test/bench/ -args -perf-scheduling-label-filter=bench-full -data-items-dir=$(BENCH_OUT) $(BENCH_ARGS) \
+		| tee $(BENCH_OUT)/bench-full.log | grep --line-buffered -E '^(Benchmark|--- |PASS|FAIL|ok)' | cut -c1-160
+	$(GO) run ./test/bench/benchtable $(BENCH_OUT)
