@@ -24,7 +24,10 @@ func (pl *GangPack) Filter(ctx context.Context, cs fwk.CycleState, pod *v1.Pod, 
 	}
 	if gang, held := pl.store.NodeHeld(node.Name, node.Labels); held {
 		pl.blocked.add(pod)
-		klog.FromContext(ctx).V(4).Info("gangpack.Filter.reject", "pod", klog.KObj(pod), "node", node.Name, "reason", "reserved", "domain", gang)
+		if logger := klog.FromContext(ctx).V(4); logger.Enabled() {
+			c, _ := pl.store.Get(gang)
+			logger.Info("gangpack.Filter.reject", "pod", klog.KObj(pod), "node", node.Name, "reason", "reserved", "domain", c.Domain, "heldBy", gang)
+		}
 		return fwk.NewStatus(fwk.UnschedulableAndUnresolvable, msgNodeReserved)
 	}
 	return nil
