@@ -2,6 +2,7 @@ package gangpack
 
 import (
 	"context"
+	"strings"
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/errors"
@@ -60,11 +61,10 @@ func (pl *GangPack) gcOnce(logger klog.Logger) {
 	}
 }
 
+// splitKey splits a gang key {ns}/{name}.
 func splitKey(key string) (string, string) {
-	for i := 0; i < len(key); i++ {
-		if key[i] == '/' {
-			return key[:i], key[i+1:]
-		}
+	if ns, name, ok := strings.Cut(key, "/"); ok {
+		return ns, name
 	}
 	return "", key
 }

@@ -169,23 +169,31 @@ func (pl *GangPack) plan(ctx context.Context, logger klog.Logger, cs fwk.CycleSt
 
 // findPlaced scans the snapshot for the gang's members on nodes (bound or assumed).
 func (p *planner) findPlaced() {
-	p.placedSet = map[string]struct{}{}
-	name := p.info.Name
-	for _, ni := range p.all {
+	p.placed = membersOnNodes(p.all, p.info)
+	p.placedSet = make(map[string]struct{}, len(p.placed))
+	for _, m := range p.placed {
+		p.placedSet[m.pod.Name] = struct{}{}
+	}
+	sort.Slice(p.placed, func(i, j int) bool { return p.placed[i].pod.Name < p.placed[j].pod.Name })
+}
+
+// membersOnNodes returns the gang's members found on the given snapshot nodes (bound or
+// assumed), each with its node and its domain under the gang's topology key.
+func membersOnNodes(nodes []fwk.NodeInfo, g gangInfo) []placedMember {
+	var out []placedMember
+	for _, ni := range nodes {
 		node := ni.Node()
 		if node == nil {
 			continue
 		}
 		for _, pi := range ni.GetPods() {
 			q := pi.GetPod()
-			if q.Namespace != p.info.Namespace || q.Labels[PodGroupLabel] != name {
-				continue
+			if q.Namespace == g.Namespace && q.Labels[PodGroupLabel] == g.Name {
+				out = append(out, placedMember{pod: q, node: node.Name, domain: node.Labels[g.TopologyKey]})
 			}
-			p.placed = append(p.placed, placedMember{pod: q, node: node.Name, domain: node.Labels[p.info.TopologyKey]})
-			p.placedSet[q.Name] = struct{}{}
 		}
 	}
-	sort.Slice(p.placed, func(i, j int) bool { return p.placed[i].pod.Name < p.placed[j].pod.Name })
+	return out
 }
 
 // split reports members in more than one domain, or on a node without the label.

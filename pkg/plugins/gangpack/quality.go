@@ -377,19 +377,9 @@ func (pl *GangPack) gangAdmitted(logger klog.Logger, cs fwk.CycleState, pod *v1.
 func (pl *GangPack) placedDomains(pod *v1.Pod, pin *pinState, nodeName string) map[string]string {
 	out := map[string]string{}
 	infos := pl.handle.SnapshotSharedLister().NodeInfos()
-	all, err := infos.List()
-	if err == nil {
-		for _, ni := range all {
-			node := ni.Node()
-			if node == nil {
-				continue
-			}
-			for _, pi := range ni.GetPods() {
-				q := pi.GetPod()
-				if q.Namespace == pin.Gang.Namespace && q.Labels[PodGroupLabel] == pin.Gang.Name {
-					out[q.Name] = node.Labels[pin.Gang.TopologyKey]
-				}
-			}
+	if all, err := infos.List(); err == nil {
+		for _, m := range membersOnNodes(all, pin.Gang) {
+			out[m.pod.Name] = m.domain
 		}
 	}
 	domain := ""
