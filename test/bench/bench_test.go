@@ -21,6 +21,7 @@ import (
 // TestMain parses the harness flags (-perf-scheduling-label-filter, -data-items-dir,
 // -use-testing-log, logging flags) the way the in-tree scheduler_perf packages do.
 func TestMain(m *testing.M) {
+	enableWorkloadAPI()
 	if err := perf.InitTests(); err != nil {
 		fmt.Fprintf(os.Stderr, "%v\n", err)
 		os.Exit(1)
@@ -39,5 +40,5 @@ func registry() frameworkruntime.Registry {
 // The JSON data items land in -data-items-dir as
 // BenchmarkPerfScheduling_benchmark_ome_<timestamp>.json.
 func BenchmarkPerfScheduling(b *testing.B) {
-	perf.RunBenchmarkPerfScheduling(b, "performance-config.yaml", "ome", registry())
+	perf.RunBenchmarkPerfScheduling(b, "performance-config.yaml", "ome", registry(), perf.WithPrepareFn(observe))
 }

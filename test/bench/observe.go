@@ -1,0 +1,253 @@
+package bench
+
+import (
+	"bufio"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/kubernetes/test/utils/ktesting"
+)
+
+// The observer is the benchmark's own collector for what scheduler_perf does not measure:
+// per-gang placement latency, gangs split across domains, gangs placed against an offline
+// best fit, stranded capacity and the test process's peak RSS. It runs in the load
+// generator (scheduler_perf's prepareFn hook), watches pods and nodes through its own
+// informers, and is identical for every profile (A, B, C), so it favours none of them.
+// At the end of each workload it writes observer_<testcase>_<workload>.json next to the
+// harness's data items; `benchtable` prints them.
+
+const (
+	gangLabel = "scheduling.x-k8s.io/pod-group"
+	domainKey = "nvidia.com/gpu.clique"
+	gpu       = v1.ResourceName("nvidia.com/gpu")
+)
+
+type podRecord struct {
+	gang           string // namespace/pod-group label; "" for standalone pods
+	created        time.Time
+	bound          time.Time
+	node           string
+	gpus           int64
+	deleted        bool
+	deletedUnbound bool
+}
+
+type observer struct {
+	mu    sync.Mutex
+	pods  map[types.UID]*podRecord
+	start time.Time
+
+	rssPeakKiB int64
+	hwmReset   bool
+}
+
+// Result is one workload's observation; benchtable reads it back.
+type Result struct {
+	Name           string  `json:"name"` // BenchmarkPerfScheduling/<testcase>/<workload>
+	Pods           int     `json:"pods"`
+	PodsBound      int     `json:"podsBound"`
+	Gangs          int     `json:"gangs"`
+	GangsPlaced    int     `json:"gangsPlaced"`
+	GangsSplit     int     `json:"gangsSplit"`
+	GangsPartial   int     `json:"gangsPartial"` // some but not all members bound at the end
+	OfflineBestFit int     `json:"offlineBestFit"`
+	LiveGangs      int     `json:"liveGangs"`
+	LiveGangsWhole int     `json:"liveGangsWhole"`
+	LatencyP50ms   float64 `json:"gangLatencyP50ms"`
+	LatencyP99ms   float64 `json:"gangLatencyP99ms"`
+	LatencyMaxms   float64 `json:"gangLatencyMaxms"`
+	FreeGPUs       int64   `json:"freeGPUs"`
+	StrandedGPUs   int64   `json:"strandedGPUs"`
+	PeakRSSMiB     float64 `json:"peakRSSMiB"`
+	RSSSource      string  `json:"rssSource"`
+}
+
+// observe is the harness's prepareFn: it starts the observer for the workload in tCtx.
+func observe(tCtx ktesting.TContext) error {
+	o := &observer{pods: map[types.UID]*podRecord{}, start: time.Now()}
+	// Reset the kernel's peak-RSS mark (VmHWM) so it covers this workload only.
+	o.hwmReset = os.WriteFile("/proc/self/clear_refs", []byte("5"), 0) == nil
+
+	factory := informers.NewSharedInformerFactory(tCtx.Client(), 0)
+	podInformer := factory.Core().V1().Pods().Informer()
+	if _, err := podInformer.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    func(obj any) { o.podSeen(obj.(*v1.Pod)) },
+		UpdateFunc: func(_, obj any) { o.podSeen(obj.(*v1.Pod)) },
+		DeleteFunc: func(obj any) {
+			if tomb, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+				obj = tomb.Obj
+			}
+			if pod, ok := obj.(*v1.Pod); ok {
+				o.podDeleted(pod)
+			}
+		},
+	}); err != nil {
+		return err
+	}
+	nodeLister := factory.Core().V1().Nodes().Lister()
+	factory.Start(tCtx.Done())
+	factory.WaitForCacheSync(tCtx.Done())
+
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		tick := time.NewTicker(100 * time.Millisecond)
+		defer tick.Stop()
+		for {
+			o.sampleRSS()
+			select {
+			case <-stop:
+				return
+			case <-tick.C:
+			}
+		}
+	}()
+
+	name := tCtx.Name()
+	// Cleanups run last-in first-out: this one runs after runWorkload's own cleanup
+	// cancelled the workload, before the API server is torn down. The informer caches
+	// stay readable after the cancel.
+	tCtx.TB().Cleanup(func() {
+		close(stop)
+		wg.Wait()
+		nodes, err := nodeLister.List(labels.Everything())
+		if err != nil {
+			tCtx.Errorf("observer: list nodes: %v", err)
+			return
+		}
+		res := o.result(name, nodes)
+		if err := writeResult(res); err != nil {
+			tCtx.Errorf("observer: %v", err)
+		}
+		tCtx.Logf("observer: %+v", res)
+	})
+	return nil
+}
+
+func (o *observer) podSeen(pod *v1.Pod) {
+	now := time.Now()
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	r := o.pods[pod.UID]
+	if r == nil {
+		r = &podRecord{created: now, gpus: podGPUs(pod)}
+		if g := pod.Labels[gangLabel]; g != "" {
+			r.gang = pod.Namespace + "/" + g
+		}
+		o.pods[pod.UID] = r
+	}
+	if r.node == "" && pod.Spec.NodeName != "" {
+		r.node, r.bound = pod.Spec.NodeName, now
+	}
+}
+
+func (o *observer) podDeleted(pod *v1.Pod) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if r := o.pods[pod.UID]; r != nil {
+		r.deleted = true
+		r.deletedUnbound = r.node == ""
+	}
+}
+
+func (o *observer) sampleRSS() {
+	kib := procStatusKiB("VmRSS")
+	o.mu.Lock()
+	if kib > o.rssPeakKiB {
+		o.rssPeakKiB = kib
+	}
+	o.mu.Unlock()
+}
+
+// procStatusKiB reads one "<field>: <n> kB" line of /proc/self/status (0 if unavailable).
+func procStatusKiB(field string) int64 {
+	f, err := os.Open("/proc/self/status")
+	if err != nil {
+		return 0
+	}
+	defer f.Close()
+	s := bufio.NewScanner(f)
+	for s.Scan() {
+		if rest, ok := strings.CutPrefix(s.Text(), field+":"); ok {
+			n, _ := strconv.ParseInt(strings.Fields(rest)[0], 10, 64)
+			return n
+		}
+	}
+	return 0
+}
+
+func podGPUs(pod *v1.Pod) int64 {
+	var n int64
+	for _, c := range pod.Spec.Containers {
+		if q, ok := c.Resources.Requests[gpu]; ok {
+			n += q.Value()
+		}
+	}
+	return n
+}
+
+func (o *observer) result(name string, nodes []*v1.Node) Result {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	res := Result{Name: name, RSSSource: "VmRSS sampled every 100 ms"}
+	res.PeakRSSMiB = float64(o.rssPeakKiB) / 1024
+	if o.hwmReset {
+		if hwm := procStatusKiB("VmHWM"); hwm > 0 {
+			res.PeakRSSMiB, res.RSSSource = float64(hwm)/1024, "VmHWM (reset at workload start)"
+		}
+	}
+
+	var cl cluster
+	for _, n := range nodes {
+		q := n.Status.Allocatable[gpu]
+		cl.nodes = append(cl.nodes, nodeCap{name: n.Name, domain: n.Labels[domainKey], gpus: q.Value()})
+	}
+	var recs []podSample
+	for _, r := range o.pods {
+		recs = append(recs, podSample{gang: r.gang, created: r.created, bound: r.bound, node: r.node,
+			gpus: r.gpus, deleted: r.deleted, neverBound: r.deletedUnbound})
+	}
+	q := evaluate(cl, recs)
+	res.Pods, res.PodsBound = q.pods, q.podsBound
+	res.Gangs, res.GangsPlaced, res.GangsSplit, res.GangsPartial = q.gangs, q.gangsPlaced, q.gangsSplit, q.gangsPartial
+	res.LiveGangs, res.LiveGangsWhole, res.OfflineBestFit = q.liveGangs, q.liveGangsWhole, q.offlineBestFit
+	res.LatencyP50ms = ms(percentile(q.latencies, 0.50))
+	res.LatencyP99ms = ms(percentile(q.latencies, 0.99))
+	res.LatencyMaxms = ms(percentile(q.latencies, 1))
+	res.FreeGPUs, res.StrandedGPUs = q.freeGPUs, q.strandedGPUs
+	return res
+}
+
+func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
+
+// resultDir is the harness's -data-items-dir (the current directory when unset).
+func resultDir() string {
+	if f := flag.Lookup("data-items-dir"); f != nil && f.Value.String() != "" {
+		return f.Value.String()
+	}
+	return "."
+}
+
+func writeResult(res Result) error {
+	raw, err := json.MarshalIndent(res, "", "  ")
+	if err != nil {
+		return err
+	}
+	base := strings.ReplaceAll(strings.TrimPrefix(res.Name, "BenchmarkPerfScheduling/"), "/", "_")
+	file := filepath.Join(resultDir(), fmt.Sprintf("observer_%s.json", base))
+	return os.WriteFile(file, raw, 0o644)
+}

@@ -1,0 +1,238 @@
+package bench
+
+import (
+	"math"
+	"sort"
+	"time"
+)
+
+// Placement quality arithmetic of the observer, free of Kubernetes types (quality_test.go).
+
+type nodeCap struct {
+	name, domain string
+	gpus         int64
+}
+
+type cluster struct{ nodes []nodeCap }
+
+type podSample struct {
+	gang       string // "" for a standalone pod
+	created    time.Time
+	bound      time.Time // zero if never bound
+	node       string
+	gpus       int64
+	deleted    bool // deleted before the end of the workload
+	neverBound bool // deleted before it was bound
+}
+
+type quality struct {
+	pods, podsBound                int
+	gangs, gangsPlaced, gangsSplit int
+	gangsPartial                   int
+	liveGangs, liveGangsWhole      int
+	offlineBestFit                 int
+	latencies                      []time.Duration // per placed gang: last member created -> last member bound
+	freeGPUs, strandedGPUs         int64
+}
+
+type gangSample struct {
+	key         string
+	members     []podSample // members that were not deleted before being bound
+	firstSeen   time.Time
+	live        bool // some member still exists at the end
+	liveMembers int
+	liveBound   int
+}
+
+func evaluate(cl cluster, pods []podSample) quality {
+	var q quality
+	domainOf := map[string]string{}
+	free := map[string]int64{}
+	for _, n := range cl.nodes {
+		domainOf[n.name] = n.domain
+		free[n.name] = n.gpus
+	}
+	gangs := map[string]*gangSample{}
+	var order []*gangSample
+	for _, p := range pods {
+		q.pods++
+		if p.node != "" {
+			q.podsBound++
+			if !p.deleted {
+				free[p.node] -= p.gpus
+			}
+		}
+		if p.gang == "" {
+			continue
+		}
+		g := gangs[p.gang]
+		if g == nil {
+			g = &gangSample{key: p.gang, firstSeen: p.created}
+			gangs[p.gang] = g
+			order = append(order, g)
+		}
+		if p.created.Before(g.firstSeen) {
+			g.firstSeen = p.created
+		}
+		if !p.deleted {
+			g.live = true
+			g.liveMembers++
+			if p.node != "" {
+				g.liveBound++
+			}
+		}
+		if !p.neverBound {
+			g.members = append(g.members, p)
+		}
+	}
+	sort.Slice(order, func(i, j int) bool {
+		if !order[i].firstSeen.Equal(order[j].firstSeen) {
+			return order[i].firstSeen.Before(order[j].firstSeen)
+		}
+		return order[i].key < order[j].key
+	})
+
+	minSize, memberGPUs := math.MaxInt, int64(0)
+	for _, g := range order {
+		q.gangs++
+		if len(g.members) > 0 && len(g.members) < minSize {
+			minSize = len(g.members)
+		}
+		var lastCreated, lastBound time.Time
+		bound := 0
+		domains := map[string]bool{}
+		for _, m := range g.members {
+			if m.gpus > memberGPUs {
+				memberGPUs = m.gpus
+			}
+			if m.created.After(lastCreated) {
+				lastCreated = m.created
+			}
+			if m.node == "" {
+				continue
+			}
+			bound++
+			domains[domainOf[m.node]] = true
+			if m.bound.After(lastBound) {
+				lastBound = m.bound
+			}
+		}
+		switch {
+		case bound > 0 && bound == len(g.members):
+			q.gangsPlaced++
+			q.latencies = append(q.latencies, lastBound.Sub(lastCreated))
+		case bound > 0:
+			q.gangsPartial++
+		}
+		if len(domains) > 1 {
+			q.gangsSplit++
+		}
+		if g.live {
+			q.liveGangs++
+			if g.liveBound == g.liveMembers {
+				q.liveGangsWhole++
+			}
+		}
+	}
+	sort.Slice(q.latencies, func(i, j int) bool { return q.latencies[i] < q.latencies[j] })
+
+	for _, f := range free {
+		q.freeGPUs += f
+	}
+	if memberGPUs > 0 && minSize != math.MaxInt {
+		q.strandedGPUs = stranded(cl, free, minSize, memberGPUs)
+		q.offlineBestFit = offlineBestFit(cl, pods, order, memberGPUs)
+	}
+	return q
+}
+
+// slotsByDomain counts, per domain, how many members of memberGPUs each fit on the free
+// GPUs of its nodes.
+func slotsByDomain(cl cluster, free map[string]int64, memberGPUs int64) map[string]int64 {
+	slots := map[string]int64{}
+	for _, n := range cl.nodes {
+		if n.domain == "" {
+			continue
+		}
+		slots[n.domain] += max(free[n.name], 0) / memberGPUs
+	}
+	return slots
+}
+
+// stranded is the free GPU capacity at the end that sits in domains which can no longer
+// host a gang of the workload's smallest size.
+func stranded(cl cluster, free map[string]int64, minSize int, memberGPUs int64) int64 {
+	slots := slotsByDomain(cl, free, memberGPUs)
+	var s int64
+	for _, n := range cl.nodes {
+		if n.domain != "" && slots[n.domain] < int64(minSize) {
+			s += max(free[n.name], 0)
+		}
+	}
+	return s
+}
+
+// offlineBestFit is how many of the gangs still alive at the end a sequential best fit
+// would place whole inside one domain each, in arrival order, on the capacity left by the
+// standalone pods where they ended up: each gang goes to the fitting domain with the
+// fewest member slots (ties by name), its members onto the fullest nodes first.
+func offlineBestFit(cl cluster, pods []podSample, order []*gangSample, memberGPUs int64) int {
+	free := map[string]int64{}
+	for _, n := range cl.nodes {
+		free[n.name] = n.gpus
+	}
+	for _, p := range pods {
+		if p.gang == "" && p.node != "" && !p.deleted {
+			free[p.node] -= p.gpus
+		}
+	}
+	byDomain := map[string][]string{}
+	var domains []string
+	for _, n := range cl.nodes {
+		if n.domain == "" {
+			continue
+		}
+		if byDomain[n.domain] == nil {
+			domains = append(domains, n.domain)
+		}
+		byDomain[n.domain] = append(byDomain[n.domain], n.name)
+	}
+	sort.Strings(domains)
+	placed := 0
+	for _, g := range order {
+		if !g.live {
+			continue
+		}
+		size := int64(g.liveMembers)
+		slots := slotsByDomain(cl, free, memberGPUs)
+		best := ""
+		for _, d := range domains {
+			if slots[d] >= size && (best == "" || slots[d] < slots[best]) {
+				best = d
+			}
+		}
+		if best == "" {
+			continue
+		}
+		placed++
+		nodes := append([]string(nil), byDomain[best]...)
+		sort.SliceStable(nodes, func(i, j int) bool { return free[nodes[i]] < free[nodes[j]] })
+		left := size
+		for _, n := range nodes {
+			for left > 0 && free[n] >= memberGPUs {
+				free[n] -= memberGPUs
+				left--
+			}
+		}
+	}
+	return placed
+}
+
+// percentile is the nearest-rank percentile of sorted durations (0 when empty).
+func percentile(sorted []time.Duration, p float64) time.Duration {
+	if len(sorted) == 0 {
+		return 0
+	}
+	i := int(math.Ceil(p*float64(len(sorted)))) - 1
+	return sorted[min(max(i, 0), len(sorted)-1)]
+}
