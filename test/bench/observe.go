@@ -153,12 +153,15 @@ func (o *observer) podSeen(pod *v1.Pod) {
 	if r.node == "" && pod.Spec.NodeName != "" {
 		r.node, r.bound = pod.Spec.NodeName, now
 	}
+	if pod.DeletionTimestamp != nil && !r.deleted {
+		r.deleted, r.deletedUnbound = true, r.node == ""
+	}
 }
 
 func (o *observer) podDeleted(pod *v1.Pod) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	if r := o.pods[pod.UID]; r != nil {
+	if r := o.pods[pod.UID]; r != nil && !r.deleted {
 		r.deleted = true
 		r.deletedUnbound = r.node == ""
 	}

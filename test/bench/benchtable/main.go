@@ -1,7 +1,10 @@
 // Command benchtable turns scheduler_perf's JSON data items
 // (BenchmarkPerfScheduling_benchmark_ome_<timestamp>.json) into Markdown tables:
 // SchedulingThroughput average / p50 / p90, the pod scheduling SLI latency and the Permit
-// wait per workload and scheduler, and OMEGangPack's own time per extension point.
+// wait per workload and scheduler, OMEGangPack's own time per extension point, the
+// throughput ratios B/A and B/C, and the observer's placement quality
+// (observer_*.json in the same directory: per-gang latency, splits, offline best fit,
+// stranded GPUs, peak RSS).
 //
 //	go run ./test/bench/benchtable [file.json | dir]   (dir: newest BenchmarkPerfScheduling*.json)
 package main
@@ -109,6 +112,8 @@ func main() {
 		fmt.Printf("| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", w, r.size, s, tp, p50, p90,
 			get(r.attempt, "Perc99"), get(r.sli, "Perc50"), get(r.sli, "Perc99"), get(r.permit, "Perc99"))
 	}
+	printRatios(rows, keys)
+	printQuality(filepath.Dir(file))
 	points := []string{"PreFilter", "Filter", "PostFilter", "PreScore", "Score", "Reserve", "Permit", "PostBind"}
 	fmt.Println()
 	fmt.Println("OMEGangPack plugin execution time, average per call in ms (scheduler_plugin_execution_duration_seconds; the scheduler samples ~10% of cycles):")
@@ -126,6 +131,96 @@ func main() {
 			cells[i] = get(r.plugin[p], "Average")
 		}
 		fmt.Printf("| %s | %s | %s |\n", w, r.size, strings.Join(cells, " | "))
+	}
+}
+
+// printRatios prints B/A and B/C of the average throughput per workload and size.
+func printRatios(rows map[string]*row, keys []string) {
+	type key struct{ w, size string }
+	avg := map[key]map[string]float64{}
+	var order []key
+	for _, k := range keys {
+		r := rows[k]
+		if r.throughput == nil {
+			continue
+		}
+		w, s := split(r.testCase)
+		kk := key{w, r.size}
+		if avg[kk] == nil {
+			avg[kk] = map[string]float64{}
+			order = append(order, kk)
+		}
+		avg[kk][s[:1]] = r.throughput["Average"]
+	}
+	fmt.Println()
+	fmt.Println("| Workload | Size | B/A throughput | B/C throughput |")
+	fmt.Println("|---|---|---:|---:|")
+	for _, k := range order {
+		a, b, c := avg[k]["A"], avg[k]["B"], avg[k]["C"]
+		fmt.Printf("| %s | %s | %s | %s |\n", k.w, k.size, ratio(b, a), ratio(b, c))
+	}
+}
+
+func ratio(x, y float64) string {
+	if x == 0 || y == 0 {
+		return ""
+	}
+	return fmt.Sprintf("%.0f %%", 100*x/y)
+}
+
+// observation is what test/bench/observe.go writes per workload.
+type observation struct {
+	Name           string  `json:"name"`
+	Pods           int     `json:"pods"`
+	PodsBound      int     `json:"podsBound"`
+	Gangs          int     `json:"gangs"`
+	GangsPlaced    int     `json:"gangsPlaced"`
+	GangsSplit     int     `json:"gangsSplit"`
+	GangsPartial   int     `json:"gangsPartial"`
+	OfflineBestFit int     `json:"offlineBestFit"`
+	LiveGangs      int     `json:"liveGangs"`
+	LiveGangsWhole int     `json:"liveGangsWhole"`
+	LatencyP50ms   float64 `json:"gangLatencyP50ms"`
+	LatencyP99ms   float64 `json:"gangLatencyP99ms"`
+	LatencyMaxms   float64 `json:"gangLatencyMaxms"`
+	FreeGPUs       int64   `json:"freeGPUs"`
+	StrandedGPUs   int64   `json:"strandedGPUs"`
+	PeakRSSMiB     float64 `json:"peakRSSMiB"`
+}
+
+func printQuality(dir string) {
+	files, _ := filepath.Glob(filepath.Join(dir, "observer_*.json"))
+	var obs []observation
+	for _, f := range files {
+		raw, err := os.ReadFile(f)
+		if err != nil {
+			fail(err)
+		}
+		var o observation
+		if err := json.Unmarshal(raw, &o); err != nil {
+			fail(fmt.Errorf("%s: %w", f, err))
+		}
+		obs = append(obs, o)
+	}
+	if len(obs) == 0 {
+		return
+	}
+	sort.SliceStable(obs, func(i, j int) bool { return obs[i].Name < obs[j].Name })
+	fmt.Println()
+	fmt.Println("Placement quality and memory (observer: gang latency = last member created -> last member bound; offline best fit = live gangs a sequential best fit places whole; stranded = free GPUs in domains that cannot host the smallest gang; RSS = whole test process: API server + scheduler + load generator):")
+	fmt.Println()
+	fmt.Println("| Workload | Size | Scheduler | Pods bound | Gangs | Placed | Split | Partial | Live whole / offline best fit | Gang p50 (ms) | Gang p99 (ms) | Gang max (ms) | Free GPUs | Stranded GPUs | Peak RSS (MiB) |")
+	fmt.Println("|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+	for _, o := range obs {
+		parts := strings.Split(strings.TrimPrefix(o.Name, "BenchmarkPerfScheduling/"), "/")
+		if len(parts) < 2 {
+			continue
+		}
+		w, s := split(parts[0])
+		fmt.Printf("| %s | %s | %s | %d/%d | %d | %d | %d | %d | %d / %d | %.0f | %.0f | %.0f | %d | %d | %.0f |\n",
+			w, parts[1], s, o.PodsBound, o.Pods, o.Gangs, o.GangsPlaced, o.GangsSplit, o.GangsPartial,
+			o.LiveGangsWhole, o.OfflineBestFit, o.LatencyP50ms, o.LatencyP99ms, o.LatencyMaxms,
+			o.FreeGPUs, o.StrandedGPUs, o.PeakRSSMiB)
 	}
 }
 
