@@ -117,23 +117,22 @@ image:
 clean:
 	rm -rf $(BIN)
 
-## bench: scheduler_perf benchmarks, reduced sizes (stock profile vs ome-scheduler profile,
-## standalone pods and gangs of 4); prints a results table. See docs/benchmarks.md.
-## bench-full: the same at larger sizes. Output in $(BENCH_OUT): JSON data items, full log.
+## bench: scheduler_perf benchmarks at reduced sizes, every workload for the stock profile (A),
+## ome-scheduler (B) and in-tree GangScheduling (C); prints the results tables (median over
+## BENCH_COUNT runs). bench-full: larger sizes. BENCH_CASES selects test cases by regexp
+## (e.g. 'Gang8_.*'). etcd keeps its data in BENCH_TMPDIR (tmpfs: no fsync noise).
+## Output in $(BENCH_OUT): JSON data items, observer_*.json, full log. See docs/benchmarks.md.
 BENCH_OUT     ?= $(BIN)/bench
-BENCH_TIMEOUT ?= 60m
+BENCH_TIMEOUT ?= 90m
+BENCH_COUNT   ?= 1
+BENCH_CASES   ?= .
+BENCH_TMPDIR  ?= $(shell test -w /dev/shm && echo /dev/shm || echo /tmp)
 BENCH_ARGS    ?=
-.PHONY: bench bench-full
-bench: $(BIN)/etcd
-	@mkdir -p $(BENCH_OUT)
-	set -o pipefail; PATH=$(BIN):$$PATH $(GO) test -run '^$$' -bench '^BenchmarkPerfScheduling$$' -benchtime=1x -timeout $(BENCH_TIMEOUT) \
-		./test/bench/ -args -perf-scheduling-label-filter=bench -data-items-dir=$(BENCH_OUT) $(BENCH_ARGS) \
-		| tee $(BENCH_OUT)/bench.log | grep --line-buffered -E '^(Benchmark|--- |PASS|FAIL|ok)' | cut -c1-160
-	$(GO) run ./test/bench/benchtable $(BENCH_OUT)
-
-bench-full: $(BIN)/etcd
-	@mkdir -p $(BENCH_OUT)
-	set -o pipefail; PATH=$(BIN):$$PATH $(GO) test -run '^$$' -bench '^BenchmarkPerfScheduling$$' -benchtime=1x -timeout $(BENCH_TIMEOUT) \
-		./test/bench/ -args -perf-scheduling-label-filter=bench-full -data-items-dir=$(BENCH_OUT) $(BENCH_ARGS) \
-		| tee $(BENCH_OUT)/bench-full.log | grep --line-buffered -E '^(Benchmark|--- |PASS|FAIL|ok)' | cut -c1-160
+.PHONY: bench bench-full bench-5000
+bench bench-full bench-5000: $(BIN)/etcd
+	@mkdir -p $(BENCH_OUT) && rm -f $(BENCH_OUT)/observer_*.json $(BENCH_OUT)/BenchmarkPerfScheduling*.json
+	set -o pipefail; TMPDIR=$(BENCH_TMPDIR) PATH=$(BIN):$$PATH $(GO) test -run '^$$' -bench '^BenchmarkPerfScheduling$$/$(BENCH_CASES)/' \
+		-benchtime=1x -count=$(BENCH_COUNT) -timeout $(BENCH_TIMEOUT) \
+		./test/bench/ -args -perf-scheduling-label-filter=$@ -data-items-dir=$(BENCH_OUT) $(BENCH_ARGS) \
+		| tee $(BENCH_OUT)/$@.log | grep --line-buffered -E '^(Benchmark|--- |PASS|FAIL|ok)' | cut -c1-160
 	$(GO) run ./test/bench/benchtable $(BENCH_OUT)

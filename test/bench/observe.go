@@ -17,6 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/tools/cache"
+	"k8s.io/component-base/metrics/legacyregistry"
 	"k8s.io/kubernetes/test/utils/ktesting"
 )
 
@@ -51,27 +52,45 @@ type observer struct {
 
 	rssPeakKiB int64
 	hwmReset   bool
+	counters   map[string]float64 // last sample of the scheduler's own counters
+}
+
+// counterFamilies are the in-process scheduler counters the observer samples: how many
+// scheduling attempts each pod needed and why OMEGangPack woke pods. The harness resets the
+// registry between workloads, so they cover one workload; they are sampled while it runs
+// because the reset happens before the observer's cleanup.
+var counterFamilies = map[string]string{
+	"scheduler_schedule_attempts_total":     "result",
+	"ome_scheduler_gang_activation_total":   "trigger",
+	"ome_scheduler_commitment_unwind_total": "",
 }
 
 // Result is one workload's observation; benchtable reads it back.
 type Result struct {
-	Name           string  `json:"name"` // BenchmarkPerfScheduling/<testcase>/<workload>
-	Pods           int     `json:"pods"`
-	PodsBound      int     `json:"podsBound"`
-	Gangs          int     `json:"gangs"`
-	GangsPlaced    int     `json:"gangsPlaced"`
-	GangsSplit     int     `json:"gangsSplit"`
-	GangsPartial   int     `json:"gangsPartial"` // some but not all members bound at the end
-	OfflineBestFit int     `json:"offlineBestFit"`
-	LiveGangs      int     `json:"liveGangs"`
-	LiveGangsWhole int     `json:"liveGangsWhole"`
-	LatencyP50ms   float64 `json:"gangLatencyP50ms"`
-	LatencyP99ms   float64 `json:"gangLatencyP99ms"`
-	LatencyMaxms   float64 `json:"gangLatencyMaxms"`
-	FreeGPUs       int64   `json:"freeGPUs"`
-	StrandedGPUs   int64   `json:"strandedGPUs"`
-	PeakRSSMiB     float64 `json:"peakRSSMiB"`
-	RSSSource      string  `json:"rssSource"`
+	Name string `json:"name"` // BenchmarkPerfScheduling/<testcase>/<workload>
+	// Counters: scheduler_schedule_attempts_total by result, OMEGangPack activations by
+	// trigger and commitment unwinds, as "<family>/<label value>".
+	Counters       map[string]float64 `json:"counters"`
+	Pods           int                `json:"pods"`
+	PodsBound      int                `json:"podsBound"`
+	Gangs          int                `json:"gangs"`
+	GangsPlaced    int                `json:"gangsPlaced"`
+	GangsSplit     int                `json:"gangsSplit"`
+	GangsPartial   int                `json:"gangsPartial"` // some but not all members bound at the end
+	OfflineBestFit int                `json:"offlineBestFit"`
+	LiveGangs      int                `json:"liveGangs"`
+	LiveGangsWhole int                `json:"liveGangsWhole"`
+	LatencyP50ms   float64            `json:"gangLatencyP50ms"`
+	LatencyP99ms   float64            `json:"gangLatencyP99ms"`
+	LatencyMaxms   float64            `json:"gangLatencyMaxms"`
+	SeqGangs       int                `json:"seqGangs"` // gangs created one at a time (namespaces seq-*)
+	SeqP50ms       float64            `json:"seqGangLatencyP50ms"`
+	SeqP99ms       float64            `json:"seqGangLatencyP99ms"`
+	SeqMaxms       float64            `json:"seqGangLatencyMaxms"`
+	FreeGPUs       int64              `json:"freeGPUs"`
+	StrandedGPUs   int64              `json:"strandedGPUs"`
+	PeakRSSMiB     float64            `json:"peakRSSMiB"`
+	RSSSource      string             `json:"rssSource"`
 }
 
 // observe is the harness's prepareFn: it starts the observer for the workload in tCtx.
@@ -107,8 +126,11 @@ func observe(tCtx ktesting.TContext) error {
 		defer wg.Done()
 		tick := time.NewTicker(100 * time.Millisecond)
 		defer tick.Stop()
-		for {
+		for i := 0; ; i++ {
 			o.sampleRSS()
+			if i%5 == 0 {
+				o.sampleCounters()
+			}
 			select {
 			case <-stop:
 				return
@@ -124,6 +146,7 @@ func observe(tCtx ktesting.TContext) error {
 	tCtx.TB().Cleanup(func() {
 		close(stop)
 		wg.Wait()
+		o.sampleCounters()
 		nodes, err := nodeLister.List(labels.Everything())
 		if err != nil {
 			tCtx.Errorf("observer: list nodes: %v", err)
@@ -167,6 +190,36 @@ func (o *observer) podDeleted(pod *v1.Pod) {
 	}
 }
 
+// sampleCounters keeps the latest non-empty gather of counterFamilies.
+func (o *observer) sampleCounters() {
+	families, err := legacyregistry.DefaultGatherer.Gather()
+	if err != nil {
+		return
+	}
+	got := map[string]float64{}
+	for _, mf := range families {
+		label, ok := counterFamilies[mf.GetName()]
+		if !ok {
+			continue
+		}
+		for _, m := range mf.GetMetric() {
+			key := mf.GetName()
+			for _, lp := range m.GetLabel() {
+				if lp.GetName() == label {
+					key += "/" + lp.GetValue()
+				}
+			}
+			got[key] += m.GetCounter().GetValue()
+		}
+	}
+	if len(got) == 0 {
+		return
+	}
+	o.mu.Lock()
+	o.counters = got
+	o.mu.Unlock()
+}
+
 func (o *observer) sampleRSS() {
 	kib := procStatusKiB("VmRSS")
 	o.mu.Lock()
@@ -206,7 +259,7 @@ func podGPUs(pod *v1.Pod) int64 {
 func (o *observer) result(name string, nodes []*v1.Node) Result {
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	res := Result{Name: name, RSSSource: "VmRSS sampled every 100 ms"}
+	res := Result{Name: name, RSSSource: "VmRSS sampled every 100 ms", Counters: o.counters}
 	res.PeakRSSMiB = float64(o.rssPeakKiB) / 1024
 	if o.hwmReset {
 		if hwm := procStatusKiB("VmHWM"); hwm > 0 {
@@ -231,6 +284,10 @@ func (o *observer) result(name string, nodes []*v1.Node) Result {
 	res.LatencyP50ms = ms(percentile(q.latencies, 0.50))
 	res.LatencyP99ms = ms(percentile(q.latencies, 0.99))
 	res.LatencyMaxms = ms(percentile(q.latencies, 1))
+	res.SeqGangs = len(q.seqLatencies)
+	res.SeqP50ms = ms(percentile(q.seqLatencies, 0.50))
+	res.SeqP99ms = ms(percentile(q.seqLatencies, 0.99))
+	res.SeqMaxms = ms(percentile(q.seqLatencies, 1))
 	res.FreeGPUs, res.StrandedGPUs = q.freeGPUs, q.strandedGPUs
 	return res
 }
@@ -251,6 +308,6 @@ func writeResult(res Result) error {
 		return err
 	}
 	base := strings.ReplaceAll(strings.TrimPrefix(res.Name, "BenchmarkPerfScheduling/"), "/", "_")
-	file := filepath.Join(resultDir(), fmt.Sprintf("observer_%s.json", base))
+	file := filepath.Join(resultDir(), fmt.Sprintf("observer_%s_%d.json", base, time.Now().UnixNano()))
 	return os.WriteFile(file, raw, 0o644)
 }

@@ -2,9 +2,15 @@ package bench
 
 import (
 	"math"
+	"slices"
 	"sort"
+	"strings"
 	"time"
 )
+
+// seqPrefix marks the namespaces of gangs the workload creates one at a time, each after the
+// previous one is bound (GangLatency): their latency is placement without queueing.
+const seqPrefix = "seq-"
 
 // Placement quality arithmetic of the observer, free of Kubernetes types (quality_test.go).
 
@@ -32,6 +38,7 @@ type quality struct {
 	liveGangs, liveGangsWhole      int
 	offlineBestFit                 int
 	latencies                      []time.Duration // per placed gang: last member created -> last member bound
+	seqLatencies                   []time.Duration // the same for gangs in namespaces "seq-*" (created one at a time)
 	freeGPUs, strandedGPUs         int64
 }
 
@@ -121,6 +128,9 @@ func evaluate(cl cluster, pods []podSample) quality {
 		case bound > 0 && bound == len(g.members):
 			q.gangsPlaced++
 			q.latencies = append(q.latencies, lastBound.Sub(lastCreated))
+			if strings.HasPrefix(g.key, seqPrefix) {
+				q.seqLatencies = append(q.seqLatencies, lastBound.Sub(lastCreated))
+			}
 		case bound > 0:
 			q.gangsPartial++
 		}
@@ -134,7 +144,8 @@ func evaluate(cl cluster, pods []podSample) quality {
 			}
 		}
 	}
-	sort.Slice(q.latencies, func(i, j int) bool { return q.latencies[i] < q.latencies[j] })
+	slices.Sort(q.latencies)
+	slices.Sort(q.seqLatencies)
 
 	for _, f := range free {
 		q.freeGPUs += f

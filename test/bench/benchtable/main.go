@@ -30,11 +30,29 @@ type dataItems struct {
 
 type row struct {
 	testCase, size string
-	throughput     map[string]float64
-	sli            map[string]float64
-	permit         map[string]float64
-	attempt        map[string]float64
-	plugin         map[string]map[string]float64 // extension point -> data (OMEGangPack)
+	runs           int
+	throughput     map[string][]float64 // metric data key -> one value per run
+	sli            map[string][]float64
+	permit         map[string][]float64
+	attempt        map[string][]float64
+	plugin         map[string]map[string][]float64 // extension point -> data (OMEGangPack)
+}
+
+func appendRun(m map[string][]float64, data map[string]float64) map[string][]float64 {
+	if m == nil {
+		m = map[string][]float64{}
+	}
+	for k, v := range data {
+		m[k] = append(m[k], v)
+	}
+	return m
+}
+
+// median of the runs' values (the lower middle one for an even count).
+func median(vs []float64) float64 {
+	s := append([]float64(nil), vs...)
+	sort.Float64s(s)
+	return s[(len(s)-1)/2]
 }
 
 func main() {
@@ -42,17 +60,21 @@ func main() {
 	if len(os.Args) > 1 {
 		arg = os.Args[1]
 	}
-	file, err := resolve(arg)
-	if err != nil {
-		fail(err)
-	}
-	raw, err := os.ReadFile(file)
+	files, err := resolve(arg)
 	if err != nil {
 		fail(err)
 	}
 	var items dataItems
-	if err := json.Unmarshal(raw, &items); err != nil {
-		fail(fmt.Errorf("%s: %w", file, err))
+	for _, file := range files {
+		raw, err := os.ReadFile(file)
+		if err != nil {
+			fail(err)
+		}
+		var run dataItems
+		if err := json.Unmarshal(raw, &run); err != nil {
+			fail(fmt.Errorf("%s: %w", file, err))
+		}
+		items.DataItems = append(items.DataItems, run.DataItems...)
 	}
 	rows := map[string]*row{}
 	var keys []string
@@ -65,24 +87,26 @@ func main() {
 		key := parts[0] + "/" + parts[1]
 		r := rows[key]
 		if r == nil {
-			r = &row{testCase: parts[0], size: parts[1], plugin: map[string]map[string]float64{}}
+			r = &row{testCase: parts[0], size: parts[1], plugin: map[string]map[string][]float64{}}
 			rows[key] = r
 			keys = append(keys, key)
 		}
 		switch it.Labels["Metric"] {
 		case "SchedulingThroughput":
-			r.throughput = it.Data
+			r.throughput = appendRun(r.throughput, it.Data)
+			r.runs++
 		case "scheduler_pod_scheduling_sli_duration_seconds":
-			r.sli = it.Data
+			r.sli = appendRun(r.sli, it.Data)
 		case "scheduler_permit_wait_duration_seconds":
-			r.permit = it.Data
+			r.permit = appendRun(r.permit, it.Data)
 		case "scheduler_scheduling_attempt_duration_seconds":
 			if it.Labels["result"] == "scheduled" {
-				r.attempt = it.Data
+				r.attempt = appendRun(r.attempt, it.Data)
 			}
 		case "scheduler_plugin_execution_duration_seconds":
 			if it.Labels["plugin"] == "OMEGangPack" {
-				r.plugin[it.Labels["extension_point"]] = it.Data
+				ep := it.Labels["extension_point"]
+				r.plugin[ep] = appendRun(r.plugin[ep], it.Data)
 			}
 		}
 	}
@@ -97,23 +121,23 @@ func main() {
 		}
 		return si < sj
 	})
-	fmt.Printf("Results from %s\n\n", file)
-	fmt.Println("| Workload | Size | Scheduler | Throughput avg (pods/s) | Throughput p50 | Throughput p90 | Attempt p99 (ms) | SLI p50 (ms) | SLI p99 (ms) | Permit wait p99 (ms) |")
-	fmt.Println("|---|---|---|---:|---:|---:|---:|---:|---:|---:|")
+	fmt.Printf("Results from %s (median over runs)\n\n", strings.Join(files, ", "))
+	fmt.Println("| Workload | Size | Scheduler | Runs | Throughput avg (pods/s) | Throughput p50 | Throughput p90 | Attempt p99 (ms) | SLI p50 (ms) | SLI p99 (ms) | Permit wait p99 (ms) |")
+	fmt.Println("|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|")
 	for _, k := range keys {
 		r := rows[k]
 		w, s := split(r.testCase)
 		tp, p50, p90 := "n/a (run < 2 s)", "", ""
 		if r.throughput != nil {
-			tp = f1(r.throughput["Average"])
-			p50 = f1(r.throughput["Perc50"])
-			p90 = f1(r.throughput["Perc90"])
+			tp = f1(median(r.throughput["Average"]))
+			p50 = f1(median(r.throughput["Perc50"]))
+			p90 = f1(median(r.throughput["Perc90"]))
 		}
-		fmt.Printf("| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", w, r.size, s, tp, p50, p90,
+		fmt.Printf("| %s | %s | %s | %d | %s | %s | %s | %s | %s | %s | %s |\n", w, r.size, s, r.runs, tp, p50, p90,
 			get(r.attempt, "Perc99"), get(r.sli, "Perc50"), get(r.sli, "Perc99"), get(r.permit, "Perc99"))
 	}
 	printRatios(rows, keys)
-	printQuality(filepath.Dir(file))
+	printQuality(filepath.Dir(files[0]))
 	points := []string{"PreFilter", "Filter", "PostFilter", "PreScore", "Score", "Reserve", "Permit", "PostBind"}
 	fmt.Println()
 	fmt.Println("OMEGangPack plugin execution time, average per call in ms (scheduler_plugin_execution_duration_seconds; the scheduler samples ~10% of cycles):")
@@ -150,7 +174,7 @@ func printRatios(rows map[string]*row, keys []string) {
 			avg[kk] = map[string]float64{}
 			order = append(order, kk)
 		}
-		avg[kk][s[:1]] = r.throughput["Average"]
+		avg[kk][s[:1]] = median(r.throughput["Average"])
 	}
 	fmt.Println()
 	fmt.Println("| Workload | Size | B/A throughput | B/C throughput |")
@@ -186,6 +210,13 @@ type observation struct {
 	FreeGPUs       int64   `json:"freeGPUs"`
 	StrandedGPUs   int64   `json:"strandedGPUs"`
 	PeakRSSMiB     float64 `json:"peakRSSMiB"`
+	SeqGangs       int     `json:"seqGangs"`
+	SeqP50ms       float64 `json:"seqGangLatencyP50ms"`
+	SeqP99ms       float64 `json:"seqGangLatencyP99ms"`
+	SeqMaxms       float64 `json:"seqGangLatencyMaxms"`
+
+	Counters map[string]float64 `json:"counters"`
+	Runs     int                `json:"-"`
 }
 
 func printQuality(dir string) {
@@ -205,33 +236,123 @@ func printQuality(dir string) {
 	if len(obs) == 0 {
 		return
 	}
-	sort.SliceStable(obs, func(i, j int) bool { return obs[i].Name < obs[j].Name })
+	obs = aggregate(obs)
 	fmt.Println()
-	fmt.Println("Placement quality and memory (observer: gang latency = last member created -> last member bound; offline best fit = live gangs a sequential best fit places whole; stranded = free GPUs in domains that cannot host the smallest gang; RSS = whole test process: API server + scheduler + load generator):")
+	fmt.Println("Placement quality and memory, median over runs (observer: gang latency = last member created -> last member bound; offline best fit = live gangs a sequential best fit places whole; stranded = free GPUs in domains that cannot host the smallest gang; RSS = whole test process: API server + scheduler + load generator):")
 	fmt.Println()
-	fmt.Println("| Workload | Size | Scheduler | Pods bound | Gangs | Placed | Split | Partial | Live whole / offline best fit | Gang p50 (ms) | Gang p99 (ms) | Gang max (ms) | Free GPUs | Stranded GPUs | Peak RSS (MiB) |")
-	fmt.Println("|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+	fmt.Println("| Workload | Size | Scheduler | Runs | Pods bound | Gangs | Placed | Split (worst run) | Partial (worst run) | Live whole / offline best fit | Gang p50 (ms) | Gang p99 (ms) | Gang max (ms) | Free GPUs | Stranded GPUs | Peak RSS (MiB) |")
+	fmt.Println("|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
 	for _, o := range obs {
 		parts := strings.Split(strings.TrimPrefix(o.Name, "BenchmarkPerfScheduling/"), "/")
 		if len(parts) < 2 {
 			continue
 		}
 		w, s := split(parts[0])
-		fmt.Printf("| %s | %s | %s | %d/%d | %d | %d | %d | %d | %d / %d | %.0f | %.0f | %.0f | %d | %d | %.0f |\n",
-			w, parts[1], s, o.PodsBound, o.Pods, o.Gangs, o.GangsPlaced, o.GangsSplit, o.GangsPartial,
+		fmt.Printf("| %s | %s | %s | %d | %d/%d | %d | %d | %d | %d | %d / %d | %.0f | %.0f | %.0f | %d | %d | %.0f |\n",
+			w, parts[1], s, o.Runs, o.PodsBound, o.Pods, o.Gangs, o.GangsPlaced, o.GangsSplit, o.GangsPartial,
 			o.LiveGangsWhole, o.OfflineBestFit, o.LatencyP50ms, o.LatencyP99ms, o.LatencyMaxms,
 			o.FreeGPUs, o.StrandedGPUs, o.PeakRSSMiB)
 	}
+
+	fmt.Println()
+	fmt.Println("Gangs created one at a time (namespaces seq-*, each after the previous one is bound): last member created -> last member bound, and scheduling attempts (scheduler_schedule_attempts_total by result; OMEGangPack activations by trigger):")
+	fmt.Println()
+	fmt.Println("| Workload | Size | Scheduler | One-at-a-time gangs | p50 (ms) | p99 (ms) | max (ms) | Attempts per pod | scheduled | unschedulable | error | Activations |")
+	fmt.Println("|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---|")
+	for _, o := range obs {
+		parts := strings.Split(strings.TrimPrefix(o.Name, "BenchmarkPerfScheduling/"), "/")
+		if len(parts) < 2 {
+			continue
+		}
+		w, s := split(parts[0])
+		c := o.Counters
+		sched, unsched, errs := c["scheduler_schedule_attempts_total/scheduled"], c["scheduler_schedule_attempts_total/unschedulable"], c["scheduler_schedule_attempts_total/error"]
+		perPod := ""
+		if o.Pods > 0 {
+			perPod = fmt.Sprintf("%.2f", (sched+unsched+errs)/float64(o.Pods))
+		}
+		var acts []string
+		for k, v := range c {
+			if t, ok := strings.CutPrefix(k, "ome_scheduler_gang_activation_total/"); ok {
+				acts = append(acts, fmt.Sprintf("%s %.0f", t, v))
+			}
+		}
+		sort.Strings(acts)
+		seq := []string{"", "", "", ""}
+		if o.SeqGangs > 0 {
+			seq = []string{fmt.Sprint(o.SeqGangs), fmt.Sprintf("%.0f", o.SeqP50ms), fmt.Sprintf("%.0f", o.SeqP99ms), fmt.Sprintf("%.0f", o.SeqMaxms)}
+		}
+		fmt.Printf("| %s | %s | %s | %s | %s | %.0f | %.0f | %.0f | %s |\n", w, parts[1], s, strings.Join(seq, " | "),
+			perPod, sched, unsched, errs, strings.Join(acts, ", "))
+	}
 }
 
-func get(m map[string]float64, k string) string {
+// aggregate folds the runs of each workload into one observation: the median of every
+// figure, except splits and partial gangs, which are the worst run's (B must split none in
+// any run). Runs holds how many runs were folded.
+func aggregate(obs []observation) []observation {
+	byName := map[string][]observation{}
+	var names []string
+	for _, o := range obs {
+		if byName[o.Name] == nil {
+			names = append(names, o.Name)
+		}
+		byName[o.Name] = append(byName[o.Name], o)
+	}
+	sort.Strings(names)
+	out := make([]observation, 0, len(names))
+	for _, n := range names {
+		runs := byName[n]
+		f := func(get func(observation) float64) float64 {
+			vs := make([]float64, len(runs))
+			for i, o := range runs {
+				vs[i] = get(o)
+			}
+			return median(vs)
+		}
+		worst := func(get func(observation) int) int {
+			w := 0
+			for _, o := range runs {
+				w = max(w, get(o))
+			}
+			return w
+		}
+		a := runs[len(runs)-1]
+		a.Runs = len(runs)
+		a.Pods = int(f(func(o observation) float64 { return float64(o.Pods) }))
+		a.PodsBound = int(f(func(o observation) float64 { return float64(o.PodsBound) }))
+		a.GangsPlaced = int(f(func(o observation) float64 { return float64(o.GangsPlaced) }))
+		a.GangsSplit = worst(func(o observation) int { return o.GangsSplit })
+		a.GangsPartial = worst(func(o observation) int { return o.GangsPartial })
+		a.LiveGangsWhole = int(f(func(o observation) float64 { return float64(o.LiveGangsWhole) }))
+		a.OfflineBestFit = int(f(func(o observation) float64 { return float64(o.OfflineBestFit) }))
+		a.LatencyP50ms = f(func(o observation) float64 { return o.LatencyP50ms })
+		a.LatencyP99ms = f(func(o observation) float64 { return o.LatencyP99ms })
+		a.LatencyMaxms = f(func(o observation) float64 { return o.LatencyMaxms })
+		a.SeqP50ms = f(func(o observation) float64 { return o.SeqP50ms })
+		a.SeqP99ms = f(func(o observation) float64 { return o.SeqP99ms })
+		a.SeqMaxms = f(func(o observation) float64 { return o.SeqMaxms })
+		a.FreeGPUs = int64(f(func(o observation) float64 { return float64(o.FreeGPUs) }))
+		a.StrandedGPUs = int64(f(func(o observation) float64 { return float64(o.StrandedGPUs) }))
+		a.PeakRSSMiB = f(func(o observation) float64 { return o.PeakRSSMiB })
+		a.Counters = map[string]float64{}
+		for k := range runs[0].Counters {
+			a.Counters[k] = f(func(o observation) float64 { return o.Counters[k] })
+		}
+		out = append(out, a)
+	}
+	return out
+}
+
+func get(m map[string][]float64, k string) string {
 	if m == nil {
 		return ""
 	}
-	v, ok := m[k]
-	if !ok {
+	vs, ok := m[k]
+	if !ok || len(vs) == 0 {
 		return ""
 	}
+	v := median(vs)
 	if v < 10 {
 		return fmt.Sprintf("%.3f", v)
 	}
@@ -250,28 +371,25 @@ func split(tc string) (workload, scheduler string) {
 	return tc, ""
 }
 
-func resolve(arg string) (string, error) {
+// resolve returns the data item files: the file given, or every BenchmarkPerfScheduling*.json
+// of a directory (one per run; `make bench` empties the directory first).
+func resolve(arg string) ([]string, error) {
 	st, err := os.Stat(arg)
 	if err != nil {
-		return "", err
+		return nil, err
 	}
 	if !st.IsDir() {
-		return arg, nil
+		return []string{arg}, nil
 	}
 	matches, err := filepath.Glob(filepath.Join(arg, "BenchmarkPerfScheduling*.json"))
 	if err != nil {
-		return "", err
+		return nil, err
 	}
-	newest, newestT := "", int64(0)
-	for _, m := range matches {
-		if st, err := os.Stat(m); err == nil && st.ModTime().UnixNano() > newestT {
-			newest, newestT = m, st.ModTime().UnixNano()
-		}
+	if len(matches) == 0 {
+		return nil, fmt.Errorf("no BenchmarkPerfScheduling*.json in %s", arg)
 	}
-	if newest == "" {
-		return "", fmt.Errorf("no BenchmarkPerfScheduling*.json in %s", arg)
-	}
-	return newest, nil
+	sort.Strings(matches)
+	return matches, nil
 }
 
 func fail(err error) {
