@@ -7,8 +7,11 @@ import (
 	fwk "k8s.io/kube-scheduler/framework"
 )
 
-// packState holds raw scores by node name (CycleState gangpack.domainpack).
+// packState holds raw scores by domain (CycleState gangpack.domainpack): Score reads a
+// node's domain label and looks its domain up, so PreScore touches each feasible node once
+// and allocates per domain, not per node.
 type packState struct {
+	key string
 	raw map[string]int64
 }
 
@@ -26,22 +29,15 @@ func (pl *GangPack) PreScore(_ context.Context, cs fwk.CycleState, pod *v1.Pod, 
 	if _, _, member := gangOf(pod); member || !pl.args.PackStandalone() || pl.args.TopologyKey == "" {
 		return fwk.NewStatus(fwk.Skip)
 	}
+	// Every node PreScore sees has passed Filter, so the pod fits each of them: a domain's
+	// free count is the number of its feasible nodes.
 	key := pl.args.TopologyKey
-	fit := newPodFit(pod)
 	free := map[string]int64{}
 	for _, ni := range nodes {
-		node := ni.Node()
-		if node == nil {
-			continue
-		}
-		d := node.Labels[key]
-		if d == "" {
-			continue
-		}
-		nf, freePods := nodeFree(ni)
-		free[d] += 0
-		if fit.fits(ni, nf, freePods) {
-			free[d]++
+		if node := ni.Node(); node != nil {
+			if d := node.Labels[key]; d != "" {
+				free[d]++
+			}
 		}
 	}
 	if len(free) == 0 {
@@ -51,15 +47,10 @@ func (pl *GangPack) PreScore(_ context.Context, cs fwk.CycleState, pod *v1.Pod, 
 	for _, f := range free {
 		maxFree = max(maxFree, f)
 	}
-	raw := make(map[string]int64, len(nodes))
-	for _, ni := range nodes {
-		if node := ni.Node(); node != nil {
-			if d := node.Labels[key]; d != "" {
-				raw[node.Name] = max(0, maxFree-free[d])
-			}
-		}
+	for d, f := range free {
+		free[d] = maxFree - f
 	}
-	cs.Write(packStateKey, &packState{raw: raw})
+	cs.Write(packStateKey, &packState{key: key, raw: free})
 	return nil
 }
 
@@ -80,15 +71,11 @@ func (pl *GangPack) preScoreDeferred(cs fwk.CycleState, plan *deferredState, nod
 	for _, r := range surviving {
 		maxRoom = max(maxRoom, r)
 	}
-	raw := make(map[string]int64, len(nodes))
-	for _, ni := range nodes {
-		if node := ni.Node(); node != nil {
-			if r, ok := surviving[node.Labels[key]]; ok {
-				raw[node.Name] = int64(maxRoom - r)
-			}
-		}
+	raw := make(map[string]int64, len(surviving))
+	for d, r := range surviving {
+		raw[d] = int64(maxRoom - r)
 	}
-	cs.Write(packStateKey, &packState{raw: raw})
+	cs.Write(packStateKey, &packState{key: key, raw: raw})
 	return nil
 }
 
@@ -102,7 +89,11 @@ func (pl *GangPack) Score(_ context.Context, cs fwk.CycleState, _ *v1.Pod, ni fw
 	if !ok || ni.Node() == nil {
 		return 0, nil
 	}
-	return s.raw[ni.Node().Name], nil
+	domain, ok := ni.Node().Labels[s.key]
+	if !ok {
+		return 0, nil
+	}
+	return s.raw[domain], nil
 }
 
 // ScoreExtensions returns the plugin itself: it normalises its scores.
