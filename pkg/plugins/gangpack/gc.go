@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/klog/v2"
 )
@@ -42,6 +43,10 @@ func (pl *GangPack) gcOnce(logger klog.Logger) {
 			pl.blocked.remove(p)
 		}
 	}
+	pl.reserved.prune(func(ns, name string, uid types.UID) bool {
+		cur, err := pl.members.lister.Pods(ns).Get(name)
+		return err == nil && cur.UID == uid && cur.Spec.NodeName == "" && live(cur)
+	})
 	synced := pl.podGroups != nil && pl.podGroups.synced()
 	for _, c := range pl.store.List() {
 		stale := false

@@ -35,6 +35,7 @@ type GangPack struct {
 	store     *placement.Store
 	failed    *placement.FailedDomains
 	attempts  *attemptMap
+	reserved  *reservedNodes
 	blocked   *podSet
 	templates *keySet
 
@@ -102,6 +103,7 @@ func newPlugin(args *Args, h fwk.Handle) *GangPack {
 		store:     placement.NewStore(),
 		failed:    placement.NewFailedDomains(),
 		attempts:  newAttemptMap(),
+		reserved:  newReservedNodes(),
 		blocked:   newPodSet(),
 		templates: newKeySet(),
 	}

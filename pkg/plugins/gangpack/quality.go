@@ -378,7 +378,7 @@ func (pl *GangPack) placedDomains(pod *v1.Pod, pin *pinState, nodeName string) m
 	out := map[string]string{}
 	infos := pl.handle.SnapshotSharedLister().NodeInfos()
 	if all, err := infos.List(); err == nil {
-		for _, m := range membersOnNodes(all, pin.Gang) {
+		for _, m := range pl.placedMembers(pin.Gang, all) {
 			out[m.pod.Name] = m.domain
 		}
 	}

@@ -14,6 +14,9 @@ import (
 // (placement.md §8).
 func (pl *GangPack) Reserve(ctx context.Context, cs fwk.CycleState, pod *v1.Pod, nodeName string) *fwk.Status {
 	logger := klog.FromContext(ctx)
+	if _, _, member := gangOf(pod); member {
+		pl.reserved.set(pod, nodeName)
+	}
 	pin := readPin(cs)
 	if pin == nil {
 		plan := readDeferred(cs)
@@ -66,4 +69,5 @@ func (pl *GangPack) Unreserve(ctx context.Context, cs fwk.CycleState, pod *v1.Po
 		pl.unwind(klog.FromContext(ctx), pin.Gang.Key, pin.ID, causeUnreserve, false)
 	}
 	pl.attempts.forget(podKey(pod))
+	pl.reserved.forget(pod.UID)
 }

@@ -1,0 +1,103 @@
+package gangpack
+
+import (
+	"sort"
+	"sync"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+	fwk "k8s.io/kube-scheduler/framework"
+)
+
+// reservedNodes remembers the node each gang member was reserved on until the pod informer
+// shows the member bound (or the reservation is undone), so a gang's placed members can be
+// found from the gang's own pods instead of by scanning every pod of the snapshot: at 1,000
+// nodes that scan was a third of PreFilter (docs/benchmarks.md).
+type reservedNodes struct {
+	mu sync.Mutex
+	m  map[types.UID]reservedNode
+}
+
+type reservedNode struct {
+	namespace, name, node string
+}
+
+func newReservedNodes() *reservedNodes { return &reservedNodes{m: map[types.UID]reservedNode{}} }
+
+func (r *reservedNodes) set(p *v1.Pod, node string) {
+	r.mu.Lock()
+	r.m[p.UID] = reservedNode{namespace: p.Namespace, name: p.Name, node: node}
+	r.mu.Unlock()
+}
+
+func (r *reservedNodes) get(uid types.UID) (string, bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	rn, ok := r.m[uid]
+	return rn.node, ok
+}
+
+func (r *reservedNodes) forget(uid types.UID) {
+	r.mu.Lock()
+	delete(r.m, uid)
+	r.mu.Unlock()
+}
+
+// prune drops the records keep rejects (GC: members deleted while assumed).
+func (r *reservedNodes) prune(keep func(namespace, name string, uid types.UID) bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for uid, rn := range r.m {
+		if !keep(rn.namespace, rn.name, uid) {
+			delete(r.m, uid)
+		}
+	}
+}
+
+func (r *reservedNodes) len() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return len(r.m)
+}
+
+// placedMembers returns the gang's members on snapshot nodes (bound or assumed), like
+// membersOnNodes over every node, but looks only at the nodes the gang's pods can be on: the
+// node of each member the informer shows bound, and the reserved node of each member it does
+// not. Every assumption of a member passes this plugin's Reserve, so no assumed member is
+// missed; the snapshot stays the judge of what is on a node.
+func (pl *GangPack) placedMembers(g gangInfo, all []fwk.NodeInfo) []placedMember {
+	if pl.members == nil || pl.reserved == nil || pl.handle == nil {
+		return membersOnNodes(all, g)
+	}
+	pods, err := pl.members.list(g.Namespace, g.Name)
+	if err != nil {
+		return membersOnNodes(all, g)
+	}
+	names := map[string]struct{}{}
+	for _, p := range pods {
+		if p.Spec.NodeName != "" {
+			names[p.Spec.NodeName] = struct{}{}
+			pl.reserved.forget(p.UID) // the informer is authoritative from here on
+			continue
+		}
+		if n, ok := pl.reserved.get(p.UID); ok {
+			names[n] = struct{}{}
+		}
+	}
+	if len(names) == 0 {
+		return nil
+	}
+	sorted := make([]string, 0, len(names))
+	for n := range names {
+		sorted = append(sorted, n)
+	}
+	sort.Strings(sorted)
+	infos := pl.handle.SnapshotSharedLister().NodeInfos()
+	subset := make([]fwk.NodeInfo, 0, len(sorted))
+	for _, n := range sorted {
+		if ni, err := infos.Get(n); err == nil {
+			subset = append(subset, ni)
+		}
+	}
+	return membersOnNodes(subset, g)
+}
