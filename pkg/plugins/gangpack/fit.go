@@ -41,21 +41,22 @@ func podRequest(p *v1.Pod) topology.Resources {
 	return out
 }
 
-// nodeFree returns allocatable minus requested per resource, and how many more pods fit.
-func nodeFree(ni fwk.NodeInfo) (topology.Resources, int64) {
+// nodeFreeOf returns allocatable minus requested for the named resources (the planner's
+// units, as podRequest), and how many more pods fit. Resources a node does not have count
+// as 0 allocatable.
+func nodeFreeOf(ni fwk.NodeInfo, names []string) (topology.Resources, int64) {
 	alloc, req := ni.GetAllocatable(), ni.GetRequested()
-	free := topology.Resources{
-		string(v1.ResourceCPU):              alloc.GetMilliCPU() - req.GetMilliCPU(),
-		string(v1.ResourceMemory):           alloc.GetMemory() - req.GetMemory(),
-		string(v1.ResourceEphemeralStorage): alloc.GetEphemeralStorage() - req.GetEphemeralStorage(),
-	}
-	used := req.GetScalarResources()
-	for name, q := range alloc.GetScalarResources() {
-		free[string(name)] = q - used[name]
-	}
-	for name, q := range used {
-		if _, ok := free[string(name)]; !ok {
-			free[string(name)] = -q
+	free := make(topology.Resources, len(names))
+	for _, name := range names {
+		switch v1.ResourceName(name) {
+		case v1.ResourceCPU:
+			free[name] = alloc.GetMilliCPU() - req.GetMilliCPU()
+		case v1.ResourceMemory:
+			free[name] = alloc.GetMemory() - req.GetMemory()
+		case v1.ResourceEphemeralStorage:
+			free[name] = alloc.GetEphemeralStorage() - req.GetEphemeralStorage()
+		default:
+			free[name] = alloc.GetScalarResources()[v1.ResourceName(name)] - req.GetScalarResources()[v1.ResourceName(name)]
 		}
 	}
 	return free, int64(alloc.GetAllowedPodNumber() - len(ni.GetPods()))

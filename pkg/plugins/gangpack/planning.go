@@ -2,6 +2,7 @@ package gangpack
 
 import (
 	"context"
+	"slices"
 	"sort"
 
 	v1 "k8s.io/api/core/v1"
@@ -34,6 +35,7 @@ type planner struct {
 
 	domainNodes map[string][]string // domain value → node names, over all nodes
 	shapeFits   []*podFit
+	resources   []string // every resource some shape requests: all a plan reads of a node
 	gang        topology.Gang
 }
 
@@ -116,8 +118,10 @@ func (pl *GangPack) plan(ctx context.Context, logger klog.Logger, cs fwk.CycleSt
 	if pinned {
 		pinnedDomain = c.Domain
 	}
-	logger.V(4).Info("gangpack.pinGang.enter", "pod", klog.KObj(pod), "gang", key, "topologyKey", info.TopologyKey,
-		"need", p.need, "placed", len(p.placed), "pinnedDomain", pinnedDomain, "room", topology.Rooms(plans))
+	if v := logger.V(4); v.Enabled() { // the room map is built only when it is logged
+		v.Info("gangpack.pinGang.enter", "pod", klog.KObj(pod), "gang", key, "topologyKey", info.TopologyKey,
+			"need", p.need, "placed", len(p.placed), "pinnedDomain", pinnedDomain, "room", topology.Rooms(plans))
+	}
 
 	// P9 stale pin.
 	if pinned {
@@ -169,7 +173,7 @@ func (pl *GangPack) plan(ctx context.Context, logger klog.Logger, cs fwk.CycleSt
 
 // findPlaced scans the snapshot for the gang's members on nodes (bound or assumed).
 func (p *planner) findPlaced() {
-	p.placed = membersOnNodes(p.all, p.info)
+	p.placed = p.pl.placedMembers(p.info, p.all)
 	p.placedSet = make(map[string]struct{}, len(p.placed))
 	for _, m := range p.placed {
 		p.placedSet[m.pod.Name] = struct{}{}
@@ -275,6 +279,11 @@ func (p *planner) buildGang() {
 			index[k] = s
 			f := newPodFit(t)
 			p.shapeFits = append(p.shapeFits, f)
+			for r := range f.request {
+				if !slices.Contains(p.resources, r) {
+					p.resources = append(p.resources, r)
+				}
+			}
 			g.Shapes = append(g.Shapes, f.request)
 			g.Siblings = append(g.Siblings, 0)
 		}
@@ -315,7 +324,7 @@ func (p *planner) topologyNodes(set []fwk.NodeInfo) []topology.Node {
 		if d == "" {
 			continue
 		}
-		free, freePods := nodeFree(ni)
+		free, freePods := nodeFreeOf(ni, p.resources)
 		fits := make([]bool, len(p.shapeFits))
 		for s, f := range p.shapeFits {
 			fits[s] = f.fits(ni, free, freePods)
