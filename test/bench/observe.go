@@ -43,6 +43,17 @@ type podRecord struct {
 	gpus           int64
 	deleted        bool
 	deletedUnbound bool
+	lastWait       string
+}
+
+// waitKey shortens a PodScheduled=False message to its first six words (the contract
+// messages start with a fixed prefix, the rest names gangs and domains).
+func waitKey(msg string) string {
+	if _, rest, ok := strings.Cut(msg, "nodes are available: "); ok {
+		msg = rest
+	}
+	f := strings.Fields(msg)
+	return strings.Join(f[:min(len(f), 6)], " ")
 }
 
 type observer struct {
@@ -53,6 +64,7 @@ type observer struct {
 	rssPeakKiB int64
 	hwmReset   bool
 	counters   map[string]float64 // last sample of the scheduler's own counters
+	waits      map[string]int     // PodScheduled=False messages seen, by their first words
 }
 
 // counterFamilies are the in-process scheduler counters the observer samples: how many
@@ -70,32 +82,34 @@ type Result struct {
 	Name string `json:"name"` // BenchmarkPerfScheduling/<testcase>/<workload>
 	// Counters: scheduler_schedule_attempts_total by result, OMEGangPack activations by
 	// trigger and commitment unwinds, as "<family>/<label value>".
-	Counters       map[string]float64 `json:"counters"`
-	Pods           int                `json:"pods"`
-	PodsBound      int                `json:"podsBound"`
-	Gangs          int                `json:"gangs"`
-	GangsPlaced    int                `json:"gangsPlaced"`
-	GangsSplit     int                `json:"gangsSplit"`
-	GangsPartial   int                `json:"gangsPartial"` // some but not all members bound at the end
-	OfflineBestFit int                `json:"offlineBestFit"`
-	LiveGangs      int                `json:"liveGangs"`
-	LiveGangsWhole int                `json:"liveGangsWhole"`
-	LatencyP50ms   float64            `json:"gangLatencyP50ms"`
-	LatencyP99ms   float64            `json:"gangLatencyP99ms"`
-	LatencyMaxms   float64            `json:"gangLatencyMaxms"`
-	SeqGangs       int                `json:"seqGangs"` // gangs created one at a time (namespaces seq-*)
-	SeqP50ms       float64            `json:"seqGangLatencyP50ms"`
-	SeqP99ms       float64            `json:"seqGangLatencyP99ms"`
-	SeqMaxms       float64            `json:"seqGangLatencyMaxms"`
-	FreeGPUs       int64              `json:"freeGPUs"`
-	StrandedGPUs   int64              `json:"strandedGPUs"`
-	PeakRSSMiB     float64            `json:"peakRSSMiB"`
-	RSSSource      string             `json:"rssSource"`
+	Counters map[string]float64 `json:"counters"`
+	// Waits counts the PodScheduled=False messages pods went through, by their first words.
+	Waits          map[string]int `json:"waits"`
+	Pods           int            `json:"pods"`
+	PodsBound      int            `json:"podsBound"`
+	Gangs          int            `json:"gangs"`
+	GangsPlaced    int            `json:"gangsPlaced"`
+	GangsSplit     int            `json:"gangsSplit"`
+	GangsPartial   int            `json:"gangsPartial"` // some but not all members bound at the end
+	OfflineBestFit int            `json:"offlineBestFit"`
+	LiveGangs      int            `json:"liveGangs"`
+	LiveGangsWhole int            `json:"liveGangsWhole"`
+	LatencyP50ms   float64        `json:"gangLatencyP50ms"`
+	LatencyP99ms   float64        `json:"gangLatencyP99ms"`
+	LatencyMaxms   float64        `json:"gangLatencyMaxms"`
+	SeqGangs       int            `json:"seqGangs"` // gangs created one at a time (namespaces seq-*)
+	SeqP50ms       float64        `json:"seqGangLatencyP50ms"`
+	SeqP99ms       float64        `json:"seqGangLatencyP99ms"`
+	SeqMaxms       float64        `json:"seqGangLatencyMaxms"`
+	FreeGPUs       int64          `json:"freeGPUs"`
+	StrandedGPUs   int64          `json:"strandedGPUs"`
+	PeakRSSMiB     float64        `json:"peakRSSMiB"`
+	RSSSource      string         `json:"rssSource"`
 }
 
 // observe is the harness's prepareFn: it starts the observer for the workload in tCtx.
 func observe(tCtx ktesting.TContext) error {
-	o := &observer{pods: map[types.UID]*podRecord{}, start: time.Now()}
+	o := &observer{pods: map[types.UID]*podRecord{}, waits: map[string]int{}, start: time.Now()}
 	// Reset the kernel's peak-RSS mark (VmHWM) so it covers this workload only.
 	o.hwmReset = os.WriteFile("/proc/self/clear_refs", []byte("5"), 0) == nil
 
@@ -175,6 +189,12 @@ func (o *observer) podSeen(pod *v1.Pod) {
 	}
 	if r.node == "" && pod.Spec.NodeName != "" {
 		r.node, r.bound = pod.Spec.NodeName, now
+	}
+	for _, c := range pod.Status.Conditions {
+		if c.Type == v1.PodScheduled && c.Status == v1.ConditionFalse && c.Message != r.lastWait {
+			r.lastWait = c.Message
+			o.waits[waitKey(c.Message)]++
+		}
 	}
 	if pod.DeletionTimestamp != nil && !r.deleted {
 		r.deleted, r.deletedUnbound = true, r.node == ""
@@ -259,7 +279,7 @@ func podGPUs(pod *v1.Pod) int64 {
 func (o *observer) result(name string, nodes []*v1.Node) Result {
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	res := Result{Name: name, RSSSource: "VmRSS sampled every 100 ms", Counters: o.counters}
+	res := Result{Name: name, RSSSource: "VmRSS sampled every 100 ms", Counters: o.counters, Waits: o.waits}
 	res.PeakRSSMiB = float64(o.rssPeakKiB) / 1024
 	if o.hwmReset {
 		if hwm := procStatusKiB("VmHWM"); hwm > 0 {
