@@ -43,6 +43,7 @@ func (pl *GangPack) gcOnce(logger klog.Logger) {
 			pl.blocked.remove(p)
 		}
 	}
+	quality.pruneParked(pl.gangPending)
 	pl.reserved.prune(func(ns, name string, uid types.UID) bool {
 		cur, err := pl.members.lister.Pods(ns).Get(name)
 		return err == nil && cur.UID == uid && cur.Spec.NodeName == "" && live(cur)

@@ -222,31 +222,69 @@ func (q *qualityTracker) unpark(gang string) {
 }
 
 // smallestNeed is the smallest need among the gang being planned and the gangs parked with
-// M17/M18 under key. Parked gangs without live unbound members are forgotten.
+// M17/M18 under key. Only parked gangs with a smaller need than the best so far can change the
+// answer, so only those are checked for live unbound members, smallest first; checked gangs
+// without any are forgotten (pruneParked forgets the rest). With hundreds of gangs parked,
+// checking every one on every planning made each PreFilter scan them all.
 func (q *qualityTracker) smallestNeed(key, gang string, need int, pending func(gang string) bool) int {
+	type parkedGang struct {
+		gang string
+		need int
+	}
 	q.mu.Lock()
-	others := make(map[string]int, len(q.parked[key]))
+	var smaller []parkedGang
 	for g, n := range q.parked[key] {
-		if g != gang {
-			others[g] = n
+		if g != gang && n < need {
+			smaller = append(smaller, parkedGang{g, n})
 		}
 	}
 	q.mu.Unlock()
-	smallest := need
-	for g, n := range others {
-		if !pending(g) {
-			q.mu.Lock()
-			if m := q.parked[key]; m != nil && m[g] == n {
-				delete(m, g)
-			}
-			q.mu.Unlock()
-			continue
+	sort.Slice(smaller, func(i, j int) bool {
+		if smaller[i].need != smaller[j].need {
+			return smaller[i].need < smaller[j].need
 		}
-		if n < smallest {
-			smallest = n
+		return smaller[i].gang < smaller[j].gang
+	})
+	for _, c := range smaller {
+		if pending(c.gang) {
+			return c.need
+		}
+		q.forget(key, c.gang, c.need)
+	}
+	return need
+}
+
+// forget drops a parked gang if it is still parked with that need.
+func (q *qualityTracker) forget(key, gang string, need int) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if m := q.parked[key]; m != nil && m[gang] == need {
+		delete(m, gang)
+		if len(m) == 0 {
+			delete(q.parked, key)
 		}
 	}
-	return smallest
+}
+
+// pruneParked forgets parked gangs without live unbound members (GC).
+func (q *qualityTracker) pruneParked(pending func(gang string) bool) {
+	type parkedGang struct {
+		key, gang string
+		need      int
+	}
+	q.mu.Lock()
+	var all []parkedGang
+	for key, m := range q.parked {
+		for g, n := range m {
+			all = append(all, parkedGang{key, g, n})
+		}
+	}
+	q.mu.Unlock()
+	for _, c := range all {
+		if !pending(c.gang) {
+			q.forget(c.key, c.gang, c.need)
+		}
+	}
 }
 
 // gangPending reports whether the gang still has live unbound members (true when unknown).

@@ -176,6 +176,23 @@ func TestSmallestNeed(t *testing.T) {
 	if _, ok := q.parked["other-key"]; ok {
 		t.Fatal("empty key map kept")
 	}
+	// A gone gang with a larger need cannot change the answer: smallestNeed does not look at
+	// it, the GC prune forgets it; pending gangs stay parked.
+	alive["ns/gone-big"] = false
+	q.park("k", "ns/gone-big", 9)
+	if got := q.smallestNeed("k", "ns/me", 4, pending); got != 4 {
+		t.Fatalf("smallestNeed with a larger gone gang = %d, want 4", got)
+	}
+	if _, ok := q.parked["k"]["ns/gone-big"]; !ok {
+		t.Fatal("smallestNeed checked a gang whose need could not matter")
+	}
+	q.pruneParked(pending)
+	if _, ok := q.parked["k"]["ns/gone-big"]; ok {
+		t.Fatal("pruneParked kept a gang without pending members")
+	}
+	if _, ok := q.parked["k"]["ns/big"]; !ok {
+		t.Fatal("pruneParked dropped a pending gang")
+	}
 }
 
 // series returns the gauge values of a family by the value of one label, for series whose
