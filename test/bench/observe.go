@@ -75,6 +75,7 @@ var counterFamilies = map[string]string{
 	"scheduler_schedule_attempts_total":     "result",
 	"ome_scheduler_gang_activation_total":   "trigger",
 	"ome_scheduler_commitment_unwind_total": "",
+	"scheduler_batch_attempts_total":        "result",
 }
 
 // Result is one workload's observation; benchtable reads it back.

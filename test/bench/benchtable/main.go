@@ -255,9 +255,9 @@ func printQuality(dir string) {
 	}
 
 	fmt.Println()
-	fmt.Println("Gangs created one at a time (namespaces seq-*, each after the previous one is bound): last member created -> last member bound, and scheduling attempts (scheduler_schedule_attempts_total by result; OMEGangPack activations by trigger):")
+	fmt.Println("Gangs created one at a time (namespaces seq-*, each after the previous one is bound): last member created -> last member bound, and scheduling attempts (scheduler_schedule_attempts_total by result; OMEGangPack activations by trigger; opportunistic batching attempts by result):")
 	fmt.Println()
-	fmt.Println("| Workload | Size | Scheduler | One-at-a-time gangs | p50 (ms) | p99 (ms) | max (ms) | Attempts per pod | scheduled | unschedulable | error | Activations |")
+	fmt.Println("| Workload | Size | Scheduler | One-at-a-time gangs | p50 (ms) | p99 (ms) | max (ms) | Attempts per pod | scheduled | unschedulable | error | Activations, batching |")
 	fmt.Println("|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---|")
 	for _, o := range obs {
 		parts := strings.Split(strings.TrimPrefix(o.Name, "BenchmarkPerfScheduling/"), "/")
@@ -273,8 +273,11 @@ func printQuality(dir string) {
 		}
 		var acts []string
 		for k, v := range c {
-			if t, ok := strings.CutPrefix(k, "ome_scheduler_gang_activation_total/"); ok {
+			if t, ok := strings.CutPrefix(k, "ome_scheduler_gang_activation_total/"); ok && v > 0 {
 				acts = append(acts, fmt.Sprintf("%s %.0f", t, v))
+			}
+			if t, ok := strings.CutPrefix(k, "scheduler_batch_attempts_total/"); ok && v > 0 {
+				acts = append(acts, fmt.Sprintf("batch %s %.0f", t, v))
 			}
 		}
 		sort.Strings(acts)
