@@ -46,14 +46,24 @@ type podRecord struct {
 	lastWait       string
 }
 
-// waitKey shortens a PodScheduled=False message to its first six words (the contract
-// messages start with a fixed prefix, the rest names gangs and domains).
+// waitKey shortens a PodScheduled=False message to its reason: the part after "nodes are
+// available: ", with gang keys, domain values and numbers replaced by placeholders, so that
+// M17 ("no domain has room ...: ...") and M18 ("...: every fitting domain is reserved ...")
+// count apart.
 func waitKey(msg string) string {
 	if _, rest, ok := strings.Cut(msg, "nodes are available: "); ok {
 		msg = rest
 	}
 	f := strings.Fields(msg)
-	return strings.Join(f[:min(len(f), 6)], " ")
+	for i, w := range f {
+		switch {
+		case strings.Contains(w, "/"):
+			f[i] = "<gang>"
+		case strings.ContainsAny(w, "0123456789"):
+			f[i] = "<n>"
+		}
+	}
+	return strings.Join(f[:min(len(f), 16)], " ")
 }
 
 type observer struct {
