@@ -99,7 +99,7 @@ func TestDeletedMembersAndPercentile(t *testing.T) {
 func TestWaitKey(t *testing.T) {
 	for msg, want := range map[string]string{
 		"0/256 nodes are available: no domain has room for gang gangs/pg-7: every fitting domain is reserved for a forming gang.": "no domain has room for gang <gang> every fitting domain is reserved for a forming gang.",
-		"waiting for all PodGroup member templates of gangs/pg-3 (2 of 4)":                                                    "waiting for all PodGroup member templates of <gang> <n> of <n>",
+		"waiting for all PodGroup member templates of gangs/pg-3 (2 of 4)":                                                        "waiting for all PodGroup member templates of <gang> <n> of <n>",
 	} {
 		if got := waitKey(msg); got != want {
 			t.Errorf("waitKey(%q) = %q, want %q", msg, got, want)
