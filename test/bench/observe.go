@@ -19,6 +19,8 @@ import (
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/component-base/metrics/legacyregistry"
 	"k8s.io/kubernetes/test/utils/ktesting"
+
+	"github.com/moirai-internal/ome-scheduler/test/bench/observation"
 )
 
 // The observer is the benchmark's own collector for what scheduler_perf does not measure:
@@ -88,35 +90,8 @@ var counterFamilies = map[string]string{
 	"scheduler_batch_attempts_total":        "result",
 }
 
-// Result is one workload's observation; benchtable reads it back.
-type Result struct {
-	Name string `json:"name"` // BenchmarkPerfScheduling/<testcase>/<workload>
-	// Counters: scheduler_schedule_attempts_total by result, OMEGangPack activations by
-	// trigger and commitment unwinds, as "<family>/<label value>".
-	Counters map[string]float64 `json:"counters"`
-	// Waits counts the PodScheduled=False messages pods went through, by their first words.
-	Waits          map[string]int `json:"waits"`
-	Pods           int            `json:"pods"`
-	PodsBound      int            `json:"podsBound"`
-	Gangs          int            `json:"gangs"`
-	GangsPlaced    int            `json:"gangsPlaced"`
-	GangsSplit     int            `json:"gangsSplit"`
-	GangsPartial   int            `json:"gangsPartial"` // some but not all members bound at the end
-	OfflineBestFit int            `json:"offlineBestFit"`
-	LiveGangs      int            `json:"liveGangs"`
-	LiveGangsWhole int            `json:"liveGangsWhole"`
-	LatencyP50ms   float64        `json:"gangLatencyP50ms"`
-	LatencyP99ms   float64        `json:"gangLatencyP99ms"`
-	LatencyMaxms   float64        `json:"gangLatencyMaxms"`
-	SeqGangs       int            `json:"seqGangs"` // gangs created one at a time (namespaces seq-*)
-	SeqP50ms       float64        `json:"seqGangLatencyP50ms"`
-	SeqP99ms       float64        `json:"seqGangLatencyP99ms"`
-	SeqMaxms       float64        `json:"seqGangLatencyMaxms"`
-	FreeGPUs       int64          `json:"freeGPUs"`
-	StrandedGPUs   int64          `json:"strandedGPUs"`
-	PeakRSSMiB     float64        `json:"peakRSSMiB"`
-	RSSSource      string         `json:"rssSource"`
-}
+// Result is one workload's observation (package observation, shared with benchtable).
+type Result = observation.Result
 
 // observe is the harness's prepareFn: it starts the observer for the workload in tCtx.
 func observe(tCtx ktesting.TContext) error {

@@ -16,6 +16,8 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+
+	"github.com/moirai-internal/ome-scheduler/test/bench/observation"
 )
 
 type dataItem struct {
@@ -185,6 +187,16 @@ func printRatios(rows map[string]*row, keys []string) {
 	}
 }
 
+// caseOf splits BenchmarkPerfScheduling/<workload>_<scheduler>/<size> into its parts.
+func caseOf(name string) (workload, size, scheduler string, ok bool) {
+	parts := strings.Split(strings.TrimPrefix(name, "BenchmarkPerfScheduling/"), "/")
+	if len(parts) < 2 {
+		return "", "", "", false
+	}
+	workload, scheduler = split(parts[0])
+	return workload, parts[1], scheduler, true
+}
+
 func ratio(x, y float64) string {
 	if x == 0 || y == 0 {
 		return ""
@@ -192,42 +204,15 @@ func ratio(x, y float64) string {
 	return fmt.Sprintf("%.0f %%", 100*x/y)
 }
 
-// observation is what test/bench/observe.go writes per workload.
-type observation struct {
-	Name           string  `json:"name"`
-	Pods           int     `json:"pods"`
-	PodsBound      int     `json:"podsBound"`
-	Gangs          int     `json:"gangs"`
-	GangsPlaced    int     `json:"gangsPlaced"`
-	GangsSplit     int     `json:"gangsSplit"`
-	GangsPartial   int     `json:"gangsPartial"`
-	OfflineBestFit int     `json:"offlineBestFit"`
-	LiveGangs      int     `json:"liveGangs"`
-	LiveGangsWhole int     `json:"liveGangsWhole"`
-	LatencyP50ms   float64 `json:"gangLatencyP50ms"`
-	LatencyP99ms   float64 `json:"gangLatencyP99ms"`
-	LatencyMaxms   float64 `json:"gangLatencyMaxms"`
-	FreeGPUs       int64   `json:"freeGPUs"`
-	StrandedGPUs   int64   `json:"strandedGPUs"`
-	PeakRSSMiB     float64 `json:"peakRSSMiB"`
-	SeqGangs       int     `json:"seqGangs"`
-	SeqP50ms       float64 `json:"seqGangLatencyP50ms"`
-	SeqP99ms       float64 `json:"seqGangLatencyP99ms"`
-	SeqMaxms       float64 `json:"seqGangLatencyMaxms"`
-
-	Counters map[string]float64 `json:"counters"`
-	Runs     int                `json:"-"`
-}
-
 func printQuality(dir string) {
 	files, _ := filepath.Glob(filepath.Join(dir, "observer_*.json"))
-	var obs []observation
+	var obs []observation.Result
 	for _, f := range files {
 		raw, err := os.ReadFile(f)
 		if err != nil {
 			fail(err)
 		}
-		var o observation
+		var o observation.Result
 		if err := json.Unmarshal(raw, &o); err != nil {
 			fail(fmt.Errorf("%s: %w", f, err))
 		}
@@ -243,13 +228,12 @@ func printQuality(dir string) {
 	fmt.Println("| Workload | Size | Scheduler | Runs | Pods bound | Gangs | Placed | Split (worst run) | Partial (worst run) | Live whole / offline best fit | Gang p50 (ms) | Gang p99 (ms) | Gang max (ms) | Free GPUs | Stranded GPUs | Peak RSS (MiB) |")
 	fmt.Println("|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
 	for _, o := range obs {
-		parts := strings.Split(strings.TrimPrefix(o.Name, "BenchmarkPerfScheduling/"), "/")
-		if len(parts) < 2 {
+		w, size, s, ok := caseOf(o.Name)
+		if !ok {
 			continue
 		}
-		w, s := split(parts[0])
 		fmt.Printf("| %s | %s | %s | %d | %d/%d | %d | %d | %d | %d | %d / %d | %.0f | %.0f | %.0f | %d | %d | %.0f |\n",
-			w, parts[1], s, o.Runs, o.PodsBound, o.Pods, o.Gangs, o.GangsPlaced, o.GangsSplit, o.GangsPartial,
+			w, size, s, o.Runs, o.PodsBound, o.Pods, o.Gangs, o.GangsPlaced, o.GangsSplit, o.GangsPartial,
 			o.LiveGangsWhole, o.OfflineBestFit, o.LatencyP50ms, o.LatencyP99ms, o.LatencyMaxms,
 			o.FreeGPUs, o.StrandedGPUs, o.PeakRSSMiB)
 	}
@@ -260,11 +244,10 @@ func printQuality(dir string) {
 	fmt.Println("| Workload | Size | Scheduler | One-at-a-time gangs | p50 (ms) | p99 (ms) | max (ms) | Attempts per pod | scheduled | unschedulable | error | Activations, batching |")
 	fmt.Println("|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---|")
 	for _, o := range obs {
-		parts := strings.Split(strings.TrimPrefix(o.Name, "BenchmarkPerfScheduling/"), "/")
-		if len(parts) < 2 {
+		w, size, s, ok := caseOf(o.Name)
+		if !ok {
 			continue
 		}
-		w, s := split(parts[0])
 		c := o.Counters
 		sched, unsched, errs := c["scheduler_schedule_attempts_total/scheduled"], c["scheduler_schedule_attempts_total/unschedulable"], c["scheduler_schedule_attempts_total/error"]
 		perPod := ""
@@ -285,7 +268,7 @@ func printQuality(dir string) {
 		if o.SeqGangs > 0 {
 			seq = []string{fmt.Sprint(o.SeqGangs), fmt.Sprintf("%.0f", o.SeqP50ms), fmt.Sprintf("%.0f", o.SeqP99ms), fmt.Sprintf("%.0f", o.SeqMaxms)}
 		}
-		fmt.Printf("| %s | %s | %s | %s | %s | %.0f | %.0f | %.0f | %s |\n", w, parts[1], s, strings.Join(seq, " | "),
+		fmt.Printf("| %s | %s | %s | %s | %s | %.0f | %.0f | %.0f | %s |\n", w, size, s, strings.Join(seq, " | "),
 			perPod, sched, unsched, errs, strings.Join(acts, ", "))
 	}
 }
@@ -293,8 +276,8 @@ func printQuality(dir string) {
 // aggregate folds the runs of each workload into one observation: the median of every
 // figure, except splits and partial gangs, which are the worst run's (B must split none in
 // any run). Runs holds how many runs were folded.
-func aggregate(obs []observation) []observation {
-	byName := map[string][]observation{}
+func aggregate(obs []observation.Result) []observation.Result {
+	byName := map[string][]observation.Result{}
 	var names []string
 	for _, o := range obs {
 		if byName[o.Name] == nil {
@@ -303,17 +286,17 @@ func aggregate(obs []observation) []observation {
 		byName[o.Name] = append(byName[o.Name], o)
 	}
 	sort.Strings(names)
-	out := make([]observation, 0, len(names))
+	out := make([]observation.Result, 0, len(names))
 	for _, n := range names {
 		runs := byName[n]
-		f := func(get func(observation) float64) float64 {
+		f := func(get func(observation.Result) float64) float64 {
 			vs := make([]float64, len(runs))
 			for i, o := range runs {
 				vs[i] = get(o)
 			}
 			return median(vs)
 		}
-		worst := func(get func(observation) int) int {
+		worst := func(get func(observation.Result) int) int {
 			w := 0
 			for _, o := range runs {
 				w = max(w, get(o))
@@ -322,25 +305,25 @@ func aggregate(obs []observation) []observation {
 		}
 		a := runs[len(runs)-1]
 		a.Runs = len(runs)
-		a.Pods = int(f(func(o observation) float64 { return float64(o.Pods) }))
-		a.PodsBound = int(f(func(o observation) float64 { return float64(o.PodsBound) }))
-		a.GangsPlaced = int(f(func(o observation) float64 { return float64(o.GangsPlaced) }))
-		a.GangsSplit = worst(func(o observation) int { return o.GangsSplit })
-		a.GangsPartial = worst(func(o observation) int { return o.GangsPartial })
-		a.LiveGangsWhole = int(f(func(o observation) float64 { return float64(o.LiveGangsWhole) }))
-		a.OfflineBestFit = int(f(func(o observation) float64 { return float64(o.OfflineBestFit) }))
-		a.LatencyP50ms = f(func(o observation) float64 { return o.LatencyP50ms })
-		a.LatencyP99ms = f(func(o observation) float64 { return o.LatencyP99ms })
-		a.LatencyMaxms = f(func(o observation) float64 { return o.LatencyMaxms })
-		a.SeqP50ms = f(func(o observation) float64 { return o.SeqP50ms })
-		a.SeqP99ms = f(func(o observation) float64 { return o.SeqP99ms })
-		a.SeqMaxms = f(func(o observation) float64 { return o.SeqMaxms })
-		a.FreeGPUs = int64(f(func(o observation) float64 { return float64(o.FreeGPUs) }))
-		a.StrandedGPUs = int64(f(func(o observation) float64 { return float64(o.StrandedGPUs) }))
-		a.PeakRSSMiB = f(func(o observation) float64 { return o.PeakRSSMiB })
+		a.Pods = int(f(func(o observation.Result) float64 { return float64(o.Pods) }))
+		a.PodsBound = int(f(func(o observation.Result) float64 { return float64(o.PodsBound) }))
+		a.GangsPlaced = int(f(func(o observation.Result) float64 { return float64(o.GangsPlaced) }))
+		a.GangsSplit = worst(func(o observation.Result) int { return o.GangsSplit })
+		a.GangsPartial = worst(func(o observation.Result) int { return o.GangsPartial })
+		a.LiveGangsWhole = int(f(func(o observation.Result) float64 { return float64(o.LiveGangsWhole) }))
+		a.OfflineBestFit = int(f(func(o observation.Result) float64 { return float64(o.OfflineBestFit) }))
+		a.LatencyP50ms = f(func(o observation.Result) float64 { return o.LatencyP50ms })
+		a.LatencyP99ms = f(func(o observation.Result) float64 { return o.LatencyP99ms })
+		a.LatencyMaxms = f(func(o observation.Result) float64 { return o.LatencyMaxms })
+		a.SeqP50ms = f(func(o observation.Result) float64 { return o.SeqP50ms })
+		a.SeqP99ms = f(func(o observation.Result) float64 { return o.SeqP99ms })
+		a.SeqMaxms = f(func(o observation.Result) float64 { return o.SeqMaxms })
+		a.FreeGPUs = int64(f(func(o observation.Result) float64 { return float64(o.FreeGPUs) }))
+		a.StrandedGPUs = int64(f(func(o observation.Result) float64 { return float64(o.StrandedGPUs) }))
+		a.PeakRSSMiB = f(func(o observation.Result) float64 { return o.PeakRSSMiB })
 		a.Counters = map[string]float64{}
 		for k := range runs[0].Counters {
-			a.Counters[k] = f(func(o observation) float64 { return o.Counters[k] })
+			a.Counters[k] = f(func(o observation.Result) float64 { return o.Counters[k] })
 		}
 		out = append(out, a)
 	}

@@ -1,0 +1,34 @@
+// Package observation is the benchmark observer's per-workload record (docs/benchmarks.md).
+package observation
+
+// Result is one workload's observation: test/bench's observer writes it as JSON, benchtable
+// reads it back. Runs is benchtable's count of runs folded into one row.
+type Result struct {
+	Name string `json:"name"` // BenchmarkPerfScheduling/<testcase>/<workload>
+	// Counters: scheduler_schedule_attempts_total by result, OMEGangPack activations by
+	// trigger and commitment unwinds, as "<family>/<label value>".
+	Counters map[string]float64 `json:"counters"`
+	// Waits counts the PodScheduled=False messages pods went through, by their first words.
+	Waits          map[string]int `json:"waits"`
+	Pods           int            `json:"pods"`
+	PodsBound      int            `json:"podsBound"`
+	Gangs          int            `json:"gangs"`
+	GangsPlaced    int            `json:"gangsPlaced"`
+	GangsSplit     int            `json:"gangsSplit"`
+	GangsPartial   int            `json:"gangsPartial"` // some but not all members bound at the end
+	OfflineBestFit int            `json:"offlineBestFit"`
+	LiveGangs      int            `json:"liveGangs"`
+	LiveGangsWhole int            `json:"liveGangsWhole"`
+	LatencyP50ms   float64        `json:"gangLatencyP50ms"`
+	LatencyP99ms   float64        `json:"gangLatencyP99ms"`
+	LatencyMaxms   float64        `json:"gangLatencyMaxms"`
+	SeqGangs       int            `json:"seqGangs"` // gangs created one at a time (namespaces seq-*)
+	SeqP50ms       float64        `json:"seqGangLatencyP50ms"`
+	SeqP99ms       float64        `json:"seqGangLatencyP99ms"`
+	SeqMaxms       float64        `json:"seqGangLatencyMaxms"`
+	FreeGPUs       int64          `json:"freeGPUs"`
+	StrandedGPUs   int64          `json:"strandedGPUs"`
+	PeakRSSMiB     float64        `json:"peakRSSMiB"`
+	RSSSource      string         `json:"rssSource"`
+	Runs           int            `json:"-"`
+}
