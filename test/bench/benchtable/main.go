@@ -187,6 +187,11 @@ func printRatios(rows map[string]*row, keys []string) {
 	}
 }
 
+// heading prints a blank line, a title paragraph, a blank line and a Markdown table header.
+func heading(title, header, align string) {
+	fmt.Printf("\n%s\n\n%s\n%s\n", title, header, align)
+}
+
 // caseOf splits BenchmarkPerfScheduling/<workload>_<scheduler>/<size> into its parts.
 func caseOf(name string) (workload, size, scheduler string, ok bool) {
 	parts := strings.Split(strings.TrimPrefix(name, "BenchmarkPerfScheduling/"), "/")
@@ -222,11 +227,9 @@ func printQuality(dir string) {
 		return
 	}
 	obs = aggregate(obs)
-	fmt.Println()
-	fmt.Println("Placement quality and memory, median over runs (observer: gang latency = last member created -> last member bound; offline best fit = live gangs a sequential best fit places whole; stranded = free GPUs in domains that cannot host the smallest gang; RSS = whole test process: API server + scheduler + load generator):")
-	fmt.Println()
-	fmt.Println("| Workload | Size | Scheduler | Runs | Pods bound | Gangs | Placed | Split (worst run) | Partial (worst run) | Live whole / offline best fit | Gang p50 (ms) | Gang p99 (ms) | Gang max (ms) | Free GPUs | Stranded GPUs | Peak RSS (MiB) |")
-	fmt.Println("|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+	heading("Placement quality and memory, median over runs (observer: gang latency = last member created -> last member bound; offline best fit = live gangs a sequential best fit places whole; stranded = free GPUs in domains that cannot host the smallest gang; RSS = whole test process: API server + scheduler + load generator):",
+		"| Workload | Size | Scheduler | Runs | Pods bound | Gangs | Placed | Split (worst run) | Partial (worst run) | Live whole / offline best fit | Gang p50 (ms) | Gang p99 (ms) | Gang max (ms) | Free GPUs | Stranded GPUs | Peak RSS (MiB) |",
+		"|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
 	for _, o := range obs {
 		w, size, s, ok := caseOf(o.Name)
 		if !ok {
@@ -238,11 +241,9 @@ func printQuality(dir string) {
 			o.FreeGPUs, o.StrandedGPUs, o.PeakRSSMiB)
 	}
 
-	fmt.Println()
-	fmt.Println("Gangs created one at a time (namespaces seq-*, each after the previous one is bound): last member created -> last member bound, and scheduling attempts (scheduler_schedule_attempts_total by result; OMEGangPack activations by trigger; opportunistic batching attempts by result):")
-	fmt.Println()
-	fmt.Println("| Workload | Size | Scheduler | One-at-a-time gangs | p50 (ms) | p99 (ms) | max (ms) | Attempts per pod | scheduled | unschedulable | error | Activations, batching |")
-	fmt.Println("|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---|")
+	heading("Gangs created one at a time (namespaces seq-*, each after the previous one is bound): last member created -> last member bound, and scheduling attempts (scheduler_schedule_attempts_total by result; OMEGangPack activations by trigger; opportunistic batching attempts by result):",
+		"| Workload | Size | Scheduler | One-at-a-time gangs | p50 (ms) | p99 (ms) | max (ms) | Attempts per pod | scheduled | unschedulable | error | Activations, batching |",
+		"|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---|")
 	for _, o := range obs {
 		w, size, s, ok := caseOf(o.Name)
 		if !ok {
