@@ -111,7 +111,8 @@ func TestFlexibleMemberLeavesConstrainedNode(t *testing.T) {
 	}
 }
 
-// A6: members already bound in two domains — the gang fails closed.
+// A6: members already bound in two domains — the gang fails closed. Seen through the
+// metrics: the refusal is counted as split_refused, and nothing is ever admitted split.
 func TestSplitGangFailsClosed(t *testing.T) {
 	e := newEnv(t)
 	a := e.domain("a", 2, 1)
@@ -120,9 +121,17 @@ func TestSplitGangFailsClosed(t *testing.T) {
 	e.bindMember("g-0", "g", a[0], 1)
 	e.bindMember("g-1", "g", b[0], 1)
 	e.startScheduler(testenv.Profile{})
+	refused0 := metric(t, placementTotal, splitRefused)
+	single0, split0 := metric(t, placementTotal, singleDomain), metric(t, placementTotal, splitOutcome)
 	e.pod(testenv.PodSpec{Name: "g-2", Group: "g", GPUs: 1})
 	e.message("g-2", "gang "+e.ns+"/g already has members in multiple topology domains", 20*time.Second)
+	if metric(t, placementTotal, splitRefused) <= refused0 {
+		t.Fatal("placement_total{split_refused} did not grow with M10")
+	}
 	e.staysPending(2*time.Second, "g-2")
+	if metric(t, placementTotal, splitOutcome) != split0 || metric(t, placementTotal, singleDomain) != single0 {
+		t.Fatal("a refused split gang was counted as placed")
+	}
 }
 
 // A8: two gangs at once never share a domain and never over-commit.
@@ -223,13 +232,9 @@ func TestHoldAndReservedWake(t *testing.T) {
 	e.domain("a", 2, 4)
 	e.startScheduler(testenv.Profile{})
 	e.podGroup("holder", 2, domainKey, 120)
-	gw := newGateWatch(t)
-	e.pod(testenv.PodSpec{Name: "holder-1", Group: "holder", GPUs: 1, Gates: []string{"example.com/hold"}})
-	e.pod(testenv.PodSpec{Name: "holder-0", Group: "holder", GPUs: 1})
 	// holder-1 is gated but is a live unbound member: the gang plans and holder-0 waits at
-	// Permit. (Gated members are created first: a gated pod runs no PreFilter, so it could not
-	// wake a member parked as incomplete.)
-	gw.wait()
+	// Permit.
+	e.waitWithGatedSibling("holder", "holder-0", "holder-1", false)
 	e.podGroup("second", 2, domainKey, 120)
 	sp := e.gang("second", 2, 1, false)
 	e.message(sp[0], "no domain has room for gang "+e.ns+"/second: every fitting domain is reserved for a forming gang", 20*time.Second)
@@ -271,6 +276,18 @@ func (g gateWatch) wait() {
 	if !g.waited() {
 		g.t.Fatal("no member reached the Permit wait")
 	}
+}
+
+// waitWithGatedSibling creates a gang's sibling held by a scheduling gate, then the member
+// that plans, and returns once that member waits at Permit: the gang is forming and holds its
+// domain until e.ungate(gated). The gated sibling comes first: it is a live template, and a
+// gated pod runs no PreFilter, so it could not wake a member parked as incomplete.
+func (e *env) waitWithGatedSibling(group, waiter, gated string, apart bool) {
+	e.t.Helper()
+	gw := newGateWatch(e.t)
+	e.pod(testenv.PodSpec{Name: gated, Group: group, GPUs: 1, Apart: apart, Gates: []string{"example.com/later"}})
+	e.pod(testenv.PodSpec{Name: waiter, Group: group, GPUs: 1, Apart: apart})
+	gw.wait()
 }
 
 // A15: cordoned and tainted domains are skipped.

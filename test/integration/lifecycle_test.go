@@ -79,10 +79,7 @@ func TestPodGroupRecreatedMidFormation(t *testing.T) {
 	e.domain("a", 2, 1)
 	e.startScheduler(testenv.Profile{})
 	e.podGroup("g", 2, domainKey, 120)
-	gw := newGateWatch(t)
-	e.pod(testenv.PodSpec{Name: "g-1", Group: "g", GPUs: 1, Apart: true, Gates: []string{"example.com/later"}})
-	e.pod(testenv.PodSpec{Name: "g-0", Group: "g", GPUs: 1, Apart: true})
-	gw.wait()
+	e.waitWithGatedSibling("g", "g-0", "g-1", true)
 	if err := cp.PodGroups.SchedulingV1alpha1().PodGroups(e.ns).Delete(e.ctx, "g", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
@@ -114,10 +111,7 @@ func TestTopologyKeyChangedMidFormation(t *testing.T) {
 	e.startScheduler(testenv.Profile{})
 	replans := metric(t, "ome_scheduler_gang_pin_total", map[string]string{"result": "topology_replan"})
 	e.podGroup("g", 2, domainKey, 120)
-	gw := newGateWatch(t)
-	e.pod(testenv.PodSpec{Name: "g-1", Group: "g", GPUs: 1, Apart: true, Gates: []string{"example.com/later"}})
-	e.pod(testenv.PodSpec{Name: "g-0", Group: "g", GPUs: 1, Apart: true})
-	gw.wait()
+	e.waitWithGatedSibling("g", "g-0", "g-1", true)
 	e.updatePodGroup("g", func(pg *schedv1alpha1.PodGroup) { pg.Annotations[testenv.TopologyAnno] = rackKey })
 	e.ungate("g-1")
 	got := e.bound(30*time.Second, "g-0", "g-1")
@@ -136,10 +130,7 @@ func TestNodeTopologyLabelsChangedMidFormation(t *testing.T) {
 	e.domain("b", 3, 1)
 	e.startScheduler(testenv.Profile{})
 	e.podGroup("g", 2, domainKey, 120)
-	gw := newGateWatch(t)
-	e.pod(testenv.PodSpec{Name: "g-1", Group: "g", GPUs: 1, Apart: true, Gates: []string{"example.com/later"}})
-	e.pod(testenv.PodSpec{Name: "g-0", Group: "g", GPUs: 1, Apart: true})
-	gw.wait()
+	e.waitWithGatedSibling("g", "g-0", "g-1", true)
 	for _, n := range a {
 		e.updateNodeLabel(n, domainKey, "c")
 	}

@@ -82,29 +82,6 @@ func TestQualityPlacedGangCountsOnce(t *testing.T) {
 	}
 }
 
-// A6 seen through the metrics: members pre-bound in two domains are refused (split_refused),
-// and nothing is ever admitted split.
-func TestQualitySplitRefused(t *testing.T) {
-	e := newEnv(t)
-	a := e.domain("a", 2, 1)
-	b := e.domain("b", 2, 1)
-	e.podGroup("g", 3, domainKey, 60)
-	e.bindMember("g-0", "g", a[0], 1)
-	e.bindMember("g-1", "g", b[0], 1)
-	e.startScheduler(testenv.Profile{})
-	refused0 := metric(t, placementTotal, splitRefused)
-	single0, split0 := metric(t, placementTotal, singleDomain), metric(t, placementTotal, splitOutcome)
-	e.pod(testenv.PodSpec{Name: "g-2", Group: "g", GPUs: 1})
-	e.message("g-2", "gang "+e.ns+"/g already has members in multiple topology domains", 20*time.Second)
-	if metric(t, placementTotal, splitRefused) <= refused0 {
-		t.Fatal("placement_total{split_refused} did not grow with M10")
-	}
-	e.staysPending(2*time.Second, "g-2")
-	if metric(t, placementTotal, splitOutcome) != split0 || metric(t, placementTotal, singleDomain) != single0 {
-		t.Fatal("a refused split gang was counted as placed")
-	}
-}
-
 // A forming gang holds its domain: held=1 while a member waits at Permit with its sibling
 // gated, 0 after the sibling's Reserve commits the gang; member room is the planning's.
 func TestQualityHeldDomainGauges(t *testing.T) {
@@ -113,11 +90,7 @@ func TestQualityHeldDomainGauges(t *testing.T) {
 	e.domain("qb", 3, 1)
 	e.startScheduler(testenv.Profile{})
 	e.podGroup("g", 2, domainKey, 120)
-	gw := newGateWatch(t)
-	// The gated sibling first: it is a live template, so g-0 plans and waits at Permit.
-	e.pod(testenv.PodSpec{Name: "g-1", Group: "g", GPUs: 1, Apart: true, Gates: []string{"example.com/hold"}})
-	e.pod(testenv.PodSpec{Name: "g-0", Group: "g", GPUs: 1, Apart: true})
-	gw.wait()
+	e.waitWithGatedSibling("g", "g-0", "g-1", true)
 	for d, want := range map[string]float64{"qa": 1, "qb": 0} {
 		if got := metric(t, domainHeld, inDomain(d)); got != want {
 			t.Fatalf("domain_held{%s} = %v while g forms in qa, want %v", d, got, want)

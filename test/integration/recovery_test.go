@@ -23,10 +23,7 @@ func TestAdoptionWaitsForAnotherGangsHold(t *testing.T) {
 	e.bindMember("g1-1", "g1", a[1], 1)
 	e.startScheduler(testenv.Profile{})
 	e.podGroup("g2", 2, domainKey, 120)
-	gw := newGateWatch(t)
-	e.pod(testenv.PodSpec{Name: "g2-1", Group: "g2", GPUs: 1, Apart: true, Gates: []string{"example.com/later"}})
-	e.pod(testenv.PodSpec{Name: "g2-0", Group: "g2", GPUs: 1, Apart: true})
-	gw.wait()
+	e.waitWithGatedSibling("g2", "g2-0", "g2-1", true)
 	reserved := map[string]string{"result": "reserved"}
 	before := metric(t, "ome_scheduler_gang_pin_total", reserved)
 	e.pod(testenv.PodSpec{Name: "g1-2", Group: "g1", GPUs: 1})
