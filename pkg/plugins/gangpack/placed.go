@@ -1,7 +1,6 @@
 package gangpack
 
 import (
-	"sort"
 	"sync"
 
 	v1 "k8s.io/api/core/v1"
@@ -87,14 +86,10 @@ func (pl *GangPack) placedMembers(g gangInfo, all []fwk.NodeInfo) []placedMember
 	if len(names) == 0 {
 		return nil
 	}
-	sorted := make([]string, 0, len(names))
-	for n := range names {
-		sorted = append(sorted, n)
-	}
-	sort.Strings(sorted)
+	// Order does not matter: findPlaced sorts by pod name, placedDomains builds a map.
 	infos := pl.handle.SnapshotSharedLister().NodeInfos()
-	subset := make([]fwk.NodeInfo, 0, len(sorted))
-	for _, n := range sorted {
+	subset := make([]fwk.NodeInfo, 0, len(names))
+	for n := range names {
 		if ni, err := infos.Get(n); err == nil {
 			subset = append(subset, ni)
 		}

@@ -235,15 +235,11 @@ func (q *qualityTracker) unpark(gang string) {
 // without any are forgotten (pruneParked forgets the rest). With hundreds of gangs parked,
 // checking every one on every planning made each PreFilter scan them all.
 func (q *qualityTracker) smallestNeed(key, gang string, need int, pending func(gang string) bool) int {
-	type parkedGang struct {
-		gang string
-		need int
-	}
 	q.mu.Lock()
 	var smaller []parkedGang
 	for g, n := range q.parked[key] {
 		if g != gang && n < need {
-			smaller = append(smaller, parkedGang{g, n})
+			smaller = append(smaller, parkedGang{key, g, n})
 		}
 	}
 	q.mu.Unlock()
@@ -262,6 +258,12 @@ func (q *qualityTracker) smallestNeed(key, gang string, need int, pending func(g
 	return need
 }
 
+// parkedGang is one entry of qualityTracker.parked, copied out of the lock.
+type parkedGang struct {
+	key, gang string
+	need      int
+}
+
 // forget drops a parked gang if it is still parked with that need.
 func (q *qualityTracker) forget(key, gang string, need int) {
 	q.mu.Lock()
@@ -276,10 +278,6 @@ func (q *qualityTracker) forget(key, gang string, need int) {
 
 // pruneParked forgets parked gangs without live unbound members (GC).
 func (q *qualityTracker) pruneParked(pending func(gang string) bool) {
-	type parkedGang struct {
-		key, gang string
-		need      int
-	}
 	q.mu.Lock()
 	var all []parkedGang
 	for key, m := range q.parked {
