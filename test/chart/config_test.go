@@ -1,0 +1,226 @@
+package chart_test
+
+import (
+	"regexp"
+	"strings"
+	"testing"
+)
+
+// ---------------------------------------------------------------------------------------
+// §4.1 variations, §7.3, §7.4, §7.7
+
+func TestConfigVariations(t *testing.T) {
+	cases := []struct {
+		name string
+		args []string
+		want func(t *testing.T) string
+		// extra raw-line checks on the ConfigMap text
+		lines []string
+	}{
+		{
+			name: "percentageOfNodesToScore 100",
+			args: []string{"--set", "scheduler.percentageOfNodesToScore=100"},
+			want: func(t *testing.T) string {
+				return replaceOnce(t, defaultConfig(t), "  - schedulerName: ome-scheduler\n",
+					"  - schedulerName: ome-scheduler\n    percentageOfNodesToScore: 100\n")
+			},
+			lines: []string{"        percentageOfNodesToScore: 100"},
+		},
+		{
+			name: "percentageOfNodesToScore 1",
+			args: []string{"--set", "scheduler.percentageOfNodesToScore=1"},
+			want: func(t *testing.T) string {
+				return replaceOnce(t, defaultConfig(t), "  - schedulerName: ome-scheduler\n",
+					"  - schedulerName: ome-scheduler\n    percentageOfNodesToScore: 1\n")
+			},
+			lines: []string{"        percentageOfNodesToScore: 1"},
+		},
+		{
+			name: "fallback topologyKey",
+			args: []string{"--set", "scheduler.plugin.topologyKey=nvidia.com/gpu.clique"},
+			want: func(t *testing.T) string {
+				return replaceOnce(t, defaultConfig(t), "        args:\n          podGroupTopologyKeyAnnotation:",
+					"        args:\n          topologyKey: \"nvidia.com/gpu.clique\"\n          podGroupTopologyKeyAnnotation:")
+			},
+			lines: []string{`              topologyKey: "nvidia.com/gpu.clique"`},
+		},
+		{
+			name: "preemption enabled",
+			args: []string{"--set", "scheduler.disablePreemption=false"},
+			want: func(t *testing.T) string {
+				return replaceOnce(t, defaultConfig(t), "        disabled:\n          - name: DefaultPreemption\n", "")
+			},
+		},
+		{
+			name: "PodTopologySpread score enabled",
+			args: []string{"--set", "scheduler.disablePodTopologySpreadScore=false"},
+			want: func(t *testing.T) string {
+				return replaceOnce(t, defaultConfig(t), "        disabled:\n          - name: PodTopologySpread\n", "")
+			},
+		},
+		{
+			name: "no NodeResourcesFit resources",
+			args: []string{"--set-json", "scheduler.nodeResourcesFit.resources=[]"},
+			want: func(t *testing.T) string {
+				return replaceOnce(t, defaultConfig(t),
+					"            resources:\n              - name: cpu\n                weight: 1\n              - name: memory\n                weight: 1\n", "")
+			},
+		},
+		{
+			name: "accelerator resource weights (W34)",
+			args: []string{"--set-json", `scheduler.nodeResourcesFit.resources=[{"name":"nvidia.com/gpu","weight":10},{"name":"cpu","weight":1},{"name":"memory","weight":1}]`},
+			want: func(t *testing.T) string {
+				return replaceOnce(t, defaultConfig(t), "            resources:\n",
+					"            resources:\n              - name: nvidia.com/gpu\n                weight: 10\n")
+			},
+		},
+		{
+			name: "leaderElect false with one replica",
+			args: []string{"--set", "scheduler.leaderElect=false", "--set", "scheduler.replicaCount=1", "--set", "scheduler.podDisruptionBudget.minAvailable=0"},
+			want: func(t *testing.T) string {
+				return replaceOnce(t, defaultConfig(t), "  leaderElect: true\n", "  leaderElect: false\n")
+			},
+			lines: []string{"      resourceName: ome-scheduler", "      resourceNamespace: ome"},
+		},
+		{
+			name: "generic producer annotation (§7.7)",
+			args: []string{"--set", "scheduler.omeControllerIntegration.enabled=false", "--set", "scheduler.plugin.podGroupTopologyKeyAnnotation=example.com/topology-key"},
+			want: func(t *testing.T) string {
+				return replaceOnce(t, defaultConfig(t), `podGroupTopologyKeyAnnotation: "ome.io/topology-key"`, `podGroupTopologyKeyAnnotation: "example.com/topology-key"`)
+			},
+			lines: []string{`              podGroupTopologyKeyAnnotation: "example.com/topology-key"`},
+		},
+		{
+			name: "placement-group check disabled",
+			args: []string{"--set", "scheduler.plugin.unsupportedPlacementGroupLabel="},
+			want: func(t *testing.T) string {
+				return replaceOnce(t, defaultConfig(t), `unsupportedPlacementGroupLabel: "ome.io/placement-group"`, `unsupportedPlacementGroupLabel: ""`)
+			},
+		},
+		{
+			name: "integer and boolean args bare",
+			args: []string{
+				"--set", "scheduler.plugin.defaultPermitTimeoutSeconds=120",
+				"--set", "scheduler.plugin.podGroupSyncTimeoutSeconds=15",
+				"--set", "scheduler.plugin.gcIntervalSeconds=5",
+				"--set", "scheduler.plugin.standaloneDomainPacking=false",
+				"--set", "scheduler.omeGangPack.scoreWeight=1000000",
+				"--set", "scheduler.nodeResourcesFit.scoreWeight=3",
+			},
+			want: func(t *testing.T) string {
+				s := replaceOnce(t, defaultConfig(t), "defaultPermitTimeoutSeconds: 600", "defaultPermitTimeoutSeconds: 120")
+				s = replaceOnce(t, s, "podGroupSyncTimeoutSeconds: 30", "podGroupSyncTimeoutSeconds: 15")
+				s = replaceOnce(t, s, "gcIntervalSeconds: 60", "gcIntervalSeconds: 5")
+				s = replaceOnce(t, s, "standaloneDomainPacking: true", "standaloneDomainPacking: false")
+				s = replaceOnce(t, s, "          - name: OMEGangPack\n            weight: 10\n", "          - name: OMEGangPack\n            weight: 1000000\n")
+				return replaceOnce(t, s, "          - name: NodeResourcesFit\n            weight: 10\n", "          - name: NodeResourcesFit\n            weight: 3\n")
+			},
+		},
+		{
+			name: "gangSoftSpread false is rendered, true is not",
+			args: []string{"--set", "scheduler.plugin.gangSoftSpread=false"},
+			want: func(t *testing.T) string {
+				return replaceOnce(t, defaultConfig(t), "          standaloneDomainPacking: true\n", "          standaloneDomainPacking: true\n          gangSoftSpread: false\n")
+			},
+		},
+		{
+			name: "integers from a values file stay integers",
+			args: []string{"-f", "VALUES:scheduler:\n  omeGangPack:\n    scoreWeight: 1000000\n  percentageOfNodesToScore: 100\n"},
+			want: func(t *testing.T) string {
+				s := replaceOnce(t, defaultConfig(t), "          - name: OMEGangPack\n            weight: 10\n", "          - name: OMEGangPack\n            weight: 1000000\n")
+				return replaceOnce(t, s, "  - schedulerName: ome-scheduler\n", "  - schedulerName: ome-scheduler\n    percentageOfNodesToScore: 100\n")
+			},
+		},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			args := make([]string, len(tc.args))
+			for i, a := range tc.args {
+				if v, ok := strings.CutPrefix(a, "VALUES:"); ok {
+					a = writeValues(t, v)
+				}
+				args[i] = a
+			}
+			r := render(t, args...)
+			got := configYAML(t, r, "ome-scheduler")
+			want := tc.want(t)
+			if got != want {
+				t.Errorf("config.yaml mismatch\n--- got:\n%s\n--- want:\n%s", got, want)
+			}
+			cm := r.get(t, "ConfigMap", "ome-scheduler-config")
+			for _, l := range tc.lines {
+				wantLine(t, "ConfigMap", cm.text, l)
+			}
+		})
+	}
+}
+
+// ---------------------------------------------------------------------------------------
+// §6 / §7.12 checksum-driven rollout
+
+func TestChecksum(t *testing.T) {
+	base := checksum(t, render(t), "ome-scheduler")
+	changes := []struct {
+		name string
+		args []string
+	}{
+		{"topologyKey", []string{"--set", "scheduler.plugin.topologyKey=nvidia.com/gpu.clique"}},
+		{"podGroupTopologyKeyAnnotation", []string{"--set", "scheduler.omeControllerIntegration.enabled=false", "--set", "scheduler.plugin.podGroupTopologyKeyAnnotation=example.com/topology-key"}},
+		{"unsupportedPlacementGroupLabel", []string{"--set", "scheduler.plugin.unsupportedPlacementGroupLabel=example.com/pg"}},
+		{"defaultPermitTimeoutSeconds", []string{"--set", "scheduler.plugin.defaultPermitTimeoutSeconds=120"}},
+		{"podGroupSyncTimeoutSeconds", []string{"--set", "scheduler.plugin.podGroupSyncTimeoutSeconds=31"}},
+		{"gcIntervalSeconds", []string{"--set", "scheduler.plugin.gcIntervalSeconds=61"}},
+		{"standaloneDomainPacking", []string{"--set", "scheduler.plugin.standaloneDomainPacking=false"}},
+		{"OMEGangPack weight", []string{"--set", "scheduler.omeGangPack.scoreWeight=11"}},
+		{"NodeResourcesFit weight", []string{"--set", "scheduler.nodeResourcesFit.scoreWeight=11"}},
+		{"NodeResourcesFit resources", []string{"--set-json", `scheduler.nodeResourcesFit.resources=[{"name":"cpu","weight":2},{"name":"memory","weight":1}]`}},
+		{"percentageOfNodesToScore", []string{"--set", "scheduler.percentageOfNodesToScore=100"}},
+		{"preemption switch", []string{"--set", "scheduler.disablePreemption=false"}},
+		{"PodTopologySpread score switch", []string{"--set", "scheduler.disablePodTopologySpreadScore=false"}},
+		{"leaderElect", []string{"--set", "scheduler.leaderElect=false", "--set", "scheduler.replicaCount=1", "--set", "scheduler.podDisruptionBudget.enabled=false"}},
+	}
+	for _, tc := range changes {
+		t.Run("changes with "+tc.name, func(t *testing.T) {
+			t.Parallel()
+			r := render(t, tc.args...)
+			got := checksum(t, r, "ome-scheduler")
+			if got == base {
+				t.Errorf("checksum/config unchanged (%s) after changing %s", got, tc.name)
+			}
+			cm := r.get(t, "ConfigMap", "ome-scheduler-config")
+			wantEq(t, "checksum/config", got, sha256Hex(strings.TrimSpace(cm.text)+"\n"))
+		})
+	}
+	same := []struct {
+		name string
+		args []string
+	}{
+		{"podAnnotations", []string{"--set", "scheduler.podAnnotations.example\\.com/team=sched"}},
+		{"verbosity", []string{"--set", "scheduler.verbosity=4"}},
+		{"resources", []string{"--set", "scheduler.resources.requests.memory=1Gi"}},
+		{"replicaCount", []string{"--set", "scheduler.replicaCount=3"}},
+	}
+	for _, tc := range same {
+		t.Run("unchanged with "+tc.name, func(t *testing.T) {
+			t.Parallel()
+			got := checksum(t, render(t, tc.args...), "ome-scheduler")
+			if got != base {
+				t.Errorf("checksum/config changed (%s → %s) after changing only %s", base, got, tc.name)
+			}
+		})
+	}
+	t.Run("podAnnotations follow checksum", func(t *testing.T) {
+		t.Parallel()
+		r := render(t, "--set", "scheduler.podAnnotations.example\\.com/team=sched", "--set", "scheduler.podAnnotations.checksum/config=override")
+		d := r.get(t, "Deployment", "ome-scheduler")
+		wantEq(t, "pod annotations", dig(d.obj, "spec", "template", "metadata", "annotations"), map[string]any{
+			"checksum/config":  base,
+			"example.com/team": "sched",
+		})
+		re := regexp.MustCompile(`(?m)^      annotations:\n        checksum/config: [0-9a-f]{64}\n        example\.com/team: sched\n`)
+		if !re.MatchString(d.text) {
+			t.Errorf("podAnnotations are not rendered directly after checksum/config:\n%s", d.text)
+		}
+	})
+}

@@ -1,0 +1,233 @@
+package chart_test
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"sigs.k8s.io/yaml"
+)
+
+// ---------------------------------------------------------------------------------------
+// §3 refusals (§7.6)
+
+func TestRenderRefusals(t *testing.T) {
+	const (
+		msgLeader = "scheduler.leaderElect must be true when scheduler.replicaCount is greater than 1"
+		msgAnnot  = "scheduler.plugin.podGroupTopologyKeyAnnotation must be ome.io/topology-key when scheduler.omeControllerIntegration.enabled is true; disable OME controller integration for generic producers"
+		msgPDB    = "scheduler.podDisruptionBudget.minAvailable must be less than scheduler.replicaCount so voluntary maintenance can make progress"
+		msgSM     = "scheduler.metrics.serviceMonitor.enabled requires scheduler.metrics.service.enabled \u2014 the ServiceMonitor selects the metrics Service"
+	)
+	cases := []struct {
+		name     string
+		args     []string
+		template string
+		msg      string
+	}{
+		{"replicaCount 2 without leader election (W9)", []string{"--set", "scheduler.replicaCount=2", "--set", "scheduler.leaderElect=false"}, "deployment.yaml", msgLeader},
+		{"replicaCount 3 without leader election", []string{"--set", "scheduler.replicaCount=3", "--set", "scheduler.leaderElect=false"}, "deployment.yaml", msgLeader},
+		{"foreign annotation with OME integration", []string{"--set", "scheduler.plugin.podGroupTopologyKeyAnnotation=example.com/topology-key"}, "deployment.yaml", msgAnnot},
+		{"replicaCount 1 with minAvailable 1", []string{"--set", "scheduler.replicaCount=1", "--set", "scheduler.podDisruptionBudget.minAvailable=1"}, "pdb.yaml", msgPDB},
+		{"replicaCount 1 only (W8)", []string{"--set", "scheduler.replicaCount=1"}, "pdb.yaml", msgPDB},
+		{"minAvailable above replicaCount", []string{"--set", "scheduler.replicaCount=3", "--set", "scheduler.podDisruptionBudget.minAvailable=5"}, "pdb.yaml", msgPDB},
+		{"ServiceMonitor without Service (W43)", []string{"--set", "scheduler.metrics.serviceMonitor.enabled=true", "--set", "scheduler.metrics.service.enabled=false"}, "servicemonitor.yaml", msgSM},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			res := template(t, tc.args...)
+			if res.err == nil {
+				t.Fatalf("render succeeded; want failure %q", tc.msg)
+			}
+			found := false
+			for _, l := range lines(res.stderr) {
+				if strings.HasSuffix(l, "): "+tc.msg) && strings.Contains(l, "templates/"+tc.template) {
+					found = true
+				}
+			}
+			if !found {
+				t.Errorf("stderr lacks a line from templates/%s ending with %q:\n%s", tc.template, tc.msg, res.stderr)
+			}
+		})
+	}
+	t.Run("ServiceMonitor message uses an em dash", func(t *testing.T) {
+		if !strings.Contains(msgSM, "\u2014") || strings.Contains(msgSM, " - the") {
+			t.Fatal("test constant lost its em dash")
+		}
+	})
+}
+
+// ---------------------------------------------------------------------------------------
+// §2 schema (§7.3, §7.6) and kubeVersion
+
+func TestSchemaRejections(t *testing.T) {
+	const schemaErr = "values don't meet the specifications of the schema"
+	cases := []struct {
+		name   string
+		args   []string
+		path   string // JSON pointer named in Helm's schema error
+		detail string // optional further text of the schema error
+	}{
+		{"percentageOfNodesToScore 0", []string{"--set", "scheduler.percentageOfNodesToScore=0"}, "/scheduler/percentageOfNodesToScore", "minimum: got 0, want 1"},
+		{"percentageOfNodesToScore 101", []string{"--set", "scheduler.percentageOfNodesToScore=101"}, "/scheduler/percentageOfNodesToScore", "maximum: got 101, want 100"},
+		{"percentageOfNodesToScore string", []string{"--set-string", "scheduler.percentageOfNodesToScore=50"}, "/scheduler/percentageOfNodesToScore", ""},
+		{"name Invalid_Name", []string{"--set", "scheduler.name=Invalid_Name"}, "/scheduler/name", "does not match pattern"},
+		{"name of 56 characters", []string{"--set", "scheduler.name=" + strings.Repeat("a", 56)}, "/scheduler/name", "maxLength"},
+		{"name ending with a dash", []string{"--set", "scheduler.name=ome-"}, "/scheduler/name", ""},
+		{"empty name", []string{"--set", "scheduler.name="}, "/scheduler/name", ""},
+		{"replicaCount 0", []string{"--set", "scheduler.replicaCount=0"}, "/scheduler/replicaCount", ""},
+		{"leaderElect not boolean", []string{"--set-string", "scheduler.leaderElect=true"}, "/scheduler/leaderElect", ""},
+		{"integration enabled not boolean", []string{"--set-string", "scheduler.omeControllerIntegration.enabled=yes"}, "/scheduler/omeControllerIntegration/enabled", ""},
+		{"integration without enabled", []string{"--set", "scheduler.omeControllerIntegration.enabled=null"}, "/scheduler/omeControllerIntegration", "missing property 'enabled'"},
+		{"strategy Recreate", []string{"--set", "scheduler.deploymentStrategy.type=Recreate"}, "/scheduler/deploymentStrategy/type", ""},
+		{"maxSurge negative", []string{"--set", "scheduler.deploymentStrategy.rollingUpdate.maxSurge=-1"}, "/scheduler/deploymentStrategy/rollingUpdate/maxSurge", ""},
+		{"maxUnavailable negative", []string{"--set", "scheduler.deploymentStrategy.rollingUpdate.maxUnavailable=-1"}, "/scheduler/deploymentStrategy/rollingUpdate/maxUnavailable", ""},
+		{"topologyKey removed", []string{"--set", "scheduler.plugin.topologyKey=null"}, "/scheduler/plugin", "missing property 'topologyKey'"},
+		{"topologyKey not a string", []string{"--set", "scheduler.plugin.topologyKey=5"}, "/scheduler/plugin/topologyKey", ""},
+		{"empty annotation name", []string{"--set", "scheduler.omeControllerIntegration.enabled=false", "--set", "scheduler.plugin.podGroupTopologyKeyAnnotation="}, "/scheduler/plugin/podGroupTopologyKeyAnnotation", ""},
+		{"defaultPermitTimeoutSeconds 0", []string{"--set", "scheduler.plugin.defaultPermitTimeoutSeconds=0"}, "/scheduler/plugin/defaultPermitTimeoutSeconds", ""},
+		{"podGroupSyncTimeoutSeconds 0", []string{"--set", "scheduler.plugin.podGroupSyncTimeoutSeconds=0"}, "/scheduler/plugin/podGroupSyncTimeoutSeconds", ""},
+		{"gcIntervalSeconds 0", []string{"--set", "scheduler.plugin.gcIntervalSeconds=0"}, "/scheduler/plugin/gcIntervalSeconds", "minimum: got 0, want 1"},
+		{"standaloneDomainPacking not boolean", []string{"--set-string", "scheduler.plugin.standaloneDomainPacking=false"}, "/scheduler/plugin/standaloneDomainPacking", ""},
+		{"OMEGangPack weight 0", []string{"--set", "scheduler.omeGangPack.scoreWeight=0"}, "/scheduler/omeGangPack/scoreWeight", ""},
+		{"OMEGangPack weight 1000001", []string{"--set", "scheduler.omeGangPack.scoreWeight=1000001"}, "/scheduler/omeGangPack/scoreWeight", ""},
+		{"NodeResourcesFit score weight 0", []string{"--set", "scheduler.nodeResourcesFit.scoreWeight=0"}, "/scheduler/nodeResourcesFit/scoreWeight", ""},
+		{"NodeResourcesFit resource weight 101 (W34)", []string{"--set-json", `scheduler.nodeResourcesFit.resources=[{"name":"nvidia.com/gpu","weight":101}]`}, "/scheduler/nodeResourcesFit/resources/0/weight", "maximum: got 101, want 100"},
+		{"NodeResourcesFit resource weight 0", []string{"--set-json", `scheduler.nodeResourcesFit.resources=[{"name":"cpu","weight":0}]`}, "/scheduler/nodeResourcesFit/resources/0/weight", ""},
+		{"NodeResourcesFit resource without name", []string{"--set-json", `scheduler.nodeResourcesFit.resources=[{"name":"","weight":1}]`}, "/scheduler/nodeResourcesFit/resources/0/name", ""},
+		{"empty bindAddress", []string{"--set", "scheduler.metrics.bindAddress="}, "/scheduler/metrics/bindAddress", ""},
+		{"securePort 0", []string{"--set", "scheduler.metrics.securePort=0"}, "/scheduler/metrics/securePort", ""},
+		{"securePort 65536", []string{"--set", "scheduler.metrics.securePort=65536"}, "/scheduler/metrics/securePort", ""},
+		{"service type ExternalName", []string{"--set", "scheduler.metrics.service.type=ExternalName"}, "/scheduler/metrics/service/type", ""},
+		{"service port 70000", []string{"--set", "scheduler.metrics.service.port=70000"}, "/scheduler/metrics/service/port", ""},
+		{"service enabled not boolean", []string{"--set-string", "scheduler.metrics.service.enabled=true"}, "/scheduler/metrics/service/enabled", ""},
+		{"liveness path without slash", []string{"--set", "scheduler.probes.liveness.path=healthz"}, "/scheduler/probes/liveness/path", ""},
+		{"readiness path without slash", []string{"--set", "scheduler.probes.readiness.path=readyz"}, "/scheduler/probes/readiness/path", ""},
+		{"liveness initialDelaySeconds negative", []string{"--set", "scheduler.probes.liveness.initialDelaySeconds=-1"}, "/scheduler/probes/liveness/initialDelaySeconds", ""},
+		{"liveness periodSeconds 0", []string{"--set", "scheduler.probes.liveness.periodSeconds=0"}, "/scheduler/probes/liveness/periodSeconds", ""},
+		{"readiness initialDelaySeconds negative", []string{"--set", "scheduler.probes.readiness.initialDelaySeconds=-1"}, "/scheduler/probes/readiness/initialDelaySeconds", ""},
+		{"PDB enabled not boolean", []string{"--set-string", "scheduler.podDisruptionBudget.enabled=true"}, "/scheduler/podDisruptionBudget/enabled", ""},
+		{"PDB minAvailable negative", []string{"--set", "scheduler.podDisruptionBudget.minAvailable=-1"}, "/scheduler/podDisruptionBudget/minAvailable", ""},
+		{"affinity not an object", []string{"--set-json", `scheduler.affinity=[]`}, "/scheduler/affinity", ""},
+		{"topologySpreadConstraints items not objects", []string{"--set-json", `scheduler.topologySpreadConstraints=["x"]`}, "/scheduler/topologySpreadConstraints/0", ""},
+		{"scheduler removed", []string{"--set", "scheduler=null"}, "", "missing property 'scheduler'"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			res := template(t, tc.args...)
+			if res.err == nil {
+				t.Fatalf("render succeeded; want a schema failure at %s", tc.path)
+			}
+			wantContains(t, "stderr", res.stderr, schemaErr)
+			if tc.path != "" {
+				wantContains(t, "stderr", res.stderr, "- at '"+tc.path+"'")
+			}
+			if tc.detail != "" {
+				wantContains(t, "stderr", res.stderr, tc.detail)
+			}
+		})
+	}
+
+	kube := []struct{ version string }{{"1.34.99"}, {"1.36.0"}, {"1.34.0"}, {"1.37.0"}}
+	for _, tc := range kube {
+		t.Run("kube version "+tc.version, func(t *testing.T) {
+			t.Parallel()
+			res := templateKube(t, tc.version, releaseNS)
+			if res.err == nil {
+				t.Fatalf("render for Kubernetes %s succeeded; want a kubeVersion refusal", tc.version)
+			}
+			wantContains(t, "stderr", res.stderr, "chart requires kubeVersion: >=1.35.0-0 <1.36.0-0 which is incompatible with Kubernetes v"+tc.version)
+		})
+	}
+}
+
+func TestSchemaAccepts(t *testing.T) {
+	cases := []struct {
+		name string
+		args []string
+	}{
+		{"kube 1.35.9", []string{"--kube-version", "1.35.9"}},
+		{"name of 55 characters", []string{"--set", "scheduler.name=" + strings.Repeat("a", 55)}},
+		{"one-character name", []string{"--set", "scheduler.name=x"}},
+		{"percentage null", []string{"--set", "scheduler.percentageOfNodesToScore=null"}},
+		{"maxUnavailable as a percentage", []string{"--set", "scheduler.deploymentStrategy.rollingUpdate.maxUnavailable=50%"}},
+		{"weights at their maxima", []string{"--set", "scheduler.omeGangPack.scoreWeight=1000000", "--set", "scheduler.nodeResourcesFit.scoreWeight=1000000", "--set-json", `scheduler.nodeResourcesFit.resources=[{"name":"cpu","weight":100}]`}},
+		{"ports at the maximum", []string{"--set", "scheduler.metrics.securePort=65535", "--set", "scheduler.metrics.service.port=65535"}},
+		{"service types", []string{"--set", "scheduler.metrics.service.type=LoadBalancer"}},
+		{"unknown keys are allowed", []string{"--set", "scheduler.somethingNew=1", "--set", "scheduler.plugin.future=x", "--set", "extra.key=1"}},
+		{"replicaCount 1 with minAvailable 0 (§7.7)", []string{"--set", "scheduler.replicaCount=1", "--set", "scheduler.podDisruptionBudget.minAvailable=0"}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			res := template(t, tc.args...)
+			if res.err != nil {
+				t.Fatalf("render failed: %v\n%s", res.err, res.stderr)
+			}
+			r := parseRender(t, res.stdout)
+			if len(r.ofKind("Deployment")) != 1 {
+				t.Errorf("want one Deployment, got objects %v", r.ids())
+			}
+		})
+	}
+}
+
+// ---------------------------------------------------------------------------------------
+// Values documentation and defaults
+
+// leafKeys lists dotted keys of values.yaml leaves (maps are walked; lists are leaves).
+func leafKeys(prefix string, v any, out *[]string) {
+	m, ok := v.(map[string]any)
+	if !ok || len(m) == 0 {
+		*out = append(*out, prefix)
+		return
+	}
+	for k, c := range m {
+		p := k
+		if prefix != "" {
+			p = prefix + "." + k
+		}
+		leafKeys(p, c, out)
+	}
+}
+
+func TestValuesDefaultsAndReadme(t *testing.T) {
+	b, err := os.ReadFile(filepath.Join(chartDir(t), "values.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var vals map[string]any
+	if err := yaml.Unmarshal(b, &vals); err != nil {
+		t.Fatal(err)
+	}
+	t.Run("defaults of §2", func(t *testing.T) {
+		wantYAML(t, "values.yaml", vals, fixture(t, "values/defaults.yaml"))
+	})
+	t.Run("README documents every value and refusal", func(t *testing.T) {
+		readme, err := os.ReadFile(filepath.Join(chartDir(t), "README.md"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var keys []string
+		leafKeys("", vals, &keys)
+		// resources and affinity are documented as whole objects
+		for _, k := range keys {
+			for _, whole := range []string{"scheduler.resources", "scheduler.affinity"} {
+				if strings.HasPrefix(k, whole+".") {
+					k = whole
+				}
+			}
+			wantContains(t, "README.md", string(readme), "`"+k+"`")
+		}
+		for _, msg := range []string{
+			"scheduler.leaderElect must be true when scheduler.replicaCount is greater than 1",
+			"scheduler.plugin.podGroupTopologyKeyAnnotation must be ome.io/topology-key when scheduler.omeControllerIntegration.enabled is true; disable OME controller integration for generic producers",
+			"scheduler.podDisruptionBudget.minAvailable must be less than scheduler.replicaCount so voluntary maintenance can make progress",
+			"scheduler.metrics.serviceMonitor.enabled requires scheduler.metrics.service.enabled \u2014 the ServiceMonitor selects the metrics Service",
+		} {
+			wantContains(t, "README.md", string(readme), msg)
+		}
+	})
+}
