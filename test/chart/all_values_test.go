@@ -24,8 +24,12 @@ func TestAllValuesChanged(t *testing.T) {
 			"ConfigMap/gang-sched-config@sched-system",
 			"ConfigMap/gang-sched-grafana-dashboard@sched-system",
 			"Deployment/gang-sched@sched-system",
+			"NetworkPolicy/gang-sched@sched-system",
 			"PodDisruptionBudget/gang-sched@sched-system",
+			"PrometheusRule/gang-sched@sched-system",
+			"Role/gang-sched-leader-election@sched-system",
 			"RoleBinding/gang-sched-extension-apiserver-authentication-reader@kube-system",
+			"RoleBinding/gang-sched-leader-election@sched-system",
 			"Service/gang-sched-metrics@sched-system",
 			"ServiceAccount/gang-sched@sched-system",
 			"ServiceMonitor/gang-sched@sched-system",
@@ -52,6 +56,7 @@ func TestAllValuesChanged(t *testing.T) {
 type: NodePort
 selector:
   app.kubernetes.io/name: ome-scheduler
+  app.kubernetes.io/instance: ome-scheduler
   app.kubernetes.io/component: scheduler
 ports:
   - name: https-metrics
@@ -74,6 +79,7 @@ ports:
 			{name + "-system-volume-scheduler", "ClusterRoleBinding", "{apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: system:volume-scheduler}"},
 			{name + "-extras", "ClusterRoleBinding", "{apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: gang-sched-extras}"},
 			{name + "-extension-apiserver-authentication-reader", "RoleBinding", "{apiGroup: rbac.authorization.k8s.io, kind: Role, name: extension-apiserver-authentication-reader}"},
+			{name + "-leader-election", "RoleBinding", "{apiGroup: rbac.authorization.k8s.io, kind: Role, name: gang-sched-leader-election}"},
 			{name + "-auth-delegator", "ClusterRoleBinding", "{apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: system:auth-delegator}"},
 		} {
 			o := r.get(t, b.kind, b.name)
@@ -81,6 +87,11 @@ ports:
 			wantYAML(t, b.name+" subjects", o.obj["subjects"], subject)
 		}
 		wantYAML(t, "extras rules", r.get(t, "ClusterRole", name+"-extras").obj["rules"], `
+- apiGroups: ["scheduling.x-k8s.io"]
+  resources: ["podgroups"]
+  verbs: ["get", "list", "watch"]
+`)
+		wantYAML(t, "leader-election rules", r.get(t, "Role", name+"-leader-election").obj["rules"], `
 - apiGroups: ["coordination.k8s.io"]
   resources: ["leases"]
   verbs: ["create"]
@@ -88,10 +99,15 @@ ports:
   resources: ["leases"]
   resourceNames: ["gang-sched"]
   verbs: ["get", "update"]
-- apiGroups: ["scheduling.x-k8s.io"]
-  resources: ["podgroups"]
-  verbs: ["get", "list", "watch"]
 `)
+
+		np := r.get(t, "NetworkPolicy", name)
+		wantYAML(t, "NetworkPolicy spec", np.obj["spec"], fixture(t, "networkpolicy/all-a-spec.yaml"))
+
+		pr := r.get(t, "PrometheusRule", name)
+		wantEq(t, "PrometheusRule label release", dig(pr.obj, "metadata", "labels", "release"), "kube-prometheus")
+		wantContains(t, "PrometheusRule", pr.text, `ome_scheduler_gang_unwind_total{cluster="a",job="gang-sched"}[30m]`)
+		wantNotContains(t, "PrometheusRule", pr.text, `job="gang-sched-metrics"`)
 		mr := r.get(t, "ClusterRoleBinding", name+"-metrics-reader")
 		wantYAML(t, "metrics-reader roleRef", mr.obj["roleRef"], "{apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: gang-sched-metrics-reader}")
 		wantYAML(t, "metrics-reader subjects", mr.obj["subjects"], `
@@ -117,7 +133,9 @@ ports:
 			"ClusterRoleBinding/ome-scheduler-system-volume-scheduler",
 			"ConfigMap/ome-scheduler-config@ome",
 			"Deployment/ome-scheduler@ome",
+			"Role/ome-scheduler-leader-election@ome",
 			"RoleBinding/ome-scheduler-extension-apiserver-authentication-reader@kube-system",
+			"RoleBinding/ome-scheduler-leader-election@ome",
 			"ServiceAccount/ome-scheduler@ome",
 		})
 		if got := configYAML(t, r, "ome-scheduler"); got != fixture(t, "config/all-b.yaml") {
@@ -126,13 +144,16 @@ ports:
 		d := r.get(t, "Deployment", "ome-scheduler")
 		ps := dig(d.obj, "spec", "template", "spec")
 		wantYAML(t, "imagePullSecrets", dig(ps, "imagePullSecrets"), "[{name: global-pull}]")
-		for _, absent := range []string{"affinity", "topologySpreadConstraints", "nodeSelector", "tolerations"} {
+		for _, absent := range []string{"affinity", "topologySpreadConstraints", "nodeSelector", "tolerations", "priorityClassName"} {
 			if has(ps, absent) {
 				t.Errorf("pod spec has %s; want it omitted when empty", absent)
 			}
 		}
 		if has(ps, "containers", 0, "resources") {
 			t.Errorf("container has resources; want them omitted when empty")
+		}
+		if has(ps, "containers", 0, "startupProbe") {
+			t.Errorf("container has a startupProbe; want none with probes.startup.enabled false")
 		}
 		wantYAML(t, "replicas", dig(d.obj, "spec", "replicas"), "1")
 		wantNotContains(t, "render", res.stdout, "system:auth-delegator")

@@ -69,6 +69,17 @@ func TestHelmLint(t *testing.T) {
 			"--set-json", `scheduler.metrics.reader.serviceAccounts=[{"name":"prometheus","namespace":"monitoring"}]`,
 		}},
 		{"grafana dashboard", []string{"--set", "scheduler.metrics.grafanaDashboard.enabled=true"}},
+		{"hardened (README)", []string{
+			"--set", "scheduler.image.digest=sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef",
+			"--set", "scheduler.metrics.tls.secretName=ome-scheduler-metrics-tls",
+			"--set-json", `scheduler.metrics.reader.serviceAccounts=[{"name":"metrics-scraper","namespace":"ome"}]`,
+			"--set", "scheduler.metrics.serviceMonitor.enabled=true",
+			"--set", "scheduler.metrics.serviceMonitor.ca.secret.name=ome-scheduler-metrics-tls",
+			"--set", "scheduler.metrics.serviceMonitor.authorization.credentials.name=metrics-scraper-token",
+			"--set", "scheduler.metrics.prometheusRule.enabled=true",
+			"--set", "scheduler.networkPolicy.enabled=true",
+			"--set-json", `scheduler.networkPolicy.from=[{"namespaceSelector":{"matchLabels":{"kubernetes.io/metadata.name":"monitoring"}}}]`,
+		}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

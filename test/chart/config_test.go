@@ -124,6 +124,27 @@ func TestConfigVariations(t *testing.T) {
 			},
 		},
 		{
+			name: "profiling on",
+			args: []string{"--set", "scheduler.enableProfiling=true"},
+			want: func(t *testing.T) string {
+				return replaceOnce(t, defaultConfig(t), "enableProfiling: false\n", "enableProfiling: true\n")
+			},
+			lines: []string{"    enableProfiling: true", "    enableContentionProfiling: false"},
+		},
+		{
+			name: "profiling and contention profiling on",
+			args: []string{"--set", "scheduler.enableProfiling=true", "--set", "scheduler.enableContentionProfiling=true"},
+			want: func(t *testing.T) string {
+				s := replaceOnce(t, defaultConfig(t), "enableProfiling: false\n", "enableProfiling: true\n")
+				return replaceOnce(t, s, "enableContentionProfiling: false\n", "enableContentionProfiling: true\n")
+			},
+		},
+		{
+			name: "profiling values removed still render false",
+			args: []string{"--set", "scheduler.enableProfiling=null", "--set", "scheduler.enableContentionProfiling=null"},
+			want: defaultConfig,
+		},
+		{
 			name: "integers from a values file stay integers",
 			args: []string{"-f", "VALUES:scheduler:\n  omeGangPack:\n    scoreWeight: 1000000\n  percentageOfNodesToScore: 100\n"},
 			want: func(t *testing.T) string {
@@ -179,6 +200,8 @@ func TestChecksum(t *testing.T) {
 		{"preemption switch", []string{"--set", "scheduler.disablePreemption=false"}},
 		{"PodTopologySpread score switch", []string{"--set", "scheduler.disablePodTopologySpreadScore=false"}},
 		{"leaderElect", []string{"--set", "scheduler.leaderElect=false", "--set", "scheduler.replicaCount=1", "--set", "scheduler.podDisruptionBudget.enabled=false"}},
+		{"enableProfiling", []string{"--set", "scheduler.enableProfiling=true"}},
+		{"enableContentionProfiling", []string{"--set", "scheduler.enableContentionProfiling=true"}},
 	}
 	for _, tc := range changes {
 		t.Run("changes with "+tc.name, func(t *testing.T) {
@@ -200,6 +223,10 @@ func TestChecksum(t *testing.T) {
 		{"verbosity", []string{"--set", "scheduler.verbosity=4"}},
 		{"resources", []string{"--set", "scheduler.resources.requests.memory=1Gi"}},
 		{"replicaCount", []string{"--set", "scheduler.replicaCount=3"}},
+		{"priorityClassName", []string{"--set", "scheduler.priorityClassName=other"}},
+		{"metrics TLS Secret", []string{"--set", "scheduler.metrics.tls.secretName=sched-tls"}},
+		{"probes", []string{"--set", "scheduler.probes.liveness.timeoutSeconds=9", "--set", "scheduler.probes.startup.enabled=false"}},
+		{"image digest", []string{"--set", "scheduler.image.digest=" + testDigest}},
 	}
 	for _, tc := range same {
 		t.Run("unchanged with "+tc.name, func(t *testing.T) {

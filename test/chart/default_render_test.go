@@ -28,7 +28,9 @@ func TestDefaultRender(t *testing.T) {
 			"ConfigMap/ome-scheduler-config@ome",
 			"Deployment/ome-scheduler@ome",
 			"PodDisruptionBudget/ome-scheduler@ome",
+			"Role/ome-scheduler-leader-election@ome",
 			"RoleBinding/ome-scheduler-extension-apiserver-authentication-reader@kube-system",
+			"RoleBinding/ome-scheduler-leader-election@ome",
 			"Service/ome-scheduler-metrics@ome",
 			"ServiceAccount/ome-scheduler@ome",
 		}
@@ -80,6 +82,35 @@ func TestDefaultRender(t *testing.T) {
 		}
 	})
 
+	t.Run("hardening defaults", func(t *testing.T) {
+		cm := r.get(t, "ConfigMap", "ome-scheduler-config")
+		wantLine(t, "ConfigMap", cm.text, "    enableProfiling: false")
+		wantLine(t, "ConfigMap", cm.text, "    enableContentionProfiling: false")
+		d := r.get(t, "Deployment", "ome-scheduler")
+		ps := dig(d.obj, "spec", "template", "spec")
+		wantEq(t, "priorityClassName", dig(ps, "priorityClassName"), "system-cluster-critical")
+		wantEq(t, "image", dig(ps, "containers", 0, "image"), "ome-scheduler:"+appVersion)
+		if has(ps, "containers", 0, "resources", "limits", "cpu") {
+			t.Errorf("default resources have a CPU limit")
+		}
+		wantEq(t, "memory limit", dig(ps, "containers", 0, "resources", "limits", "memory"), "12Gi")
+		wantEq(t, "CPU request", dig(ps, "containers", 0, "resources", "requests", "cpu"), "200m")
+		for probe, path := range map[string]string{"livenessProbe": "/livez", "readinessProbe": "/readyz", "startupProbe": "/livez"} {
+			wantEq(t, probe+" path", dig(ps, "containers", 0, probe, "httpGet", "path"), path)
+			if !has(ps, "containers", 0, probe, "timeoutSeconds") || !has(ps, "containers", 0, probe, "failureThreshold") {
+				t.Errorf("%s lacks timeoutSeconds or failureThreshold", probe)
+			}
+		}
+		for _, absent := range []string{"NetworkPolicy", "PrometheusRule", "ServiceMonitor"} {
+			if n := len(r.ofKind(absent)); n != 0 {
+				t.Errorf("default render has %d %s objects", n, absent)
+			}
+		}
+		if strings.Contains(res.stdout, "--tls-cert-file") {
+			t.Errorf("default render passes --tls-cert-file; want the self-signed certificate")
+		}
+	})
+
 	t.Run("no percentageOfNodesToScore", func(t *testing.T) {
 		wantNotContains(t, "render", res.stdout, "percentageOfNodesToScore")
 	})
@@ -88,7 +119,7 @@ func TestDefaultRender(t *testing.T) {
 		for _, s := range []string{
 			"kind: PodDisruptionBudget",
 			"name: ome-scheduler-metrics",
-			"path: /healthz",
+			"path: /livez",
 			"path: /readyz",
 			"requiredDuringSchedulingIgnoredDuringExecution:",
 			"topologyKey: kubernetes.io/hostname",
@@ -152,6 +183,7 @@ rollingUpdate:
 type: ClusterIP
 selector:
   app.kubernetes.io/name: ome-scheduler
+  app.kubernetes.io/instance: ome-scheduler
   app.kubernetes.io/component: scheduler
 ports:
   - name: https-metrics
@@ -171,6 +203,7 @@ minAvailable: 1
 selector:
   matchLabels:
     app.kubernetes.io/name: ome-scheduler
+    app.kubernetes.io/instance: ome-scheduler
     app.kubernetes.io/component: scheduler
 `)
 	})

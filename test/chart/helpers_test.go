@@ -398,6 +398,42 @@ func writeValues(t *testing.T, content string) string {
 	return p
 }
 
+// writeFile writes content to path, failing the test on error.
+func writeFile(t *testing.T, path, content string) {
+	t.Helper()
+	if err := os.WriteFile(path, []byte(content), 0o600); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// copyChart copies the chart into a temporary directory and returns the copy's path.
+func copyChart(t *testing.T) string {
+	t.Helper()
+	src := chartDir(t)
+	dst := filepath.Join(t.TempDir(), "ome-scheduler")
+	err := filepath.WalkDir(src, func(p string, d os.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, err := filepath.Rel(src, p)
+		if err != nil {
+			return err
+		}
+		if d.IsDir() {
+			return os.MkdirAll(filepath.Join(dst, rel), 0o700)
+		}
+		b, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		return os.WriteFile(filepath.Join(dst, rel), b, 0o600)
+	})
+	if err != nil {
+		t.Fatalf("copy chart: %v", err)
+	}
+	return dst
+}
+
 // chartMeta returns Chart.yaml's version and appVersion.
 func chartMeta(t *testing.T) (version, appVersion string) {
 	t.Helper()
@@ -424,6 +460,7 @@ func expectedLabels(t *testing.T) map[string]any {
 	return map[string]any{
 		"helm.sh/chart":                "ome-scheduler-" + v,
 		"app.kubernetes.io/name":       "ome-scheduler",
+		"app.kubernetes.io/instance":   releaseName,
 		"app.kubernetes.io/component":  "scheduler",
 		"app.kubernetes.io/version":    av,
 		"app.kubernetes.io/managed-by": "Helm",
@@ -431,8 +468,10 @@ func expectedLabels(t *testing.T) map[string]any {
 	}
 }
 
+// selectorLabels select the pods of release releaseName.
 var selectorLabels = map[string]any{
 	"app.kubernetes.io/name":      "ome-scheduler",
+	"app.kubernetes.io/instance":  releaseName,
 	"app.kubernetes.io/component": "scheduler",
 }
 

@@ -2,6 +2,7 @@ package chart_test
 
 import (
 	"encoding/json"
+	"sort"
 	"strings"
 	"testing"
 )
@@ -47,5 +48,135 @@ func TestGrafanaDashboard(t *testing.T) {
 		} {
 			wantContains(t, "dashboard expressions", all, m)
 		}
+	})
+}
+
+// ---------------------------------------------------------------------------------------
+// Optional PrometheusRule
+
+// omeAlerts are the alerts of docs/operations.md §3 plus the scheduler's availability.
+var omeAlerts = []string{
+	"OMESchedulerDown", "OMESchedulerNoLeader", "OMEGangSplitPlacement", "OMEGangAlreadySplit",
+	"OMEGangNoFit", "OMEStrandedCapacity", "OMEGangReservedWait", "OMEGangsStuckForming",
+	"OMEGangUnwinds", "OMEGangFormationSlow",
+}
+
+// alertRules returns the rules of the PrometheusRule by alert name.
+func alertRules(t *testing.T, r *rendered, name string) (doc, map[string]map[string]any) {
+	t.Helper()
+	pr := r.get(t, "PrometheusRule", name)
+	groups, _ := dig(pr.obj, "spec", "groups").([]any)
+	if len(groups) != 1 {
+		t.Fatalf("PrometheusRule has %d groups, want 1", len(groups))
+	}
+	wantEq(t, "group name", dig(groups[0], "name"), name)
+	out := map[string]map[string]any{}
+	rules, _ := dig(groups[0], "rules").([]any)
+	for _, ri := range rules {
+		rule, _ := ri.(map[string]any)
+		a, _ := rule["alert"].(string)
+		if _, dup := out[a]; dup {
+			t.Errorf("alert %s appears twice", a)
+		}
+		out[a] = rule
+	}
+	return pr, out
+}
+
+// balanced reports whether (), {} and [] nest properly outside quoted strings.
+func balanced(expr string) bool {
+	var stack []rune
+	pairs := map[rune]rune{')': '(', '}': '{', ']': '['}
+	inQuote := false
+	for _, c := range expr {
+		switch {
+		case c == '"':
+			inQuote = !inQuote
+		case inQuote:
+		case c == '(' || c == '{' || c == '[':
+			stack = append(stack, c)
+		case c == ')' || c == '}' || c == ']':
+			if len(stack) == 0 || stack[len(stack)-1] != pairs[c] {
+				return false
+			}
+			stack = stack[:len(stack)-1]
+		}
+	}
+	return len(stack) == 0 && !inQuote
+}
+
+func TestPrometheusRule(t *testing.T) {
+	t.Run("off by default", func(t *testing.T) {
+		t.Parallel()
+		if n := len(render(t).ofKind("PrometheusRule")); n != 0 {
+			t.Errorf("default render has %d PrometheusRules", n)
+		}
+	})
+	t.Run("enabled", func(t *testing.T) {
+		t.Parallel()
+		r := render(t, "--set", "scheduler.metrics.prometheusRule.enabled=true", "--set", "scheduler.metrics.prometheusRule.additionalLabels.release=kube-prometheus")
+		pr, rules := alertRules(t, r, "ome-scheduler")
+		wantEq(t, "apiVersion", pr.obj["apiVersion"], "monitoring.coreos.com/v1")
+		wantEq(t, "namespace", pr.namespace(), releaseNS)
+		labels := expectedLabels(t)
+		labels["release"] = "kube-prometheus"
+		wantEq(t, "labels", dig(pr.obj, "metadata", "labels"), labels)
+		var names []string
+		for n := range rules {
+			names = append(names, n)
+		}
+		sort.Strings(names)
+		want := append([]string(nil), omeAlerts...)
+		sort.Strings(want)
+		wantEq(t, "alerts", names, want)
+		const sel = `job="ome-scheduler-metrics",namespace="ome"`
+		for name, rule := range rules {
+			expr, _ := rule["expr"].(string)
+			if !balanced(expr) {
+				t.Errorf("%s: unbalanced expression %q", name, expr)
+			}
+			if strings.Count(expr, "{") != strings.Count(expr, "{"+sel) {
+				t.Errorf("%s: a series lacks the release selector: %q", name, expr)
+			}
+			sev, _ := dig(rule, "labels", "severity").(string)
+			if sev != "page" && sev != "ticket" {
+				t.Errorf("%s: severity %q, want page or ticket", name, sev)
+			}
+			if s, _ := dig(rule, "annotations", "summary").(string); s == "" {
+				t.Errorf("%s: no summary", name)
+			}
+		}
+		for name, want := range map[string]string{
+			"OMESchedulerDown":      `absent(up{` + sel + `} == 1)`,
+			"OMESchedulerNoLeader":  `leader_election_master_status{` + sel + `,name="ome-scheduler"}`,
+			"OMEGangSplitPlacement": `ome_scheduler_gang_placement_total{` + sel + `,outcome="split"}[1h]`,
+			"OMEGangAlreadySplit":   `outcome="split_refused"`,
+			"OMEGangNoFit":          `ome_scheduler_gang_pin_total{` + sel + `,result="no_fit"}[15m]`,
+			"OMEStrandedCapacity":   `ome_scheduler_stranded_capacity{` + sel + `}`,
+			"OMEGangReservedWait":   `result="reserved"`,
+			"OMEGangsStuckForming":  `ome_scheduler_pinned_groups{` + sel + `}`,
+			"OMEGangUnwinds":        `sum(increase(ome_scheduler_gang_unwind_total{` + sel + `}[30m])) > 10`,
+			"OMEGangFormationSlow":  `ome_scheduler_gang_formation_duration_seconds_bucket{` + sel + `}[1h]`,
+		} {
+			wantContains(t, name+" expr", rules[name]["expr"].(string), want)
+		}
+		// Prometheus templates in annotations survive Helm.
+		wantEq(t, "OMEStrandedCapacity summary", dig(rules["OMEStrandedCapacity"], "annotations", "summary"),
+			"{{ $value }} free {{ $labels.resource }} stranded in domains too small for pending gangs")
+		wantEq(t, "OMEGangSplitPlacement severity", dig(rules["OMEGangSplitPlacement"], "labels", "severity"), "page")
+		wantEq(t, "OMEGangsStuckForming for", rules["OMEGangsStuckForming"]["for"], "15m")
+	})
+	t.Run("custom selector and name without leader election", func(t *testing.T) {
+		t.Parallel()
+		r := render(t, "--set", "scheduler.metrics.prometheusRule.enabled=true", "--set", "scheduler.name=gangs",
+			"-f", writeValues(t, "scheduler:\n  metrics:\n    prometheusRule:\n      selector: 'cluster=\"c1\",job=\"sched\"'\n"),
+			"--set", "scheduler.leaderElect=false", "--set", "scheduler.replicaCount=1", "--set", "scheduler.podDisruptionBudget.enabled=false")
+		pr, rules := alertRules(t, r, "gangs")
+		if _, ok := rules["OMESchedulerNoLeader"]; ok {
+			t.Errorf("OMESchedulerNoLeader rendered without leader election")
+		}
+		wantEq(t, "alert count", len(rules), len(omeAlerts)-1)
+		wantContains(t, "PrometheusRule", pr.text, `absent(up{cluster="c1",job="sched"} == 1)`)
+		wantNotContains(t, "PrometheusRule", pr.text, "gangs-metrics")
 	})
 }

@@ -115,6 +115,13 @@ func TestRBAC(t *testing.T) {
 				}
 			}
 			wantYAML(t, "extras rules", r.get(t, "ClusterRole", tc.sub+"-extras").obj["rules"], `
+- apiGroups: ["scheduling.x-k8s.io"]
+  resources: ["podgroups"]
+  verbs: ["get", "list", "watch"]
+`)
+			le := r.get(t, "Role", tc.sub+"-leader-election")
+			wantEq(t, "leader-election Role namespace", le.namespace(), releaseNS)
+			wantYAML(t, "leader-election rules", le.obj["rules"], `
 - apiGroups: ["coordination.k8s.io"]
   resources: ["leases"]
   verbs: ["create"]
@@ -122,10 +129,17 @@ func TestRBAC(t *testing.T) {
   resources: ["leases"]
   resourceNames: ["`+tc.sub+`"]
   verbs: ["get", "update"]
-- apiGroups: ["scheduling.x-k8s.io"]
-  resources: ["podgroups"]
-  verbs: ["get", "list", "watch"]
 `)
+			for _, cr := range r.ofKind("ClusterRole") {
+				rules, _ := cr.obj["rules"].([]any)
+				for _, rule := range rules {
+					for _, res := range strList(dig(rule, "resources")) {
+						if res == "leases" {
+							t.Errorf("ClusterRole %s grants leases cluster-wide", cr.name())
+						}
+					}
+				}
+			}
 			wantYAML(t, "metrics-reader rules", r.get(t, "ClusterRole", tc.sub+"-metrics-reader").obj["rules"], `
 - nonResourceURLs: ["/metrics"]
   verbs: ["get"]

@@ -18,6 +18,7 @@ func TestRenderRefusals(t *testing.T) {
 		msgAnnot  = "scheduler.plugin.podGroupTopologyKeyAnnotation must be ome.io/topology-key when scheduler.omeControllerIntegration.enabled is true; disable OME controller integration for generic producers"
 		msgPDB    = "scheduler.podDisruptionBudget.minAvailable must be less than scheduler.replicaCount so voluntary maintenance can make progress"
 		msgSM     = "scheduler.metrics.serviceMonitor.enabled requires scheduler.metrics.service.enabled \u2014 the ServiceMonitor selects the metrics Service"
+		msgCA     = "scheduler.metrics.serviceMonitor.ca: set secret.name or configMap.name, not both"
 	)
 	cases := []struct {
 		name     string
@@ -32,6 +33,7 @@ func TestRenderRefusals(t *testing.T) {
 		{"replicaCount 1 only (W8)", []string{"--set", "scheduler.replicaCount=1"}, "pdb.yaml", msgPDB},
 		{"minAvailable above replicaCount", []string{"--set", "scheduler.replicaCount=3", "--set", "scheduler.podDisruptionBudget.minAvailable=5"}, "pdb.yaml", msgPDB},
 		{"ServiceMonitor without Service (W43)", []string{"--set", "scheduler.metrics.serviceMonitor.enabled=true", "--set", "scheduler.metrics.service.enabled=false"}, "servicemonitor.yaml", msgSM},
+		{"ServiceMonitor CA from a Secret and a ConfigMap", []string{"--set", "scheduler.metrics.serviceMonitor.enabled=true", "--set", "scheduler.metrics.serviceMonitor.ca.secret.name=a", "--set", "scheduler.metrics.serviceMonitor.ca.configMap.name=b"}, "servicemonitor.yaml", msgCA},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -112,6 +114,43 @@ func TestSchemaRejections(t *testing.T) {
 		{"affinity not an object", []string{"--set-json", `scheduler.affinity=[]`}, "/scheduler/affinity", ""},
 		{"topologySpreadConstraints items not objects", []string{"--set-json", `scheduler.topologySpreadConstraints=["x"]`}, "/scheduler/topologySpreadConstraints/0", ""},
 		{"scheduler removed", []string{"--set", "scheduler=null"}, "", "missing property 'scheduler'"},
+		// hardening values
+		{"image tag with a colon", []string{"--set", "scheduler.image.tag=v1:2"}, "/scheduler/image/tag", ""},
+		{"image tag starting with a dot", []string{"--set", "scheduler.image.tag=.v1"}, "/scheduler/image/tag", ""},
+		{"image digest without algorithm", []string{"--set", "scheduler.image.digest=0123abcd"}, "/scheduler/image/digest", "does not match pattern"},
+		{"image digest with a space", []string{"--set", "scheduler.image.digest=sha256: abc"}, "/scheduler/image/digest", ""},
+		{"image pullPolicy unknown", []string{"--set", "scheduler.image.pullPolicy=Sometimes"}, "/scheduler/image/pullPolicy", ""},
+		{"empty image repository", []string{"--set", "scheduler.image.repository="}, "/scheduler/image/repository", ""},
+		{"priorityClassName uppercase", []string{"--set", "scheduler.priorityClassName=System-Critical"}, "/scheduler/priorityClassName", ""},
+		{"priorityClassName not a string", []string{"--set", "scheduler.priorityClassName=5"}, "/scheduler/priorityClassName", ""},
+		{"enableProfiling not boolean", []string{"--set-string", "scheduler.enableProfiling=true"}, "/scheduler/enableProfiling", ""},
+		{"enableContentionProfiling not boolean", []string{"--set-string", "scheduler.enableContentionProfiling=false"}, "/scheduler/enableContentionProfiling", ""},
+		{"metrics TLS Secret name invalid", []string{"--set", "scheduler.metrics.tls.secretName=Bad_Name"}, "/scheduler/metrics/tls/secretName", ""},
+		{"ServiceMonitor tlsConfig not an object", []string{"--set", "scheduler.metrics.serviceMonitor.tlsConfig=x"}, "/scheduler/metrics/serviceMonitor/tlsConfig", ""},
+		{"ServiceMonitor CA Secret name invalid", []string{"--set", "scheduler.metrics.serviceMonitor.ca.secret.name=Bad_Name"}, "/scheduler/metrics/serviceMonitor/ca/secret/name", ""},
+		{"ServiceMonitor CA key empty", []string{"--set", "scheduler.metrics.serviceMonitor.ca.configMap.key="}, "/scheduler/metrics/serviceMonitor/ca/configMap/key", ""},
+		{"ServiceMonitor serverName not a string", []string{"--set", "scheduler.metrics.serviceMonitor.serverName=5"}, "/scheduler/metrics/serviceMonitor/serverName", ""},
+		{"ServiceMonitor authorization type Basic", []string{"--set", "scheduler.metrics.serviceMonitor.authorization.type=Basic"}, "/scheduler/metrics/serviceMonitor/authorization/type", ""},
+		{"ServiceMonitor authorization type empty", []string{"--set", "scheduler.metrics.serviceMonitor.authorization.type="}, "/scheduler/metrics/serviceMonitor/authorization/type", ""},
+		{"ServiceMonitor credentials key with a slash", []string{"--set", "scheduler.metrics.serviceMonitor.authorization.credentials.key=a/b"}, "/scheduler/metrics/serviceMonitor/authorization/credentials/key", ""},
+		{"PrometheusRule enabled not boolean", []string{"--set-string", "scheduler.metrics.prometheusRule.enabled=true"}, "/scheduler/metrics/prometheusRule/enabled", ""},
+		{"PrometheusRule label not a scalar", []string{"--set-json", `scheduler.metrics.prometheusRule.additionalLabels={"a":{"b":1}}`}, "/scheduler/metrics/prometheusRule/additionalLabels/a", ""},
+		{"PrometheusRule selector not a string", []string{"--set", "scheduler.metrics.prometheusRule.selector=5"}, "/scheduler/metrics/prometheusRule/selector", ""},
+		{"NetworkPolicy enabled not boolean", []string{"--set-string", "scheduler.networkPolicy.enabled=true"}, "/scheduler/networkPolicy/enabled", ""},
+		{"NetworkPolicy from not an array", []string{"--set-json", `scheduler.networkPolicy.from={"podSelector":{}}`}, "/scheduler/networkPolicy/from", ""},
+		{"NetworkPolicy empty peer", []string{"--set-json", `scheduler.networkPolicy.from=[{}]`}, "/scheduler/networkPolicy/from/0", ""},
+		{"NetworkPolicy peer with unknown key", []string{"--set-json", `scheduler.networkPolicy.from=[{"podSelectr":{}}]`}, "/scheduler/networkPolicy/from/0", ""},
+		{"NetworkPolicy ipBlock without cidr", []string{"--set-json", `scheduler.networkPolicy.from=[{"ipBlock":{}}]`}, "/scheduler/networkPolicy/from/0/ipBlock", "missing property 'cidr'"},
+		{"liveness timeoutSeconds 0", []string{"--set", "scheduler.probes.liveness.timeoutSeconds=0"}, "/scheduler/probes/liveness/timeoutSeconds", ""},
+		{"liveness failureThreshold 0", []string{"--set", "scheduler.probes.liveness.failureThreshold=0"}, "/scheduler/probes/liveness/failureThreshold", ""},
+		{"readiness periodSeconds 0", []string{"--set", "scheduler.probes.readiness.periodSeconds=0"}, "/scheduler/probes/readiness/periodSeconds", ""},
+		{"readiness timeoutSeconds 0", []string{"--set", "scheduler.probes.readiness.timeoutSeconds=0"}, "/scheduler/probes/readiness/timeoutSeconds", ""},
+		{"readiness failureThreshold 0", []string{"--set", "scheduler.probes.readiness.failureThreshold=0"}, "/scheduler/probes/readiness/failureThreshold", ""},
+		{"startup enabled not boolean", []string{"--set-string", "scheduler.probes.startup.enabled=true"}, "/scheduler/probes/startup/enabled", ""},
+		{"startup path without slash", []string{"--set", "scheduler.probes.startup.path=livez"}, "/scheduler/probes/startup/path", ""},
+		{"startup periodSeconds 0", []string{"--set", "scheduler.probes.startup.periodSeconds=0"}, "/scheduler/probes/startup/periodSeconds", ""},
+		{"startup timeoutSeconds 0", []string{"--set", "scheduler.probes.startup.timeoutSeconds=0"}, "/scheduler/probes/startup/timeoutSeconds", ""},
+		{"startup failureThreshold 0", []string{"--set", "scheduler.probes.startup.failureThreshold=0"}, "/scheduler/probes/startup/failureThreshold", ""},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -158,6 +197,16 @@ func TestSchemaAccepts(t *testing.T) {
 		{"service types", []string{"--set", "scheduler.metrics.service.type=LoadBalancer"}},
 		{"unknown keys are allowed", []string{"--set", "scheduler.somethingNew=1", "--set", "scheduler.plugin.future=x", "--set", "extra.key=1"}},
 		{"replicaCount 1 with minAvailable 0 (§7.7)", []string{"--set", "scheduler.replicaCount=1", "--set", "scheduler.podDisruptionBudget.minAvailable=0"}},
+		{"image tag with dots, dashes and underscores", []string{"--set", "scheduler.image.tag=v1.3.0-rc_1"}},
+		{"image digest sha512", []string{"--set", "scheduler.image.digest=sha512:" + strings.Repeat("ab", 64)}},
+		{"pullPolicy Never", []string{"--set", "scheduler.image.pullPolicy=Never"}},
+		{"priorityClassName with dots", []string{"--set", "scheduler.priorityClassName=team.gpu-critical"}},
+		{"empty priorityClassName", []string{"--set", "scheduler.priorityClassName="}},
+		{"profiling on", []string{"--set", "scheduler.enableProfiling=true", "--set", "scheduler.enableContentionProfiling=true"}},
+		{"CA key with dots", []string{"--set", "scheduler.metrics.serviceMonitor.enabled=true", "--set", "scheduler.metrics.serviceMonitor.ca.secret.name=tls", "--set", "scheduler.metrics.serviceMonitor.ca.secret.key=ca.bundle.pem"}},
+		{"NetworkPolicy peers of every kind", []string{"--set", "scheduler.networkPolicy.enabled=true", "--set-json", `scheduler.networkPolicy.from=[{"podSelector":{}},{"namespaceSelector":{"matchLabels":{"a":"b"}}},{"ipBlock":{"cidr":"10.0.0.0/8"}}]`}},
+		{"PrometheusRule with labels", []string{"--set", "scheduler.metrics.prometheusRule.enabled=true", "--set", "scheduler.metrics.prometheusRule.additionalLabels.release=kube-prometheus"}},
+		{"startup probe removed", []string{"--set", "scheduler.probes.startup=null"}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -226,8 +275,14 @@ func TestValuesDefaultsAndReadme(t *testing.T) {
 			"scheduler.plugin.podGroupTopologyKeyAnnotation must be ome.io/topology-key when scheduler.omeControllerIntegration.enabled is true; disable OME controller integration for generic producers",
 			"scheduler.podDisruptionBudget.minAvailable must be less than scheduler.replicaCount so voluntary maintenance can make progress",
 			"scheduler.metrics.serviceMonitor.enabled requires scheduler.metrics.service.enabled \u2014 the ServiceMonitor selects the metrics Service",
+			"scheduler.metrics.serviceMonitor.ca: set secret.name or configMap.name, not both",
 		} {
 			wantContains(t, "README.md", string(readme), msg)
+		}
+		// The hardened install from the repository path and every alert of the PrometheusRule.
+		wantContains(t, "README.md", string(readme), "helm install ome-scheduler charts/ome-scheduler")
+		for _, a := range omeAlerts {
+			wantContains(t, "README.md", string(readme), "`"+a+"`")
 		}
 	})
 }

@@ -11,6 +11,7 @@ Labels on every object.
 {{- define "ome-scheduler.labels" -}}
 helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" }}
 app.kubernetes.io/name: {{ .Chart.Name }}
+app.kubernetes.io/instance: {{ .Release.Name | quote }}
 app.kubernetes.io/component: scheduler
 app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
 app.kubernetes.io/managed-by: {{ .Release.Service }}
@@ -18,10 +19,12 @@ app.kubernetes.io/part-of: ome
 {{- end -}}
 
 {{/*
-Selector labels: fixed chart name, independent of scheduler.name.
+Selector labels: fixed chart name (independent of scheduler.name) and the release name, so
+that two releases in one namespace never select each other's pods.
 */}}
 {{- define "ome-scheduler.selectorLabels" -}}
 app.kubernetes.io/name: {{ .Chart.Name }}
+app.kubernetes.io/instance: {{ .Release.Name | quote }}
 app.kubernetes.io/component: scheduler
 {{- end -}}
 
@@ -35,18 +38,30 @@ ServiceAccount subject of the scheduler.
 {{- end -}}
 
 {{/*
-Image reference: {global.hub}/{repository}:{tag} when global.hub is non-empty and the
-repository contains no "/"; otherwise {repository}:{tag}.
+Image reference: {global.hub}/{repository} when global.hub is non-empty and the repository
+contains no "/", otherwise {repository}; then @{digest} when image.digest is set, else
+:{tag}, where an empty tag is the chart's appVersion.
 */}}
 {{- define "ome-scheduler.image" -}}
-{{- $repo := toString .Values.scheduler.image.repository -}}
-{{- $tag := toString .Values.scheduler.image.tag -}}
+{{- $img := .Values.scheduler.image -}}
+{{- $repo := toString $img.repository -}}
+{{- $tag := "" -}}
+{{- if not (kindIs "invalid" $img.tag) -}}
+{{- $tag = toString $img.tag -}}
+{{- end -}}
+{{- if eq $tag "" -}}
+{{- $tag = toString .Chart.AppVersion -}}
+{{- end -}}
+{{- $digest := toString ($img.digest | default "") -}}
 {{- $hub := "" -}}
 {{- with .Values.global -}}
 {{- $hub = toString (.hub | default "") | trimSuffix "/" -}}
 {{- end -}}
 {{- if and $hub (not (contains "/" $repo)) -}}
-{{- printf "%s/%s:%s" $hub $repo $tag -}}
+{{- $repo = printf "%s/%s" $hub $repo -}}
+{{- end -}}
+{{- if $digest -}}
+{{- printf "%s@%s" $repo $digest -}}
 {{- else -}}
 {{- printf "%s:%s" $repo $tag -}}
 {{- end -}}
@@ -89,6 +104,8 @@ The KubeSchedulerConfiguration (ConfigMap key config.yaml), unindented.
 {{- $name := include "ome-scheduler.name" . -}}
 apiVersion: kubescheduler.config.k8s.io/v1
 kind: KubeSchedulerConfiguration
+enableProfiling: {{ eq (toString $s.enableProfiling) "true" }}
+enableContentionProfiling: {{ eq (toString $s.enableContentionProfiling) "true" }}
 leaderElection:
   leaderElect: {{ $s.leaderElect }}
   resourceName: {{ $name }}

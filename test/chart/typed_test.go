@@ -1,0 +1,77 @@
+package chart_test
+
+import (
+	"testing"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	schedconfigv1 "k8s.io/kube-scheduler/config/v1"
+	"sigs.k8s.io/yaml"
+)
+
+// ---------------------------------------------------------------------------------------
+// Every rendered object of a built-in kind decodes strictly into its Kubernetes type (no
+// misspelt or misplaced field), and config.yaml into KubeSchedulerConfiguration v1.
+
+func TestRenderedObjectsDecodeStrictly(t *testing.T) {
+	typed := map[string]func() any{
+		"Deployment":          func() any { return &appsv1.Deployment{} },
+		"Service":             func() any { return &corev1.Service{} },
+		"ServiceAccount":      func() any { return &corev1.ServiceAccount{} },
+		"ConfigMap":           func() any { return &corev1.ConfigMap{} },
+		"PodDisruptionBudget": func() any { return &policyv1.PodDisruptionBudget{} },
+		"NetworkPolicy":       func() any { return &networkingv1.NetworkPolicy{} },
+		"ClusterRole":         func() any { return &rbacv1.ClusterRole{} },
+		"ClusterRoleBinding":  func() any { return &rbacv1.ClusterRoleBinding{} },
+		"Role":                func() any { return &rbacv1.Role{} },
+		"RoleBinding":         func() any { return &rbacv1.RoleBinding{} },
+	}
+	untyped := map[string]bool{"ServiceMonitor": true, "PrometheusRule": true}
+	cases := []struct {
+		name string
+		ns   string
+		args []string
+	}{
+		{"defaults", releaseNS, nil},
+		{"every value changed (A)", "sched-system", []string{"-f", fixturePath(t, "values/all-a.yaml")}},
+		{"every switch off (B)", releaseNS, []string{"-f", fixturePath(t, "values/all-b.yaml")}},
+		{"hardened", releaseNS, []string{
+			"--set", "scheduler.metrics.tls.secretName=ome-scheduler-metrics-tls",
+			"--set", "scheduler.metrics.serviceMonitor.enabled=true",
+			"--set", "scheduler.metrics.serviceMonitor.ca.secret.name=ome-scheduler-metrics-tls",
+			"--set", "scheduler.metrics.prometheusRule.enabled=true",
+			"--set", "scheduler.networkPolicy.enabled=true",
+			"--set-json", `scheduler.networkPolicy.from=[{"ipBlock":{"cidr":"10.0.0.0/8"}}]`,
+		}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			r := renderNS(t, tc.ns, tc.args...)
+			for _, d := range r.docs {
+				newObj, ok := typed[d.kind()]
+				if !ok {
+					if !untyped[d.kind()] {
+						t.Errorf("%s/%s: no Go type to check it against", d.kind(), d.name())
+					}
+					continue
+				}
+				if err := yaml.UnmarshalStrict([]byte(d.text), newObj()); err != nil {
+					t.Errorf("%s/%s does not decode strictly: %v", d.kind(), d.name(), err)
+				}
+				if d.kind() == "ConfigMap" && has(d.obj, "data", "config.yaml") {
+					var cfg schedconfigv1.KubeSchedulerConfiguration
+					if err := yaml.UnmarshalStrict([]byte(dig(d.obj, "data", "config.yaml").(string)), &cfg); err != nil {
+						t.Errorf("config.yaml does not decode strictly into KubeSchedulerConfiguration: %v", err)
+					}
+					if cfg.EnableProfiling == nil || cfg.EnableContentionProfiling == nil {
+						t.Errorf("config.yaml leaves enableProfiling/enableContentionProfiling to kube-scheduler's defaults")
+					}
+				}
+			}
+		})
+	}
+}
