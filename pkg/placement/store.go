@@ -26,6 +26,9 @@ type Commitment struct {
 	Nodes     []string
 	Remaining int
 	SoleFit   bool
+	// MinMember is the gang size the commitment was planned for: a PodGroup whose minMember
+	// changes while the gang forms makes the commitment stale.
+	MinMember int
 }
 
 // Forming reports whether the commitment still holds its domain.
@@ -47,6 +50,36 @@ type Store struct {
 	heldNodes   map[string]string    // node → gang key
 	heldDomains map[DomainRef]string // domain → gang key
 	heldKeys    map[string]int       // topology key → number of forming commitments
+	// generation counts hold lifts (releases of forming commitments, drains to 0): a caller
+	// that parks a pod because of a hold compares it before and after parking, so a hold
+	// lifted in between is never missed.
+	generation uint64
+	onChange   func()
+}
+
+// SetOnChange installs the hook run after every change of the pins (a new commitment, a
+// drain to 0, a release). It runs outside the store lock, so it may read the store.
+func (s *Store) SetOnChange(f func()) {
+	s.mu.Lock()
+	s.onChange = f
+	s.mu.Unlock()
+}
+
+// changed runs the change hook; callers do not hold s.mu.
+func (s *Store) changed() {
+	s.mu.Lock()
+	f := s.onChange
+	s.mu.Unlock()
+	if f != nil {
+		f()
+	}
+}
+
+// Generation returns the number of hold lifts so far.
+func (s *Store) Generation() uint64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.generation
 }
 
 // NewStore returns an empty store.
@@ -80,6 +113,7 @@ func (s *Store) unhold(c *Commitment) {
 	if s.heldKeys[c.Key]--; s.heldKeys[c.Key] <= 0 {
 		delete(s.heldKeys, c.Key)
 	}
+	s.generation++
 }
 
 func (s *Store) add(c *Commitment) Commitment {
@@ -139,10 +173,11 @@ func (s *Store) List() []Commitment {
 
 // ChooseRequest asks for a best-fit pin.
 type ChooseRequest struct {
-	Gang  string
-	Owner string
-	Key   string
-	Need  int
+	Gang      string
+	Owner     string
+	Key       string
+	Need      int
+	MinMember int
 	// Rooms is the member room per domain value (already without excluded domains).
 	Rooms map[string]int
 	// Nodes returns the nodes of a domain value.
@@ -164,6 +199,14 @@ type ChooseResult struct {
 // Choose pins the gang by best fit over the domains not held by other gangs. If the gang is
 // already pinned it returns that pin when the owner matches, else nothing.
 func (s *Store) Choose(r ChooseRequest) ChooseResult {
+	res := s.choose(r)
+	if res.OK && !res.Existing {
+		s.changed()
+	}
+	return res
+}
+
+func (s *Store) choose(r ChooseRequest) ChooseResult {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if c, ok := s.pins[r.Gang]; ok {
@@ -176,7 +219,7 @@ func (s *Store) Choose(r ChooseRequest) ChooseResult {
 	}
 	c := s.add(&Commitment{
 		Gang: r.Gang, Key: r.Key, Domain: d, Owner: r.Owner, Nodes: r.Nodes(d),
-		Remaining: r.Need, SoleFit: topology.CountFitting(eff, r.Need) < 2,
+		Remaining: r.Need, SoleFit: topology.CountFitting(eff, r.Need) < 2, MinMember: r.MinMember,
 	})
 	return ChooseResult{Commitment: c, OK: true, Effective: eff}
 }
@@ -208,6 +251,7 @@ type PinRequest struct {
 	Nodes     []string
 	Remaining int
 	SoleFit   bool
+	MinMember int
 }
 
 // PinOutcome says why Pin did or did not record a commitment.
@@ -225,6 +269,14 @@ const (
 // Pin records a commitment for one given domain unless the gang is already pinned or the
 // domain is held by another gang.
 func (s *Store) Pin(r PinRequest) (Commitment, PinOutcome) {
+	c, out := s.pin(r)
+	if out == Pinned {
+		s.changed()
+	}
+	return c, out
+}
+
+func (s *Store) pin(r PinRequest) (Commitment, PinOutcome) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if c, ok := s.pins[r.Gang]; ok {
@@ -238,7 +290,7 @@ func (s *Store) Pin(r PinRequest) (Commitment, PinOutcome) {
 		rem = 0
 	}
 	c := s.add(&Commitment{Gang: r.Gang, Key: r.Key, Domain: r.Domain, Owner: r.Owner,
-		Nodes: r.Nodes, Remaining: rem, SoleFit: r.SoleFit})
+		Nodes: r.Nodes, Remaining: rem, SoleFit: r.SoleFit, MinMember: r.MinMember})
 	return c, Pinned
 }
 
@@ -254,6 +306,14 @@ type DrainResult struct {
 // Drain decrements remaining of the gang's commitment if id still owns it and it is forming.
 // Reaching 0 lifts the hold.
 func (s *Store) Drain(gang string, id uint64) DrainResult {
+	r := s.drain(gang, id)
+	if r.Committed {
+		s.changed()
+	}
+	return r
+}
+
+func (s *Store) drain(gang string, id uint64) DrainResult {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	c, ok := s.pins[gang]
@@ -289,10 +349,23 @@ const AnyID uint64 = 0
 // Release deletes the gang's commitment if id owns it (or id is AnyID). onRelease, when not
 // nil, runs under the store lock with the released commitment, before anyone can pin again.
 func (s *Store) Release(gang string, id uint64, onRelease func(Commitment)) (Commitment, bool) {
+	c, ok := s.release(gang, id, onRelease)
+	if ok {
+		s.changed()
+	}
+	return c, ok
+}
+
+func (s *Store) release(gang string, id uint64, onRelease func(Commitment)) (Commitment, bool) {
+	return s.releaseIf(gang, id, nil, onRelease)
+}
+
+// releaseIf is release with an extra condition on the commitment, checked under the lock.
+func (s *Store) releaseIf(gang string, id uint64, cond func(*Commitment) bool, onRelease func(Commitment)) (Commitment, bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	c, ok := s.pins[gang]
-	if !ok || (id != AnyID && c.ID != id) {
+	if !ok || (id != AnyID && c.ID != id) || (cond != nil && !cond(c)) {
 		return Commitment{}, false
 	}
 	delete(s.pins, gang)
@@ -303,6 +376,16 @@ func (s *Store) Release(gang string, id uint64, onRelease func(Commitment)) (Com
 		onRelease(c.clone())
 	}
 	return c.clone(), true
+}
+
+// Expire releases the gang's commitment if id owns it and it is still forming: a hold that
+// outlived its deadline ends, a committed gang is left alone. onRelease is as for Release.
+func (s *Store) Expire(gang string, id uint64, onRelease func(Commitment)) (Commitment, bool) {
+	c, released := s.releaseIf(gang, id, (*Commitment).Forming, onRelease)
+	if released {
+		s.changed()
+	}
+	return c, released
 }
 
 // NodeHeld reports whether a node (with its labels) is held by a forming commitment, and by
@@ -323,6 +406,18 @@ func (s *Store) NodeHeld(node string, labels map[string]string) (string, bool) {
 		}
 	}
 	return "", false
+}
+
+// HeldKeys returns the topology keys under which forming gangs hold domains.
+func (s *Store) HeldKeys() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make([]string, 0, len(s.heldKeys))
+	for k := range s.heldKeys {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
 }
 
 // HeldDomains returns the number of domains currently held by forming gangs.

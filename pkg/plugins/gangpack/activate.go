@@ -5,11 +5,11 @@ import (
 	"k8s.io/klog/v2"
 )
 
-// activate moves pods to the active queue (placement.md §13) and counts one activation per
+// activate moves pods to the active queue and counts one activation per
 // call with at least one pod. A replica that has not scheduled yet (a standby) stays silent.
 // Never called with the store lock held.
 func (pl *GangPack) activate(logger klog.Logger, trigger string, pods []*v1.Pod) int {
-	if len(pods) == 0 || !pl.active.Load() || pl.handle == nil {
+	if len(pods) == 0 || !pl.active.Load() {
 		return 0
 	}
 	m := make(map[string]*v1.Pod, len(pods))
@@ -23,9 +23,6 @@ func (pl *GangPack) activate(logger klog.Logger, trigger string, pods []*v1.Pod)
 
 // activateGang wakes the gang's live unbound members, except the pod named except.
 func (pl *GangPack) activateGang(logger klog.Logger, trigger, ns, name, except string) int {
-	if pl.members == nil {
-		return 0
-	}
 	pods, err := pl.members.liveUnbound(ns, name, except)
 	if err != nil {
 		logger.Error(err, "List gang members for activation", "gang", ns+"/"+name)
@@ -35,11 +32,11 @@ func (pl *GangPack) activateGang(logger klog.Logger, trigger, ns, name, except s
 }
 
 // wakeBlocked activates the reservation-blocked pods (trigger reservation_released): every
-// standalone pod, and one member per gang (the first by name). The other members of a gang stay
+// standalone pod, and one member per gang (the first by name that is still a live unbound pod:
+// a deleted representative would leave its siblings asleep). The other members of a gang stay
 // in the set: the woken member either pins a domain, and then its Permit activation wakes its
 // siblings, or meets the same hold and parks again. Waking whole gangs on every drain made every
-// blocked member re-plan for nothing (a thundering herd seen in the benchmarks with hundreds of
-// gangs waiting for holds).
+// blocked member re-plan for nothing (a thundering herd with hundreds of gangs waiting).
 func (pl *GangPack) wakeBlocked(logger klog.Logger) {
 	pods := pl.blocked.drain()
 	if len(pods) == 0 {
@@ -53,12 +50,15 @@ func (pl *GangPack) wakeBlocked(logger klog.Logger) {
 			list = append(list, p)
 			continue
 		}
+		if !pl.stillPending(p) {
+			continue
+		}
 		if cur, ok := first[key]; !ok || p.Name < cur.Name {
 			first[key] = p
 		}
 	}
 	for _, p := range pods {
-		if key, _, member := gangOf(p); member && first[key] != p {
+		if key, _, member := gangOf(p); member && first[key] != nil && first[key] != p {
 			pl.blocked.add(p)
 		}
 	}
@@ -66,4 +66,10 @@ func (pl *GangPack) wakeBlocked(logger klog.Logger) {
 		list = append(list, p)
 	}
 	pl.activate(logger, triggerReservationReleased, list)
+}
+
+// stillPending reports whether the informer still shows the pod (same UID) live and unbound.
+func (pl *GangPack) stillPending(p *v1.Pod) bool {
+	cur, err := pl.members.lister.Pods(p.Namespace).Get(p.Name)
+	return err == nil && cur.UID == p.UID && live(cur) && cur.Spec.NodeName == ""
 }

@@ -5,6 +5,7 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
 )
@@ -20,7 +21,7 @@ func (r *activationRecorder) Activate(_ klog.Logger, pods map[string]*v1.Pod) {
 }
 
 func pod(ns, name, group string) *v1.Pod {
-	p := &v1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Labels: map[string]string{}}}
+	p := &v1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, UID: types.UID(ns + "/" + name), Labels: map[string]string{}}}
 	if group != "" {
 		p.Labels[PodGroupLabel] = group
 	}
@@ -29,14 +30,16 @@ func pod(ns, name, group string) *v1.Pod {
 
 // A drain wakes every standalone pod and one member per gang; the other members stay blocked.
 func TestWakeBlockedOneMemberPerGang(t *testing.T) {
-	rec := &activationRecorder{}
-	pl := newPlugin(&Args{}, rec)
-	pl.active.Store(true)
-	for _, p := range []*v1.Pod{
+	pods := []*v1.Pod{
 		pod("ns", "solo-a", ""), pod("ns", "solo-b", ""),
 		pod("ns", "g1-1", "g1"), pod("ns", "g1-0", "g1"), pod("ns", "g1-2", "g1"),
 		pod("ns", "g2-0", "g2"), pod("other", "g1-0", "g1"),
-	} {
+	}
+	w := newWorld(t, nil, nil, pods)
+	rec := &activationRecorder{Handle: w.h}
+	pl := w.pl
+	pl.handle = rec
+	for _, p := range pods {
 		pl.blocked.add(p)
 	}
 	pl.wakeBlocked(klog.Background())

@@ -7,22 +7,22 @@ import (
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
+	"k8s.io/kubernetes/pkg/scheduler/util"
 
 	schedv1alpha1 "sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
 )
 
-// EventsToRegister returns the seven registrations of placement.md §14. The PodGroup one is
+// EventsToRegister returns the plugin's event registrations with their hints. The PodGroup one is
 // registered only when the resource was served at construction: kube-scheduler waits for
 // every registered custom resource's watch to sync before it schedules anything.
 func (pl *GangPack) EventsToRegister(_ context.Context) ([]fwk.ClusterEventWithHint, error) {
 	nodeUpdates := fwk.Add | fwk.UpdateNodeAllocatable | fwk.UpdateNodeTaint | fwk.UpdateNodeCondition | fwk.UpdateNodeLabel
 	events := []fwk.ClusterEventWithHint{
-		{Event: fwk.ClusterEvent{Resource: fwk.Pod, ActionType: fwk.Add}, QueueingHintFn: pl.hintPodAdd},
-		{Event: fwk.ClusterEvent{Resource: fwk.Pod, ActionType: fwk.UpdatePodLabel}, QueueingHintFn: pl.hintPodLabel},
-		{Event: fwk.ClusterEvent{Resource: fwk.Pod, ActionType: fwk.UpdatePodToleration}, QueueingHintFn: pl.hintPodToleration},
-		{Event: fwk.ClusterEvent{Resource: fwk.Pod, ActionType: fwk.Delete | fwk.UpdatePodScaleDown}, QueueingHintFn: pl.hintPodDelete},
-		{Event: fwk.ClusterEvent{Resource: fwk.Node, ActionType: nodeUpdates}, QueueingHintFn: pl.hintNodeChange},
-		{Event: fwk.ClusterEvent{Resource: fwk.Node, ActionType: fwk.Delete}, QueueingHintFn: pl.hintNodeDelete},
+		{Event: fwk.ClusterEvent{Resource: fwk.Pod, ActionType: fwk.Add}, QueueingHintFn: hintPodAdd},
+		{Event: fwk.ClusterEvent{Resource: fwk.Pod, ActionType: fwk.UpdatePodLabel}, QueueingHintFn: hintPodLabel},
+		{Event: fwk.ClusterEvent{Resource: fwk.Pod, ActionType: fwk.UpdatePodToleration}, QueueingHintFn: hintPodToleration},
+		{Event: fwk.ClusterEvent{Resource: fwk.Pod, ActionType: fwk.Delete | fwk.UpdatePodScaleDown}, QueueingHintFn: hintPodDelete},
+		{Event: fwk.ClusterEvent{Resource: fwk.Node, ActionType: nodeUpdates | fwk.Delete}, QueueingHintFn: pl.hintNodeChange},
 	}
 	if pl.registerPodGroupEvents {
 		events = append(events, fwk.ClusterEventWithHint{
@@ -33,18 +33,34 @@ func (pl *GangPack) EventsToRegister(_ context.Context) ([]fwk.ClusterEventWithH
 	return events, nil
 }
 
-// asPod converts a hint object to a pod; nil for nil or other types.
-func asPod(obj any) (*v1.Pod, bool) {
-	switch o := obj.(type) {
-	case nil:
-		return nil, true
-	case *v1.Pod:
-		return o, true
-	case cache.DeletedFinalStateUnknown:
-		return asPod(o.Obj)
+// podHint is the shape of every pod queueing hint: Queue when the event's pod is the target
+// itself (when self), a member of the target's gang, or when also says so; QueueSkip
+// otherwise.
+func podHint(self bool, also func(o, n *v1.Pod) bool) fwk.QueueingHintFn {
+	return func(_ klog.Logger, target *v1.Pod, oldObj, newObj any) (fwk.QueueingHint, error) {
+		o, n, err := util.As[*v1.Pod](oldObj, newObj)
+		if err != nil {
+			return fwk.Queue, err
+		}
+		switch {
+		case self && (samePod(target, o) || samePod(target, n)),
+			inGangOf(target, o) || inGangOf(target, n),
+			also != nil && also(o, n):
+			return fwk.Queue, nil
+		}
+		return fwk.QueueSkip, nil
 	}
-	return nil, false
 }
+
+var (
+	hintPodAdd        = podHint(false, nil)
+	hintPodLabel      = podHint(true, nil)
+	hintPodToleration = podHint(true, nil)
+	// A deleted pod frees room only if it was on a node, or nominated to one.
+	hintPodDelete = podHint(true, func(o, _ *v1.Pod) bool {
+		return o == nil || o.Spec.NodeName != "" || o.Status.NominatedNodeName != ""
+	})
+)
 
 func samePod(a, b *v1.Pod) bool {
 	if a == nil || b == nil {
@@ -69,109 +85,53 @@ func inGangOf(target, p *v1.Pod) bool {
 	return ok && k == tk
 }
 
-func (pl *GangPack) hintPodAdd(_ klog.Logger, target *v1.Pod, _, newObj any) (fwk.QueueingHint, error) {
-	p, ok := asPod(newObj)
-	if !ok {
-		return fwk.Queue, nil
+// hintKeys are the node label keys whose change can matter to the target: its gang's
+// topology key (annotation or fallback); for a standalone pod, which this plugin only refuses
+// on held nodes, the fallback key and every key a forming gang holds a domain under. nil
+// means any change matters.
+func (pl *GangPack) hintKeys(target *v1.Pod) []string {
+	if _, name, ok := gangOf(target); ok {
+		key := pl.args.TopologyKey
+		if pl.podGroups != nil {
+			if pg, err := pl.podGroups.get(target.Namespace, name); err == nil && pg != nil {
+				if a := pl.args.PodGroupTopologyKeyAnnotation; a != "" && pg.Annotations[a] != "" {
+					key = pg.Annotations[a]
+				}
+			}
+		}
+		if key == "" {
+			return nil
+		}
+		return []string{key}
 	}
-	if inGangOf(target, p) {
-		return fwk.Queue, nil
+	if pl.args.TopologyKey == "" {
+		return nil
 	}
-	return fwk.QueueSkip, nil
+	return append(pl.store.HeldKeys(), pl.args.TopologyKey)
 }
 
-func (pl *GangPack) hintPodLabel(_ klog.Logger, target *v1.Pod, oldObj, newObj any) (fwk.QueueingHint, error) {
-	o, ok1 := asPod(oldObj)
-	n, ok2 := asPod(newObj)
-	if !ok1 || !ok2 {
-		return fwk.Queue, nil
+// nodeMatters reports whether any of the nodes carries one of the target's hint keys.
+func (pl *GangPack) nodeMatters(target *v1.Pod, nodes ...*v1.Node) bool {
+	keys := pl.hintKeys(target)
+	if keys == nil {
+		return true
 	}
-	if samePod(target, n) || samePod(target, o) {
-		return fwk.Queue, nil
-	}
-	if inGangOf(target, o) || inGangOf(target, n) {
-		return fwk.Queue, nil
-	}
-	return fwk.QueueSkip, nil
-}
-
-func (pl *GangPack) hintPodToleration(_ klog.Logger, target *v1.Pod, oldObj, newObj any) (fwk.QueueingHint, error) {
-	o, ok1 := asPod(oldObj)
-	n, ok2 := asPod(newObj)
-	if !ok1 || !ok2 {
-		return fwk.Queue, nil
-	}
-	if samePod(target, n) || inGangOf(target, n) || inGangOf(target, o) {
-		return fwk.Queue, nil
-	}
-	return fwk.QueueSkip, nil
-}
-
-func (pl *GangPack) hintPodDelete(_ klog.Logger, target *v1.Pod, oldObj, newObj any) (fwk.QueueingHint, error) {
-	o, ok1 := asPod(oldObj)
-	n, ok2 := asPod(newObj)
-	if !ok1 || !ok2 {
-		return fwk.Queue, nil
-	}
-	if samePod(target, o) || samePod(target, n) {
-		return fwk.Queue, nil
-	}
-	if inGangOf(target, o) || inGangOf(target, n) {
-		return fwk.Queue, nil
-	}
-	if o != nil && o.Spec.NodeName == "" && o.Status.NominatedNodeName == "" {
-		return fwk.QueueSkip, nil
-	}
-	return fwk.Queue, nil
-}
-
-// targetKey is the topology key relevant to a target pod: its gang's key when the PodGroup
-// resolves, else the fallback argument.
-func (pl *GangPack) targetKey(target *v1.Pod) string {
-	if _, name, ok := gangOf(target); ok && pl.podGroups != nil {
-		if pg, err := pl.podGroups.get(target.Namespace, name); err == nil && pg != nil {
-			if a := pl.args.PodGroupTopologyKeyAnnotation; a != "" && pg.Annotations[a] != "" {
-				return pg.Annotations[a]
+	for _, n := range nodes {
+		for _, k := range keys {
+			if n != nil && n.Labels[k] != "" {
+				return true
 			}
 		}
 	}
-	return pl.args.TopologyKey
+	return false
 }
-
-func asNode(obj any) (*v1.Node, bool) {
-	switch o := obj.(type) {
-	case nil:
-		return nil, true
-	case *v1.Node:
-		return o, true
-	case cache.DeletedFinalStateUnknown:
-		return asNode(o.Obj)
-	}
-	return nil, false
-}
-
-func hasKey(n *v1.Node, key string) bool { return n != nil && n.Labels[key] != "" }
 
 func (pl *GangPack) hintNodeChange(_ klog.Logger, target *v1.Pod, oldObj, newObj any) (fwk.QueueingHint, error) {
-	o, ok1 := asNode(oldObj)
-	n, ok2 := asNode(newObj)
-	if !ok1 || !ok2 {
-		return fwk.Queue, nil
+	o, n, err := util.As[*v1.Node](oldObj, newObj)
+	if err != nil {
+		return fwk.Queue, err
 	}
-	key := pl.targetKey(target)
-	if key == "" || hasKey(o, key) || hasKey(n, key) {
-		return fwk.Queue, nil
-	}
-	return fwk.QueueSkip, nil
-}
-
-func (pl *GangPack) hintNodeDelete(_ klog.Logger, target *v1.Pod, oldObj, _ any) (fwk.QueueingHint, error) {
-	o, ok := asNode(oldObj)
-	if !ok {
-		return fwk.Queue, nil
-	}
-	key := pl.targetKey(target)
-	if key == "" || hasKey(o, key) {
+	if pl.nodeMatters(target, o, n) {
 		return fwk.Queue, nil
 	}
 	return fwk.QueueSkip, nil

@@ -8,27 +8,33 @@ import (
 	fwk "k8s.io/kube-scheduler/framework"
 )
 
-// Filter enforces the pinned domain for pinned members and the hold barrier for everyone
-// else (placement.md §5). Messages carry no per-node numbers so the framework aggregates them.
+// Filter enforces the pinned domain for pinned members and the hold barrier for everyone:
+// no pod may use a node held by another gang's forming commitment (a pinned member of a
+// committed gang, placed beyond minMember, included). Messages carry no per-node numbers so
+// the framework aggregates them.
 func (pl *GangPack) Filter(ctx context.Context, cs fwk.CycleState, pod *v1.Pod, ni fwk.NodeInfo) *fwk.Status {
 	node := ni.Node()
 	if node == nil {
 		return fwk.NewStatus(fwk.UnschedulableAndUnresolvable, "node not found")
 	}
+	own := ""
 	if pin := readPin(cs); pin != nil {
-		if node.Labels[pin.Gang.TopologyKey] == pin.Domain {
-			return nil
+		if node.Labels[pin.Gang.TopologyKey] != pin.Domain {
+			klog.FromContext(ctx).V(4).Info("gangpack.Filter.reject", "pod", klog.KObj(pod), "node", node.Name, "reason", "outside_domain", "domain", pin.Domain)
+			return fwk.NewStatus(fwk.UnschedulableAndUnresolvable, msgOutsideDomain(pin.Domain))
 		}
-		klog.FromContext(ctx).V(4).Info("gangpack.Filter.reject", "pod", klog.KObj(pod), "node", node.Name, "reason", "outside_domain", "domain", pin.Domain)
-		return fwk.NewStatus(fwk.UnschedulableAndUnresolvable, msgOutsideDomain(pin.Domain))
+		own = pin.Gang.Key
 	}
-	if gang, held := pl.store.NodeHeld(node.Name, node.Labels); held {
-		pl.blocked.add(pod)
-		if logger := klog.FromContext(ctx).V(4); logger.Enabled() {
-			c, _ := pl.store.Get(gang)
-			logger.Info("gangpack.Filter.reject", "pod", klog.KObj(pod), "node", node.Name, "reason", "reserved", "domain", c.Domain, "heldBy", gang)
-		}
-		return fwk.NewStatus(fwk.UnschedulableAndUnresolvable, msgNodeReserved)
+	generation := pl.store.Generation()
+	gang, held := pl.store.NodeHeld(node.Name, node.Labels)
+	if !held || gang == own {
+		return nil
 	}
-	return nil
+	logger := klog.FromContext(ctx)
+	pl.parkBlocked(logger, pod, generation)
+	if v := logger.V(4); v.Enabled() {
+		c, _ := pl.store.Get(gang)
+		v.Info("gangpack.Filter.reject", "pod", klog.KObj(pod), "node", node.Name, "reason", "reserved", "domain", c.Domain, "heldBy", gang)
+	}
+	return fwk.NewStatus(fwk.UnschedulableAndUnresolvable, msgNodeReserved)
 }

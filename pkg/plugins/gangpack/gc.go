@@ -2,12 +2,12 @@ package gangpack
 
 import (
 	"context"
-	"strings"
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
 )
 
@@ -27,9 +27,9 @@ func (pl *GangPack) gcOnce(logger klog.Logger) {
 	if err != nil {
 		return
 	}
-	for _, k := range pl.templates.keys() {
+	for _, k := range pl.incomplete.keys() {
 		if _, ok := liveGangs[k]; !ok {
-			pl.templates.remove(k)
+			pl.incomplete.remove(k)
 		}
 	}
 	for _, k := range pl.failed.Gangs() {
@@ -54,7 +54,7 @@ func (pl *GangPack) gcOnce(logger klog.Logger) {
 		if _, ok := liveGangs[c.Gang]; !ok {
 			stale = true
 		} else if synced {
-			ns, name := splitKey(c.Gang)
+			ns, name, _ := cache.SplitMetaNamespaceKey(c.Gang)
 			pg, err := pl.podGroups.get(ns, name)
 			if err != nil || pg == nil || string(pg.UID) != c.Owner {
 				stale = true
@@ -65,12 +65,4 @@ func (pl *GangPack) gcOnce(logger klog.Logger) {
 			pl.failed.ClearGang(c.Gang)
 		}
 	}
-}
-
-// splitKey splits a gang key {ns}/{name}.
-func splitKey(key string) (string, string) {
-	if ns, name, ok := strings.Cut(key, "/"); ok {
-		return ns, name
-	}
-	return "", key
 }

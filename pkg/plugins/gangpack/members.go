@@ -17,14 +17,12 @@ const memberIndex = "gangpack.ome.io/pod-group"
 type memberLister struct {
 	indexer cache.Indexer
 	lister  corelisters.PodLister
-	indexed bool
 }
 
 func newMemberLister(pods coreinformers.PodInformer) (*memberLister, error) {
 	inf := pods.Informer()
 	ml := &memberLister{indexer: inf.GetIndexer(), lister: pods.Lister()}
 	if _, exists := inf.GetIndexer().GetIndexers()[memberIndex]; exists {
-		ml.indexed = true
 		return ml, nil
 	}
 	err := inf.AddIndexers(cache.Indexers{memberIndex: func(obj any) ([]string, error) {
@@ -40,30 +38,22 @@ func newMemberLister(pods coreinformers.PodInformer) (*memberLister, error) {
 	if err != nil {
 		return nil, err
 	}
-	ml.indexed = true
 	return ml, nil
 }
 
 // list returns every pod of the gang (any phase).
 func (m *memberLister) list(ns, name string) ([]*v1.Pod, error) {
-	if m.indexed {
-		objs, err := m.indexer.ByIndex(memberIndex, ns+"/"+name)
-		if err == nil {
-			out := make([]*v1.Pod, 0, len(objs))
-			for _, o := range objs {
-				if p, ok := o.(*v1.Pod); ok {
-					out = append(out, p)
-				}
-			}
-			return out, nil
-		}
-	}
-	sel := labels.SelectorFromSet(labels.Set{PodGroupLabel: name})
-	pods, err := m.lister.Pods(ns).List(sel)
+	objs, err := m.indexer.ByIndex(memberIndex, ns+"/"+name)
 	if err != nil {
 		return nil, fmt.Errorf("list members of gang %s/%s: %w", ns, name, err)
 	}
-	return pods, nil
+	out := make([]*v1.Pod, 0, len(objs))
+	for _, o := range objs {
+		if p, ok := o.(*v1.Pod); ok {
+			out = append(out, p)
+		}
+	}
+	return out, nil
 }
 
 // live reports whether a pod counts as a living member: not being deleted, not finished.

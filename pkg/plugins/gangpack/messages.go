@@ -107,3 +107,12 @@ func msgOutsideDomain(domain string) string { // M23
 func msgUnwound(key string) string { // M30
 	return fmt.Sprintf("gang %s unwound after a member failed to schedule", key)
 }
+
+// msgMinMemberReleased: the PodGroup's minMember changed while the gang formed; the attempt
+// planned for the old size is unwound and the gang re-plans for the new one.
+func msgMinMemberReleased(key string) string {
+	return "released commitment after minMember changed for " + key
+}
+
+// msgTwoProfiles is the startup error when two profiles of one scheduler enable the plugin.
+const msgTwoProfiles = "OMEGangPack is enabled in more than one scheduler profile: enable it in one profile only (its pins and holds would not see each other)"

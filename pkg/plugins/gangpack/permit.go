@@ -5,12 +5,13 @@ import (
 	"time"
 
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
 )
 
-// Permit is the all-or-nothing gate (placement.md §9): members wait until the commitment
-// drains, then the member that completes it admits every waiter of the same attempt.
+// Permit is the all-or-nothing gate: members wait until the commitment drains, then the
+// member that completes it admits every waiter of the same attempt.
 func (pl *GangPack) Permit(ctx context.Context, cs fwk.CycleState, pod *v1.Pod, nodeName string) (*fwk.Status, time.Duration) {
 	pin := readPin(cs)
 	if pin == nil {
@@ -22,40 +23,56 @@ func (pl *GangPack) Permit(ctx context.Context, cs fwk.CycleState, pod *v1.Pod, 
 	if pin.Gang.Timeout <= 0 {
 		return fwk.NewStatus(fwk.UnschedulableAndUnresolvable, msgTimeoutNotConfigured), 0
 	}
+	logger := klog.FromContext(ctx)
+	// The attempt record comes first: an unwind from now on finds the pod by it, as a waiter
+	// or, before the framework registers the waiter, through superviseWaiter.
+	pl.attempts.set(podKey(pod), pin.ID)
 	owned, committed := pl.store.Committed(pin.Gang.Key, pin.ID)
 	if !owned {
+		pl.attempts.forgetIf(podKey(pod), pin.ID)
 		return fwk.NewStatus(fwk.Unschedulable, msgUnwound(pin.Gang.Key)), 0
 	}
-	logger := klog.FromContext(ctx)
-	pl.attempts.set(podKey(pod), pin.ID)
 	pl.activateGang(logger, triggerPermit, pin.Gang.Namespace, pin.Gang.Name, "")
 	if !committed {
 		gateTotal.WithLabelValues("wait").Inc()
+		go pl.superviseWaiter(pod, pin.Gang.Key, pin.ID)
 		return fwk.NewStatus(fwk.Wait), pin.Gang.Timeout
 	}
-	if pl.handle != nil {
-		pl.handle.IterateOverWaitingPods(func(wp fwk.WaitingPod) {
-			p := wp.GetPod()
-			if key, _, ok := gangOf(p); !ok || key != pin.Gang.Key {
-				return
-			}
-			if id, ok := pl.attempts.get(podKey(p)); ok && id == pin.ID {
-				wp.Allow(Name)
-			}
-		})
-	}
+	pl.forEachWaiter(pin.Gang.Key, pin.ID, func(wp fwk.WaitingPod) { wp.Allow(Name) })
 	gateTotal.WithLabelValues("admit").Inc()
 	pl.gangAdmitted(logger, cs, pod, pin, nodeName)
 	return nil, 0
 }
 
-// PostBind forgets the member's attempt record and drops it from the reservation-blocked set.
-func (pl *GangPack) PostBind(_ context.Context, cs fwk.CycleState, pod *v1.Pod, _ string) {
-	if pin := readPin(cs); pin != nil {
-		pl.attempts.forgetIf(podKey(pod), pin.ID)
-	} else {
-		pl.attempts.forget(podKey(pod))
+// waiterRegistration bounds how long superviseWaiter looks for the framework's waiting pod.
+const waiterRegistration = 30 * time.Second
+
+// superviseWaiter closes the window between Permit returning Wait and the framework
+// registering the waiting pod: an unwind in that window (a sibling's timeout or deletion, GC,
+// an expired hold) cannot see the waiter, and the member would wait out its whole timeout
+// under a dead attempt while its siblings re-plan without it. Once the waiter is registered,
+// it is rejected if its attempt no longer owns the gang's pin, and admitted if the attempt
+// committed meanwhile. It stops as soon as the pod's attempt record changes (the pod bound or
+// was unreserved).
+func (pl *GangPack) superviseWaiter(pod *v1.Pod, gang string, id uint64) {
+	var wp fwk.WaitingPod
+	// The plugin's context, not the cycle's: the framework cancels the cycle's context when
+	// the scheduling cycle ends, possibly before this goroutine first runs.
+	_ = wait.PollUntilContextTimeout(pl.ctx, time.Millisecond, waiterRegistration, true, func(context.Context) (bool, error) {
+		if got, ok := pl.attempts.get(podKey(pod)); !ok || got != id {
+			return true, nil
+		}
+		wp = pl.handle.GetWaitingPod(pod.UID)
+		return wp != nil, nil
+	})
+	if wp == nil {
+		return
 	}
-	pl.blocked.remove(pod)
-	pl.memberBound(pod)
+	switch owned, committed := pl.store.Committed(gang, id); {
+	case !owned:
+		wp.Reject(Name, msgUnwound(gang))
+		pl.logger.V(4).Info("gangpack.Permit.late_waiter_rejected", "pod", klog.KObj(pod), "gang", gang)
+	case committed:
+		wp.Allow(Name)
+	}
 }

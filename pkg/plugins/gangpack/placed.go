@@ -59,15 +59,13 @@ func (r *reservedNodes) len() int {
 	return len(r.m)
 }
 
-// placedMembers returns the gang's members on snapshot nodes (bound or assumed), like
+// placedMembers returns the gang's live members on snapshot nodes (bound or assumed), like
 // membersOnNodes over every node, but looks only at the nodes the gang's pods can be on: the
 // node of each member the informer shows bound, and the reserved node of each member it does
 // not. Every assumption of a member passes this plugin's Reserve, so no assumed member is
-// missed; the snapshot stays the judge of what is on a node.
+// missed; the snapshot stays the judge of what is on a node. A Terminating member is never a
+// placed member (it still occupies its node, which the snapshot accounts for).
 func (pl *GangPack) placedMembers(g gangInfo, all []fwk.NodeInfo) []placedMember {
-	if pl.members == nil || pl.reserved == nil || pl.handle == nil {
-		return membersOnNodes(all, g)
-	}
 	pods, err := pl.members.list(g.Namespace, g.Name)
 	if err != nil {
 		return membersOnNodes(all, g)
@@ -75,11 +73,13 @@ func (pl *GangPack) placedMembers(g gangInfo, all []fwk.NodeInfo) []placedMember
 	names := map[string]struct{}{}
 	for _, p := range pods {
 		if p.Spec.NodeName != "" {
-			names[p.Spec.NodeName] = struct{}{}
 			pl.reserved.forget(p.UID) // the informer is authoritative from here on
+			if live(p) {
+				names[p.Spec.NodeName] = struct{}{}
+			}
 			continue
 		}
-		if n, ok := pl.reserved.get(p.UID); ok {
+		if n, ok := pl.reserved.get(p.UID); ok && live(p) {
 			names[n] = struct{}{}
 		}
 	}

@@ -1,12 +1,14 @@
 // Package gangpack implements the OMEGangPack scheduling plugin: every gang (the pods of one
 // PodGroup) lands inside one topology domain, bound all or nothing, and standalone pods pack
-// into partly used domains. The behaviour is specified in shared/spec/placement.md; each
-// extension point lives in the file named after it.
+// into partly used domains. docs/design.md explains the behaviour and docs/reference.md lists
+// its arguments, messages and metrics; each extension point lives in the file named after it.
 package gangpack
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -28,16 +30,21 @@ const PodGroupLabel = "scheduling.x-k8s.io/pod-group"
 type GangPack struct {
 	args   *Args
 	handle fwk.Handle
+	// ctx and logger are the plugin's for work outside a scheduling cycle (timers, GC,
+	// waiter supervision).
+	ctx    context.Context
+	logger klog.Logger
 
-	podGroups *podGroupReader // nil = no reader wired (M01)
+	podGroups *podGroupReader
 	members   *memberLister
 
-	store     *placement.Store
-	failed    *placement.FailedDomains
-	attempts  *attemptMap
-	reserved  *reservedNodes
-	blocked   *podSet
-	templates *keySet
+	// Cross-cycle state.
+	store      *placement.Store         // pins and holds
+	failed     *placement.FailedDomains // domains a gang's attempts failed in
+	attempts   *attemptMap              // pod → attempt id it waits under at Permit
+	reserved   *reservedNodes           // member → node it was reserved on, until bound
+	blocked    *podSet                  // pods refused because of a hold, woken when one lifts
+	incomplete *keySet                  // gangs waiting for all their members to exist
 
 	// active is set by the first PreFilter: a standby replica makes no activations.
 	active atomic.Bool
@@ -58,6 +65,11 @@ var (
 	_ fwk.EnqueueExtensions = &GangPack{}
 )
 
+// profiles maps each scheduler instance (by its shared informer factory) to whether a profile
+// of it already enabled the plugin: pins and holds are per plugin instance, so two profiles
+// could each hold the same room.
+var profiles sync.Map
+
 // New builds the plugin: it validates the arguments, wires the PodGroup informer and the
 // member index, and starts garbage collection.
 func New(ctx context.Context, obj runtime.Object, h fwk.Handle) (fwk.Plugin, error) {
@@ -65,17 +77,22 @@ func New(ctx context.Context, obj runtime.Object, h fwk.Handle) (fwk.Plugin, err
 	if err != nil {
 		return nil, err
 	}
-	registerMetrics()
-	pl := newPlugin(args, h)
-	logger := klog.FromContext(ctx).WithValues("plugin", Name)
-
-	if h.SharedInformerFactory() != nil {
-		ml, err := newMemberLister(h.SharedInformerFactory().Core().V1().Pods())
-		if err != nil {
-			return nil, fmt.Errorf("add pod-group index to the pod informer: %w", err)
-		}
-		pl.members = ml
+	if h.SharedInformerFactory() == nil {
+		return nil, fmt.Errorf("%s needs the scheduler's shared informer factory", Name)
 	}
+	if h.SnapshotSharedLister() == nil {
+		return nil, fmt.Errorf("%s needs the scheduler's snapshot lister", Name)
+	}
+	if _, dup := profiles.LoadOrStore(h.SharedInformerFactory(), true); dup {
+		return nil, errors.New(msgTwoProfiles)
+	}
+	registerMetrics()
+	logger := klog.FromContext(ctx).WithValues("plugin", Name)
+	ml, err := newMemberLister(h.SharedInformerFactory().Core().V1().Pods())
+	if err != nil {
+		return nil, fmt.Errorf("add pod-group index to the pod informer: %w", err)
+	}
+	pl := newPlugin(klog.NewContext(ctx, logger), args, h, ml)
 	if cfg := h.KubeConfig(); cfg != nil {
 		r, served, err := newPodGroupReader(ctx, cfg, h.ClientSet(), pl.onPodGroupChange)
 		if err != nil {
@@ -90,23 +107,26 @@ func New(ctx context.Context, obj runtime.Object, h fwk.Handle) (fwk.Plugin, err
 			}
 		}
 	}
-	if pl.members != nil {
-		go pl.runGC(ctx, time.Duration(*args.GCIntervalSeconds)*time.Second)
-	}
+	go pl.runGC(ctx, time.Duration(*args.GCIntervalSeconds)*time.Second)
 	return pl, nil
 }
 
-func newPlugin(args *Args, h fwk.Handle) *GangPack {
-	return &GangPack{
-		args:      args,
-		handle:    h,
-		store:     placement.NewStore(),
-		failed:    placement.NewFailedDomains(),
-		attempts:  newAttemptMap(),
-		reserved:  newReservedNodes(),
-		blocked:   newPodSet(),
-		templates: newKeySet(),
+func newPlugin(ctx context.Context, args *Args, h fwk.Handle, ml *memberLister) *GangPack {
+	pl := &GangPack{
+		args:       args,
+		handle:     h,
+		ctx:        ctx,
+		logger:     klog.FromContext(ctx),
+		members:    ml,
+		store:      placement.NewStore(),
+		failed:     placement.NewFailedDomains(),
+		attempts:   newAttemptMap(),
+		reserved:   newReservedNodes(),
+		blocked:    newPodSet(),
+		incomplete: newKeySet(),
 	}
+	pl.store.SetOnChange(pl.pinsChanged)
+	return pl
 }
 
 // Name returns the plugin name.
@@ -143,5 +163,3 @@ func podKey(p *v1.Pod) string {
 	}
 	return p.Namespace + "/" + p.Name
 }
-
-func (pl *GangPack) setGauge() { pinnedGroups.Set(float64(pl.store.Len())) }

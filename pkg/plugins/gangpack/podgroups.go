@@ -147,12 +147,17 @@ func (r *podGroupReader) get(ns, name string) (*schedv1alpha1.PodGroup, error) {
 	return r.cur.Load().lister.PodGroups(ns).Get(name)
 }
 
-// onPodGroupChange wakes the live unbound members of a PodGroup that was added or changed.
-func (pl *GangPack) onPodGroupChange(_, cur *schedv1alpha1.PodGroup) {
-	if pl.members == nil {
-		return
+// onPodGroupChange wakes the live unbound members of a PodGroup that was added or changed. A
+// forming gang whose minMember changed is unwound at once: its members waiting at Permit were
+// admitted for the old size, and none of them would run PreFilter again to notice.
+func (pl *GangPack) onPodGroupChange(old, cur *schedv1alpha1.PodGroup) {
+	logger := pl.logger
+	key := cur.Namespace + "/" + cur.Name
+	if old != nil && old.Spec.MinMember != cur.Spec.MinMember {
+		if c, ok := pl.store.Get(key); ok && c.Forming() && c.MinMember != int(cur.Spec.MinMember) {
+			pl.unwind(logger, key, c.ID, causeMinMemberChange, false)
+		}
 	}
-	logger := klog.Background().WithValues("plugin", Name)
 	pods, err := pl.members.liveUnbound(cur.Namespace, cur.Name, "")
 	if err != nil {
 		logger.Error(err, "List gang members", "gang", cur.Namespace+"/"+cur.Name)

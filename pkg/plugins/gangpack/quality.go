@@ -15,15 +15,16 @@ package gangpack
 import (
 	"math"
 	"sort"
-	"strings"
 	"sync"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/client-go/tools/cache"
 	"k8s.io/component-base/metrics"
 	"k8s.io/component-base/metrics/legacyregistry"
 	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
+	v1helper "k8s.io/kubernetes/pkg/apis/core/v1/helper"
 
 	"github.com/moirai-internal/ome-scheduler/pkg/placement"
 	"github.com/moirai-internal/ome-scheduler/pkg/topology"
@@ -102,13 +103,6 @@ func newQualityTracker() *qualityTracker {
 	}
 }
 
-// pinsChanged replaces setGauge after every pin, drain to 0 and release: the pinned-groups
-// gauge and the per-domain held gauge.
-func (pl *GangPack) pinsChanged() {
-	pl.setGauge()
-	quality.refreshHeld(pl.store)
-}
-
 // refreshHeld sets domain_held from the pin store.
 func (q *qualityTracker) refreshHeld(store *placement.Store) {
 	q.mu.Lock()
@@ -138,23 +132,6 @@ func (q *qualityTracker) refreshHeldLocked(store *placement.Store) {
 		domainHeld.WithLabelValues(ref.Key, ref.Value).Set(v)
 		q.held[ref] = struct{}{}
 	}
-}
-
-// planAll is the planning over every snapshot node (P8 without pin or placed members, P9
-// re-plan); it also records the quality gauges of that planning.
-func (p *planner) planAll() map[string]*topology.DomainPlan {
-	nodes := p.topologyNodes(p.all)
-	if p.domainNodes == nil {
-		// nodesFn's index, from the labelled nodes just translated: no second pass over the
-		// snapshot's label maps (at 5,000 nodes that pass was a fifth of PreFilter).
-		p.domainNodes = map[string][]string{}
-		for i := range nodes {
-			p.domainNodes[nodes[i].Domain] = append(p.domainNodes[nodes[i].Domain], nodes[i].Name)
-		}
-	}
-	plans := topology.Plan(&p.gang, nodes)
-	p.recordQuality(nodes)
-	return plans
 }
 
 // recordQuality sets member_room, largest_placeable_gang and stranded_capacity for the gang's
@@ -295,10 +272,7 @@ func (q *qualityTracker) pruneParked(pending func(gang string) bool) {
 
 // gangPending reports whether the gang still has live unbound members (true when unknown).
 func (pl *GangPack) gangPending(gang string) bool {
-	if pl.members == nil {
-		return true
-	}
-	ns, name := splitKey(gang)
+	ns, name, _ := cache.SplitMetaNamespaceKey(gang)
 	pods, err := pl.members.liveUnbound(ns, name, "")
 	return err != nil || len(pods) > 0
 }
@@ -327,7 +301,7 @@ func primaryResource(shapes []topology.Resources) (string, bool) {
 	best, bestQ := "", int64(0)
 	for _, s := range shapes {
 		for r, q := range s {
-			if q <= 0 || !isExtendedResource(r) {
+			if q <= 0 || !v1helper.IsExtendedResourceName(v1.ResourceName(r)) {
 				continue
 			}
 			if q > bestQ || (q == bestQ && r < best) {
@@ -336,13 +310,6 @@ func primaryResource(shapes []topology.Resources) (string, bool) {
 		}
 	}
 	return best, best != ""
-}
-
-// isExtendedResource: a domain-prefixed resource name outside the kubernetes.io namespaces
-// (nvidia.com/gpu, example.com/gpu), not a native resource (cpu, memory, hugepages-*,
-// ephemeral-storage) nor a quota "requests." name.
-func isExtendedResource(name string) bool {
-	return strings.Contains(name, "/") && !strings.Contains(name, "kubernetes.io/") && !strings.HasPrefix(name, "requests.")
 }
 
 // freeUnits sums allocatable − requested of resource (clamped at 0 per node) per domain.
@@ -373,34 +340,12 @@ func strandedUnits(rooms map[string]int, free map[string]int64, threshold int) i
 	return sum
 }
 
-// formedStateKey marks, in CycleState, the member whose Reserve drained the commitment to 0.
-const formedStateKey fwk.StateKey = "gangpack.formed"
-
-type formedState struct{}
-
-func (s *formedState) Clone() fwk.StateData { return s }
-
-// markFormed is the Reserve hook for a drain that committed the gang.
-func markFormed(cs fwk.CycleState) {
-	if cs != nil {
-		cs.Write(formedStateKey, &formedState{})
-	}
-}
-
-func formed(cs fwk.CycleState) bool {
-	if cs == nil {
-		return false
-	}
-	_, err := cs.Read(formedStateKey)
-	return err == nil
-}
-
 // gangAdmitted is the Permit hook after an admit. Only the member that completed the gang
 // (once per attempt) counts: surplus members and adoptions that were committed at once do not.
 // It verifies from the scheduling snapshot that every placed member of the gang, the current
 // one on nodeName included, sits in the pinned domain, and observes the formation duration.
 func (pl *GangPack) gangAdmitted(logger klog.Logger, cs fwk.CycleState, pod *v1.Pod, pin *pinState, nodeName string) {
-	if !formed(cs) || pl.handle == nil {
+	if !formed(cs) {
 		return
 	}
 	placed := pl.placedDomains(pod, pin, nodeName)
@@ -451,9 +396,6 @@ func placementOutcome(placed map[string]string, pinned string) string {
 // formationStart is the creation time of the gang's minMember-th oldest live member (the
 // newest when fewer exist).
 func (pl *GangPack) formationStart(g gangInfo) (time.Time, bool) {
-	if pl.members == nil {
-		return time.Time{}, false
-	}
 	pods, err := pl.members.list(g.Namespace, g.Name)
 	if err != nil {
 		return time.Time{}, false

@@ -72,18 +72,6 @@ func TestPrimaryResource(t *testing.T) {
 	}
 }
 
-func TestIsExtendedResource(t *testing.T) {
-	for name, want := range map[string]bool{
-		"nvidia.com/gpu": true, "example.com/gpu": true, "cpu": false, "memory": false,
-		"ephemeral-storage": false, "hugepages-1Gi": false, "pods": false,
-		"kubernetes.io/something": false, "node.kubernetes.io/x": false, "requests.nvidia.com/gpu": false,
-	} {
-		if got := isExtendedResource(name); got != want {
-			t.Errorf("isExtendedResource(%q) = %v, want %v", name, got, want)
-		}
-	}
-}
-
 func TestFreeAndStrandedUnits(t *testing.T) {
 	nodes := []topology.Node{gpuNode("a0", "a", 3, true), gpuNode("a1", "a", -1, true), gpuNode("b0", "b", 0, false), gpuNode("u", "", 5, true)}
 	if got, want := freeUnits(nodes, gpu), map[string]int64{"a": 3, "b": 0}; !reflect.DeepEqual(got, want) {

@@ -15,20 +15,25 @@ const (
 	causePodGroupMissing = "podgroup_missing"
 	causeOwnerChange     = "owner_change"
 	causeTopologyChange  = "topology_change"
+	// causeStalePin: the pinned domain vanished or lost its room, or a placed member's node
+	// left it, while members waited.
+	causeStalePin = "stale_pin"
+	// causeMinMemberChange: the PodGroup's minMember changed while the gang formed.
+	causeMinMemberChange = "min_member_change"
+	// causeExpired: a hold reached the gang's effective timeout.
+	causeExpired = "expired"
 )
 
 // unwindResult reports an unwind release.
 type unwindResult struct {
-	released   bool
-	commitment placement.Commitment
-	newFailed  bool
-	rejected   int
+	released  bool
+	newFailed bool
+	rejected  int
 }
 
-// unwind is placement.md §12's unwind release: drop the gang's commitment if id owns it
-// (placement.AnyID = whatever the owner), optionally remember its domain as failed, and
-// reject the waiters of that attempt, all under the store lock; then count, set the gauge,
-// wake reservation-blocked pods and log.
+// unwind drops the gang's commitment if id owns it (placement.AnyID = whatever the owner),
+// optionally remembers its domain as failed, and rejects the waiters of that attempt, all
+// under the store lock; then counts, wakes reservation-blocked pods and logs.
 func (pl *GangPack) unwind(logger klog.Logger, gang string, id uint64, cause string, markFailed bool) unwindResult {
 	var res unwindResult
 	c, ok := pl.store.Release(gang, id, func(c placement.Commitment) {
@@ -40,57 +45,53 @@ func (pl *GangPack) unwind(logger klog.Logger, gang string, id uint64, cause str
 	if !ok {
 		return res
 	}
-	res.released, res.commitment = true, c
-	unwindTotal.Inc()
-	pl.pinsChanged()
-	logger.V(4).Info("gangpack.unwind", "gang", gang, "domain", c.Domain, "cause", cause, "rejectedWaiters", res.rejected)
-	pl.wakeBlocked(logger)
+	res.released = true
+	pl.unwound(logger, c, cause, res.rejected)
 	return res
 }
 
-// releaseSilently is the silent release (P7, P9): no waiter rejection, no unwind count.
-func (pl *GangPack) releaseSilently(logger klog.Logger, gang string, id uint64) bool {
-	if _, ok := pl.store.Release(gang, id, nil); !ok {
-		return false
-	}
-	pl.pinsChanged()
+// unwound is what follows every unwind release: count, log, wake the blocked pods.
+func (pl *GangPack) unwound(logger klog.Logger, c placement.Commitment, cause string, rejected int) {
+	unwindTotal.Inc()
+	logger.V(4).Info("gangpack.unwind", "gang", c.Gang, "domain", c.Domain, "cause", cause, "rejectedWaiters", rejected)
 	pl.wakeBlocked(logger)
-	return true
 }
 
-// rejectWaiters rejects the framework's waiting pods of gang that wait under attempt id.
-func (pl *GangPack) rejectWaiters(gang string, id uint64) int {
-	if pl.handle == nil {
-		return 0
+// releaseSilently is the silent release of a pin nobody waits under: no waiter rejection, no
+// unwind count.
+func (pl *GangPack) releaseSilently(logger klog.Logger, gang string, id uint64) {
+	if _, ok := pl.store.Release(gang, id, nil); ok {
+		pl.wakeBlocked(logger)
 	}
-	n := 0
-	msg := msgUnwound(gang)
+}
+
+// forEachWaiter calls f for every framework waiting pod of gang that waits under attempt id.
+func (pl *GangPack) forEachWaiter(gang string, id uint64, f func(fwk.WaitingPod)) {
 	pl.handle.IterateOverWaitingPods(func(wp fwk.WaitingPod) {
 		p := wp.GetPod()
 		if key, _, ok := gangOf(p); !ok || key != gang {
 			return
 		}
 		if got, ok := pl.attempts.get(podKey(p)); ok && got == id {
-			wp.Reject(Name, msg)
-			n++
+			f(wp)
 		}
+	})
+}
+
+// rejectWaiters rejects the waiting pods of gang's attempt id and returns how many.
+func (pl *GangPack) rejectWaiters(gang string, id uint64) int {
+	n := 0
+	msg := msgUnwound(gang)
+	pl.forEachWaiter(gang, id, func(wp fwk.WaitingPod) {
+		wp.Reject(Name, msg)
+		n++
 	})
 	return n
 }
 
-// hasWaiters reports whether any framework waiting pod of gang waits under attempt id.
+// hasWaiters reports whether any waiting pod of gang waits under attempt id.
 func (pl *GangPack) hasWaiters(gang string, id uint64) bool {
-	if pl.handle == nil {
-		return false
-	}
 	found := false
-	pl.handle.IterateOverWaitingPods(func(wp fwk.WaitingPod) {
-		p := wp.GetPod()
-		if key, _, ok := gangOf(p); ok && key == gang {
-			if got, ok := pl.attempts.get(podKey(p)); ok && got == id {
-				found = true
-			}
-		}
-	})
+	pl.forEachWaiter(gang, id, func(fwk.WaitingPod) { found = true })
 	return found
 }

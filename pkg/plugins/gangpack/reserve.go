@@ -6,12 +6,10 @@ import (
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
-
-	"github.com/moirai-internal/ome-scheduler/pkg/placement"
 )
 
-// Reserve pins a deferred plan to the selected node's domain, then drains the commitment
-// (placement.md §8).
+// Reserve records the member's node, pins a deferred plan to the selected node's domain, then
+// drains the commitment; the drain that commits the gang lifts its hold.
 func (pl *GangPack) Reserve(ctx context.Context, cs fwk.CycleState, pod *v1.Pod, nodeName string) *fwk.Status {
 	logger := klog.FromContext(ctx)
 	if _, _, member := gangOf(pod); member {
@@ -30,39 +28,13 @@ func (pl *GangPack) Reserve(ctx context.Context, cs fwk.CycleState, pod *v1.Pod,
 	}
 	if r := pl.store.Drain(pin.Gang.Key, pin.ID); r.Committed {
 		markFormed(cs)
-		pl.pinsChanged()
 		pl.failed.Clear(pin.Gang.owner())
 		pl.wakeBlocked(logger)
 	}
 	return nil
 }
 
-func (pl *GangPack) pinDeferred(logger klog.Logger, cs fwk.CycleState, pod *v1.Pod, plan *deferredState, nodeName string) (*pinState, *fwk.Status) {
-	domain := ""
-	if pl.handle != nil {
-		if ni, err := pl.handle.SnapshotSharedLister().NodeInfos().Get(nodeName); err == nil && ni.Node() != nil {
-			domain = ni.Node().Labels[plan.Gang.TopologyKey]
-		}
-	}
-	dp, ok := plan.Planned[domain]
-	if !ok || dp.Room < plan.Need {
-		return nil, fwk.NewStatus(fwk.Error, msgOutsideDeferredPlan)
-	}
-	c, outcome := pl.store.Pin(placement.PinRequest{Gang: plan.Gang.Key, Owner: plan.Gang.UID, Key: plan.Gang.TopologyKey,
-		Domain: domain, Nodes: dp.Nodes, Remaining: plan.Need, SoleFit: len(plan.Planned) < 2})
-	if outcome != placement.Pinned {
-		return nil, fwk.NewStatus(fwk.Error, msgDomainUnavailable)
-	}
-	countPin(pinPinnedAfterFilter)
-	pl.pinsChanged()
-	pin := &pinState{Gang: plan.Gang, Domain: domain, ID: c.ID, SoleFit: c.SoleFit}
-	cs.Write(pinStateKey, pin)
-	logger.V(4).Info("gangpack.pinGang.result", "pod", klog.KObj(pod), "gang", plan.Gang.Key, "topologyKey", plan.Gang.TopologyKey,
-		"domain", domain, "source", pinPinnedAfterFilter, "need", plan.Need, "remaining", c.Remaining, "candidates", len(dp.Candidates))
-	return pin, nil
-}
-
-// Unreserve unwinds the member's attempt (placement.md §10). Idempotent: siblings rejected by
+// Unreserve unwinds the member's attempt. Idempotent: siblings rejected by
 // the unwind come back here with an id that no longer owns anything.
 func (pl *GangPack) Unreserve(ctx context.Context, cs fwk.CycleState, pod *v1.Pod, _ string) {
 	if pin := readPin(cs); pin != nil {
@@ -70,4 +42,23 @@ func (pl *GangPack) Unreserve(ctx context.Context, cs fwk.CycleState, pod *v1.Po
 	}
 	pl.attempts.forget(podKey(pod))
 	pl.reserved.forget(pod.UID)
+}
+
+// formedStateKey marks, in CycleState, the member whose Reserve drained the commitment to 0.
+const formedStateKey fwk.StateKey = "gangpack.formed"
+
+type formedState struct{}
+
+func (s *formedState) Clone() fwk.StateData { return s }
+
+// markFormed is the Reserve hook for a drain that committed the gang.
+func markFormed(cs fwk.CycleState) {
+	if cs != nil {
+		cs.Write(formedStateKey, &formedState{})
+	}
+}
+
+func formed(cs fwk.CycleState) bool {
+	_, ok := readState[*formedState](cs, formedStateKey)
+	return ok
 }

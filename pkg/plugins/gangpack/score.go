@@ -7,7 +7,10 @@ import (
 	fwk "k8s.io/kube-scheduler/framework"
 )
 
-// packState holds raw scores by domain (CycleState gangpack.domainpack): Score reads a
+// packStateKey holds the raw scores by domain, written by PreScore, read by Score.
+const packStateKey fwk.StateKey = "gangpack.domainpack"
+
+// packState holds raw scores by domain: Score reads a
 // node's domain label and looks its domain up, so PreScore touches each feasible node once
 // and allocates per domain, not per node.
 type packState struct {
@@ -81,11 +84,7 @@ func (pl *GangPack) preScoreDeferred(cs fwk.CycleState, plan *deferredState, nod
 
 // Score returns the raw score computed at PreScore.
 func (pl *GangPack) Score(_ context.Context, cs fwk.CycleState, _ *v1.Pod, ni fwk.NodeInfo) (int64, *fwk.Status) {
-	d, err := cs.Read(packStateKey)
-	if err != nil {
-		return 0, nil
-	}
-	s, ok := d.(*packState)
+	s, ok := readState[*packState](cs, packStateKey)
 	if !ok || ni.Node() == nil {
 		return 0, nil
 	}

@@ -10,7 +10,7 @@ import (
 )
 
 func TestSignPod(t *testing.T) {
-	pl := newPlugin(&Args{}, nil)
+	pl := newWorld(t, nil, nil, nil).pl
 	standalone := &v1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "a", Labels: map[string]string{"app": "x"}}}
 	frags, st := pl.SignPod(context.Background(), standalone)
 	if !st.IsSuccess() || len(frags) != 1 || frags[0].Key != standaloneSignKey || frags[0].Value != true {

@@ -5,59 +5,7 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	fwk "k8s.io/kube-scheduler/framework"
-
-	"github.com/moirai-internal/ome-scheduler/pkg/topology"
 )
-
-// CycleState keys.
-const (
-	pinStateKey      fwk.StateKey = "gangpack.pin"
-	deferredStateKey fwk.StateKey = "gangpack.deferred-pin"
-	packStateKey     fwk.StateKey = "gangpack.domainpack"
-)
-
-// pinState is the cycle pin: this member goes to Domain under attempt ID.
-type pinState struct {
-	Gang    gangInfo
-	Domain  string
-	ID      uint64
-	SoleFit bool
-}
-
-func (s *pinState) Clone() fwk.StateData { return s }
-
-// deferredState is a deferred plan: candidate domains chosen before the spread filter ran.
-type deferredState struct {
-	Gang    gangInfo
-	Need    int
-	Planned map[string]*topology.DomainPlan
-}
-
-func (s *deferredState) Clone() fwk.StateData { return s }
-
-func readPin(cs fwk.CycleState) *pinState {
-	if cs == nil {
-		return nil
-	}
-	d, err := cs.Read(pinStateKey)
-	if err != nil {
-		return nil
-	}
-	p, _ := d.(*pinState)
-	return p
-}
-
-func readDeferred(cs fwk.CycleState) *deferredState {
-	if cs == nil {
-		return nil
-	}
-	d, err := cs.Read(deferredStateKey)
-	if err != nil {
-		return nil
-	}
-	p, _ := d.(*deferredState)
-	return p
-}
 
 // attemptMap records, per pod, the attempt id it waits under at Permit.
 type attemptMap struct {
@@ -171,4 +119,18 @@ func (s *keySet) keys() []string {
 		out = append(out, k)
 	}
 	return out
+}
+
+// readState returns the CycleState entry under key if it has type T.
+func readState[T fwk.StateData](cs fwk.CycleState, key fwk.StateKey) (T, bool) {
+	var zero T
+	if cs == nil {
+		return zero, false
+	}
+	d, err := cs.Read(key)
+	if err != nil {
+		return zero, false
+	}
+	t, ok := d.(T)
+	return t, ok
 }

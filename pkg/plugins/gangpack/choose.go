@@ -1,0 +1,287 @@
+package gangpack
+
+import (
+	"slices"
+
+	"k8s.io/apimachinery/pkg/util/sets"
+	"k8s.io/klog/v2"
+	fwk "k8s.io/kube-scheduler/framework"
+
+	"github.com/moirai-internal/ome-scheduler/pkg/placement"
+	"github.com/moirai-internal/ome-scheduler/pkg/topology"
+)
+
+// choose is the last planning step: it plans the gang over the node set its situation allows
+// (the pinned domain, the placed members' domain, or every node) and narrows the framework to
+// the candidates of the chosen domain.
+func (p *planner) choose(cs fwk.CycleState, c *placement.Commitment) (*fwk.PreFilterResult, *fwk.Status) {
+	p.buildGang()
+	if c != nil {
+		plans := p.planOver(p.nodesOfDomain(c.Key, c.Domain))
+		p.logEnter(plans, c.Domain)
+		d, stale := p.staleByRoom(*c, plans)
+		if !stale {
+			if dp := plans[c.Domain]; len(p.placed) > 0 && dp.Room < p.need {
+				return nil, fwk.NewStatus(fwk.Unschedulable, msgPinnedShort(c.Domain, p.info.Key, dp.Room, p.need))
+			}
+			return p.narrow(cs, plans, *c, "existing")
+		}
+		if st := p.pl.dropPin(p.logger, *c, d); st != nil {
+			return nil, st
+		}
+	}
+	if len(p.placed) > 0 {
+		plans := p.planOver(p.nodesOfDomain(p.info.TopologyKey, p.placed[0].domain))
+		p.logEnter(plans, "")
+		return p.adopt(cs, plans)
+	}
+	plans := p.planAll()
+	p.logEnter(plans, "")
+	if hardSpread(p.pod) {
+		return p.deferredPlan(cs, plans)
+	}
+	return p.bestFit(cs, plans)
+}
+
+func (p *planner) logEnter(plans map[string]*topology.DomainPlan, pinnedDomain string) {
+	if v := p.logger.V(4); v.Enabled() { // the room map is built only when it is logged
+		v.Info("gangpack.pinGang.enter", "pod", klog.KObj(p.pod), "gang", p.info.Key, "topologyKey", p.info.TopologyKey,
+			"need", p.need, "placed", len(p.placed), "pinnedDomain", pinnedDomain, "room", topology.Rooms(plans))
+	}
+}
+
+// buildGang groups the templates into shapes for the planner.
+func (p *planner) buildGang() {
+	index := map[string]int{}
+	g := topology.Gang{Need: p.need, Apart: apart(p.templates)}
+	for i, t := range p.templates {
+		k := shapeKey(t)
+		s, ok := index[k]
+		if !ok {
+			s = len(g.Shapes)
+			index[k] = s
+			f := newPodFit(t)
+			p.shapeFits = append(p.shapeFits, f)
+			for r := range f.request {
+				if !slices.Contains(p.resources, r) {
+					p.resources = append(p.resources, r)
+				}
+			}
+			g.Shapes = append(g.Shapes, f.request)
+			g.Siblings = append(g.Siblings, 0)
+		}
+		if i == 0 {
+			g.Current = s
+		} else {
+			g.Siblings[s]++
+		}
+	}
+	p.gang = g
+}
+
+// nodesOfDomain returns the snapshot nodes whose label key has value domain.
+func (p *planner) nodesOfDomain(key, domain string) []fwk.NodeInfo {
+	var out []fwk.NodeInfo
+	for _, ni := range p.all {
+		if n := ni.Node(); n != nil && domain != "" && n.Labels[key] == domain {
+			out = append(out, ni)
+		}
+	}
+	return out
+}
+
+// planOver computes the per-domain plans over a node set under the gang's topology key.
+func (p *planner) planOver(set []fwk.NodeInfo) map[string]*topology.DomainPlan {
+	return topology.Plan(&p.gang, p.topologyNodes(set))
+}
+
+// planAll plans over every snapshot node and records the quality gauges of that planning.
+func (p *planner) planAll() map[string]*topology.DomainPlan {
+	nodes := p.topologyNodes(p.all)
+	if p.domainNodes == nil {
+		// nodesFn's index, from the labelled nodes just translated: no second pass over the
+		// snapshot's label maps.
+		p.domainNodes = domainIndex(nodes)
+	}
+	plans := topology.Plan(&p.gang, nodes)
+	p.recordQuality(nodes)
+	return plans
+}
+
+// domainIndex maps each domain to its nodes' names.
+func domainIndex(nodes []topology.Node) map[string][]string {
+	out := map[string][]string{}
+	for i := range nodes {
+		out[nodes[i].Domain] = append(out[nodes[i].Domain], nodes[i].Name)
+	}
+	return out
+}
+
+// topologyNodes translates the labelled nodes of set for the planner.
+func (p *planner) topologyNodes(set []fwk.NodeInfo) []topology.Node {
+	tn := make([]topology.Node, 0, len(set))
+	for _, ni := range set {
+		node := ni.Node()
+		if node == nil {
+			continue
+		}
+		d := node.Labels[p.info.TopologyKey]
+		if d == "" {
+			continue
+		}
+		free, freePods := nodeFreeOf(ni, p.resources)
+		fits := make([]bool, len(p.shapeFits))
+		for s, f := range p.shapeFits {
+			fits[s] = f.fits(ni, free, freePods)
+		}
+		tn = append(tn, topology.Node{Name: node.Name, Domain: d, Free: free, FreePods: freePods, Fits: fits})
+	}
+	return tn
+}
+
+// nodesFn returns node names of a domain over all snapshot nodes under the gang's key.
+func (p *planner) nodesFn() func(string) []string {
+	if p.domainNodes == nil {
+		p.domainNodes = map[string][]string{}
+		for _, ni := range p.all {
+			if n := ni.Node(); n != nil {
+				if d := n.Labels[p.info.TopologyKey]; d != "" {
+					p.domainNodes[d] = append(p.domainNodes[d], n.Name)
+				}
+			}
+		}
+	}
+	return func(d string) []string { return p.domainNodes[d] }
+}
+
+// narrow restricts the framework to the candidates of the pinned domain.
+func (p *planner) narrow(cs fwk.CycleState, plans map[string]*topology.DomainPlan, c placement.Commitment, source string) (*fwk.PreFilterResult, *fwk.Status) {
+	dp := plans[c.Domain]
+	if dp == nil || len(dp.Candidates) == 0 {
+		return nil, fwk.NewStatus(fwk.Unschedulable, msgNoFeasibleNode(c.Domain, p.info.Key))
+	}
+	cs.Write(pinStateKey, &pinState{Gang: p.info, Domain: c.Domain, ID: c.ID, SoleFit: c.SoleFit})
+	p.logger.V(4).Info("gangpack.pinGang.result", "pod", klog.KObj(p.pod), "gang", p.info.Key, "topologyKey", c.Key,
+		"domain", c.Domain, "source", source, "need", p.need, "remaining", c.Remaining, "candidates", len(dp.Candidates))
+	return &fwk.PreFilterResult{NodeNames: sets.New(dp.Candidates...)}, nil
+}
+
+// bestFit pins the domain with the least room that fits the gang, skipping domains held by
+// other gangs and (until the lap wraps) the gang's failed domains.
+func (p *planner) bestFit(cs fwk.CycleState, plans map[string]*topology.DomainPlan) (*fwk.PreFilterResult, *fwk.Status) {
+	pl, info := p.pl, p.info
+	rooms := topology.Rooms(plans)
+	failed := pl.failed.Values(info.owner(), info.TopologyKey)
+	req := placement.ChooseRequest{Gang: info.Key, Owner: info.UID, Key: info.TopologyKey, Need: p.need,
+		MinMember: info.MinMember, Nodes: p.nodesFn(), Rank: p.softSpreadRank()}
+	req.Rooms = without(rooms, failed)
+	res := pl.store.Choose(req)
+	if !res.OK && !res.Existing && len(req.Rooms) < len(rooms) {
+		pl.failed.Clear(info.owner()) // the lap wraps
+		failed = nil
+		req.Rooms = rooms
+		res = pl.store.Choose(req)
+	}
+	if res.OK {
+		if !res.Existing {
+			countPin(pinPinned)
+			pl.pinned(res.Commitment, info)
+		}
+		return p.narrow(cs, plans, res.Commitment, "pinned")
+	}
+	return nil, p.noFit(rooms, failed, "")
+}
+
+// noFit returns "no domain has room", with the reserved suffix when capacity exists but every
+// fitting domain is held, counting and logging the decision. reason overrides the logged
+// reason when non-empty.
+func (p *planner) noFit(rooms map[string]int, failed map[string]struct{}, reason string) *fwk.Status {
+	key := p.info.Key
+	p.parked()
+	if _, ok := topology.BestFit(rooms, p.need); ok {
+		p.park()
+		countPin(pinReserved)
+		p.logNoFit(rooms, failed, "reserved")
+		return fwk.NewStatus(fwk.Unschedulable, msgNoRoomReserved(key))
+	}
+	countPin(pinNoFit)
+	if reason == "" {
+		reason = "capacity"
+	}
+	p.logNoFit(rooms, failed, reason)
+	if d, room, ok := topology.Largest(rooms); ok {
+		return fwk.NewStatus(fwk.Unschedulable, msgNoRoomBest(key, d, room, p.need))
+	}
+	return fwk.NewStatus(fwk.Unschedulable, msgNoRoomNoLabel(key, p.info.TopologyKey))
+}
+
+func (p *planner) logNoFit(rooms map[string]int, failed map[string]struct{}, reason string) {
+	p.logger.V(4).Info("gangpack.pinGang.no_fit", "pod", klog.KObj(p.pod), "gang", p.info.Key, "topologyKey", p.info.TopologyKey,
+		"need", p.need, "room", rooms, "failedDomains", sets.List(sets.KeySet(failed)), "reason", reason)
+}
+
+// adopt pins the domain the placed members already sit in. While that domain lacks room the
+// pin holds it, so the room freed there goes to this gang; once such a hold has expired (the
+// domain is a failed domain of the gang), the gang waits for room without holding again.
+func (p *planner) adopt(cs fwk.CycleState, plans map[string]*topology.DomainPlan) (*fwk.PreFilterResult, *fwk.Status) {
+	pl, info := p.pl, p.info
+	d := p.placed[0].domain
+	room := 0
+	if dp := plans[d]; dp != nil {
+		room = dp.Room
+	}
+	if room < p.need && pl.failed.Has(info.owner(), placement.DomainRef{Key: info.TopologyKey, Value: d}) {
+		return nil, fwk.NewStatus(fwk.Unschedulable, msgAdoptedShort(d, info.Key, room, p.need))
+	}
+	remaining := max(info.MinMember-len(p.placed), 0)
+	c, outcome := pl.store.Pin(placement.PinRequest{Gang: info.Key, Owner: info.UID, Key: info.TopologyKey, Domain: d,
+		Nodes: p.nodesFn()(d), Remaining: remaining, SoleFit: true, MinMember: info.MinMember})
+	switch outcome {
+	case placement.HeldByOther:
+		p.park()
+		countPin(pinReserved)
+		p.logger.V(4).Info("gangpack.pinGang.adopt_blocked", "pod", klog.KObj(p.pod), "gang", info.Key, "domain", d)
+		return nil, fwk.NewStatus(fwk.Unschedulable, msgAdoptReserved(d, info.Key))
+	case placement.Pinned:
+		countPin(pinAdopted)
+		pl.pinned(c, info)
+	}
+	if room < p.need {
+		return nil, fwk.NewStatus(fwk.Unschedulable, msgAdoptedShort(d, info.Key, room, p.need))
+	}
+	return p.narrow(cs, plans, c, "adopted")
+}
+
+// without returns rooms minus the excluded domains.
+func without(rooms map[string]int, excluded map[string]struct{}) map[string]int {
+	if len(excluded) == 0 {
+		return rooms
+	}
+	out := make(map[string]int, len(rooms))
+	for d, r := range rooms {
+		if _, ok := excluded[d]; !ok {
+			out[d] = r
+		}
+	}
+	return out
+}
+
+// pinStateKey holds the cycle's pin, written by narrow (and by Reserve for a deferred plan).
+const pinStateKey fwk.StateKey = "gangpack.pin"
+
+// pinState is the cycle pin: this member goes to Domain under attempt ID. Absent for
+// standalone pods and for a spread anchor until Reserve pins its deferred plan.
+type pinState struct {
+	Gang    gangInfo
+	Domain  string
+	ID      uint64
+	SoleFit bool
+}
+
+func (s *pinState) Clone() fwk.StateData { return s }
+
+// readPin returns the cycle's pin, nil when the pod has none.
+func readPin(cs fwk.CycleState) *pinState {
+	p, _ := readState[*pinState](cs, pinStateKey)
+	return p
+}

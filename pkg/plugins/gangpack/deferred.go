@@ -1,0 +1,98 @@
+package gangpack
+
+import (
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/sets"
+	"k8s.io/klog/v2"
+	fwk "k8s.io/kube-scheduler/framework"
+
+	"github.com/moirai-internal/ome-scheduler/pkg/placement"
+	"github.com/moirai-internal/ome-scheduler/pkg/topology"
+)
+
+// A member with a hard (DoNotSchedule) topology spread constraint — a spread anchor — does not
+// pin at PreFilter: PreFilter plans every domain that fits the gang and lets the framework's
+// filters (PodTopologySpread among them) choose the node; Reserve then pins the domain of
+// that node.
+
+// deferredStateKey holds the deferred plan, written by deferredPlan, read by Reserve and
+// PreScore.
+const deferredStateKey fwk.StateKey = "gangpack.deferred-pin"
+
+// deferredState is a deferred plan: candidate domains chosen before the spread filter ran.
+type deferredState struct {
+	Gang    gangInfo
+	Need    int
+	Planned map[string]*topology.DomainPlan
+}
+
+func (s *deferredState) Clone() fwk.StateData { return s }
+
+func readDeferred(cs fwk.CycleState) *deferredState {
+	d, _ := readState[*deferredState](cs, deferredStateKey)
+	return d
+}
+
+// deferredPlan plans the candidate domains of a spread anchor without pinning.
+func (p *planner) deferredPlan(cs fwk.CycleState, plans map[string]*topology.DomainPlan) (*fwk.PreFilterResult, *fwk.Status) {
+	pl, info := p.pl, p.info
+	rooms := topology.Rooms(plans)
+	eff := pl.store.Effective(info.Key, info.TopologyKey, rooms, p.nodesFn())
+	failed := pl.failed.Values(info.owner(), info.TopologyKey)
+	eff1 := without(eff, failed)
+	if topology.CountFitting(eff1, p.need) == 0 && len(eff1) < len(eff) {
+		pl.failed.Clear(info.owner())
+		failed = nil
+		eff1 = eff
+	}
+	planned := map[string]*topology.DomainPlan{}
+	cands := sets.New[string]()
+	for d, room := range eff1 {
+		if room >= p.need {
+			planned[d] = plans[d]
+			cands.Insert(plans[d].Candidates...)
+		}
+	}
+	if len(planned) == 0 {
+		return nil, p.noFit(rooms, failed, "")
+	}
+	if cands.Len() == 0 {
+		countPin(pinNoFit)
+		p.logNoFit(rooms, failed, "no_candidates")
+		return nil, fwk.NewStatus(fwk.Unschedulable, msgNoCandidates(info.Key, len(planned)))
+	}
+	cs.Write(deferredStateKey, &deferredState{Gang: info, Need: p.need, Planned: planned})
+	if v := p.logger.V(4); v.Enabled() {
+		plannedRooms := make(map[string]int, len(planned))
+		for d, dp := range planned {
+			plannedRooms[d] = dp.Room
+		}
+		v.Info("gangpack.pinGang.deferred", "pod", klog.KObj(p.pod), "gang", info.Key, "need", p.need,
+			"planned", plannedRooms, "candidates", cands.Len())
+	}
+	return &fwk.PreFilterResult{NodeNames: cands}, nil
+}
+
+// pinDeferred pins the deferred plan to the domain of the node the filters left (Reserve).
+func (pl *GangPack) pinDeferred(logger klog.Logger, cs fwk.CycleState, pod *v1.Pod, plan *deferredState, nodeName string) (*pinState, *fwk.Status) {
+	domain := ""
+	if ni, err := pl.handle.SnapshotSharedLister().NodeInfos().Get(nodeName); err == nil && ni.Node() != nil {
+		domain = ni.Node().Labels[plan.Gang.TopologyKey]
+	}
+	dp, ok := plan.Planned[domain]
+	if !ok || dp.Room < plan.Need {
+		return nil, fwk.NewStatus(fwk.Error, msgOutsideDeferredPlan)
+	}
+	c, outcome := pl.store.Pin(placement.PinRequest{Gang: plan.Gang.Key, Owner: plan.Gang.UID, Key: plan.Gang.TopologyKey,
+		Domain: domain, Nodes: dp.Nodes, Remaining: plan.Need, SoleFit: len(plan.Planned) < 2, MinMember: plan.Gang.MinMember})
+	if outcome != placement.Pinned {
+		return nil, fwk.NewStatus(fwk.Error, msgDomainUnavailable)
+	}
+	countPin(pinPinnedAfterFilter)
+	pl.pinned(c, plan.Gang)
+	pin := &pinState{Gang: plan.Gang, Domain: domain, ID: c.ID, SoleFit: c.SoleFit}
+	cs.Write(pinStateKey, pin)
+	logger.V(4).Info("gangpack.pinGang.result", "pod", klog.KObj(pod), "gang", plan.Gang.Key, "topologyKey", plan.Gang.TopologyKey,
+		"domain", domain, "source", pinPinnedAfterFilter, "need", plan.Need, "remaining", c.Remaining, "candidates", len(dp.Candidates))
+	return pin, nil
+}

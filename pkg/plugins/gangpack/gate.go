@@ -1,0 +1,84 @@
+package gangpack
+
+import (
+	"sort"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/klog/v2"
+	fwk "k8s.io/kube-scheduler/framework"
+)
+
+// gate decides whether the gang may be planned now: its placed members are in one domain,
+// all its members exist, and the pod does not wait for a sibling it must follow. It returns
+// the status that parks the pod, or nil.
+func (p *planner) gate() *fwk.Status {
+	key := p.info.Key
+	if p.split() {
+		countSplitRefused()
+		return fwk.NewStatus(fwk.UnschedulableAndUnresolvable, msgSplit(key))
+	}
+	if st := p.collectTemplates(); st != nil {
+		return st
+	}
+	placedPods := p.placedPods()
+	if s := waitsForSibling(p.pod, p.templates[1:], placedPods); s != nil {
+		p.logger.V(4).Info("gangpack.pinGang.sibling_wait", "pod", klog.KObj(p.pod), "gang", key, "sibling", klog.KObj(s))
+		return fwk.NewStatus(fwk.Unschedulable, msgSiblingWait(s.Namespace, s.Name))
+	}
+	if a := p.spreadAnchorFirst(placedPods); a != nil {
+		p.logger.V(4).Info("gangpack.pinGang.spread_anchor_wait", "pod", klog.KObj(p.pod), "gang", key, "anchor", klog.KObj(a))
+		return fwk.NewStatus(fwk.Unschedulable, msgAnchorWait(a.Namespace, a.Name))
+	}
+	return nil
+}
+
+// spreadAnchorFirst returns the gang's first unplaced hard-spread anchor when the pod is not
+// an anchor itself and that anchor could be placed now: the anchor chooses the domain.
+func (p *planner) spreadAnchorFirst(placedPods []*v1.Pod) *v1.Pod {
+	if hardSpread(p.pod) {
+		return nil
+	}
+	for _, t := range p.templates[1:] {
+		if !hardSpread(t) {
+			continue
+		}
+		if waitsForSibling(t, p.templates, placedPods) == nil {
+			return t
+		}
+		return nil
+	}
+	return nil
+}
+
+// collectTemplates sets need and the templates (the pod first, then the gang's other live
+// unplaced members by name), parks the pod until the gang has all its members, and wakes the
+// gang once it has.
+func (p *planner) collectTemplates() *fwk.Status {
+	pl, info := p.pl, p.info
+	p.need = max(info.MinMember-len(p.placed), 1)
+	pods, err := pl.members.list(info.Namespace, info.Name)
+	if err != nil {
+		return fwk.AsStatus(err)
+	}
+	others := make([]*v1.Pod, 0, len(pods))
+	for _, q := range pods {
+		if q.Name == p.pod.Name || !live(q) || q.Spec.NodeName != "" {
+			continue
+		}
+		if _, placed := p.placedSet[q.Name]; placed {
+			continue
+		}
+		others = append(others, q)
+	}
+	sort.Slice(others, func(i, j int) bool { return others[i].Name < others[j].Name })
+	p.templates = append([]*v1.Pod{p.pod}, others...)
+	if len(p.templates) < p.need {
+		pl.incomplete.add(info.Key)
+		return fwk.NewStatus(fwk.Unschedulable, msgTemplates(info.Key, len(p.templates), p.need))
+	}
+	if pl.incomplete.remove(info.Key) {
+		n := pl.activateGang(p.logger, triggerTemplatesComplete, info.Namespace, info.Name, p.pod.Name)
+		p.logger.V(4).Info("gangpack.templates.complete", "gang", info.Key, "activated", n)
+	}
+	return nil
+}

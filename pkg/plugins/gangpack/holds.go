@@ -1,0 +1,54 @@
+package gangpack
+
+import (
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/klog/v2"
+
+	"github.com/moirai-internal/ome-scheduler/pkg/placement"
+)
+
+// pinned is called once for every new commitment. A forming commitment holds room that other
+// pods cannot use, so it ends at the gang's effective timeout at the latest, whatever created
+// it and whatever happens to the cycle that created it (a cycle that ends in an error runs no
+// PostFilter; another plugin's PostFilter may succeed first; a gang whose last member never
+// fits never reaches Permit).
+func (pl *GangPack) pinned(c placement.Commitment, info gangInfo) {
+	if !c.Forming() || info.Timeout <= 0 {
+		return
+	}
+	time.AfterFunc(info.Timeout, func() { pl.expire(c.Gang, c.ID) })
+}
+
+// expire ends a hold that outlived its deadline: the attempt is unwound (its waiters, if
+// any, are rejected) and its domain is remembered as failed, so the gang tries elsewhere
+// before it holds the same domain again. A commitment that committed meanwhile is kept.
+func (pl *GangPack) expire(gang string, id uint64) {
+	var res unwindResult
+	c, ok := pl.store.Expire(gang, id, func(c placement.Commitment) {
+		res.newFailed = pl.failed.Add(placement.GangOwner{Gang: gang, Owner: c.Owner}, placement.DomainRef{Key: c.Key, Value: c.Domain})
+		res.rejected = pl.rejectWaiters(gang, c.ID)
+	})
+	if !ok {
+		return
+	}
+	pl.unwound(pl.logger, c, causeExpired, res.rejected)
+}
+
+// pinsChanged is the store's change hook: the pinned-groups gauge and the per-domain held
+// gauge follow every new pin, drain to 0 and release.
+func (pl *GangPack) pinsChanged() {
+	pinnedGroups.Set(float64(pl.store.Len()))
+	quality.refreshHeld(pl.store)
+}
+
+// parkBlocked records a pod refused because of a hold, so the next hold lift wakes it.
+// generation is the store's hold generation read before the decision to refuse: if a hold
+// was lifted since (and its wake-up found the set without this pod), the pod is woken now.
+func (pl *GangPack) parkBlocked(logger klog.Logger, pod *v1.Pod, generation uint64) {
+	pl.blocked.add(pod)
+	if pl.store.Generation() != generation {
+		pl.wakeBlocked(logger)
+	}
+}

@@ -1,0 +1,127 @@
+package gangpack
+
+import (
+	"k8s.io/klog/v2"
+	fwk "k8s.io/kube-scheduler/framework"
+
+	"github.com/moirai-internal/ome-scheduler/pkg/placement"
+	"github.com/moirai-internal/ome-scheduler/pkg/topology"
+)
+
+// Stale-pin causes (gangpack.pinGang.stale_replan cause field).
+const (
+	staleDomainGone     = "domain_gone"
+	staleNoRoom         = "no_room"
+	staleCommittedEmpty = "committed_empty"
+	staleMemberMoved    = "member_moved"
+)
+
+// pinDecision is revalidation's verdict on a gang's existing pin. Deciding reads only; every
+// release, unwind, count and log follows from the decision in dropPin.
+type pinDecision struct {
+	keep bool
+	// cause is the unwind cause logged when the pin is unwound.
+	cause string
+	// always unwinds (counted, waiters rejected) even when no member waits at Permit; without
+	// it a pin nobody waits under is released silently.
+	always bool
+	// stale, when set, counts a stale_replan with this cause.
+	stale string
+	// newKey, when set, counts a topology_replan from the pin's key to newKey.
+	newKey string
+	// clearOwner forgets the failed domains of the pin's (previous) owner.
+	clearOwner bool
+	// msg is the status text when members waiting under the pin were rejected.
+	msg string
+}
+
+// revalidate checks the gang's existing pin against what the cluster says now. It returns the
+// pin to keep (nil when there is none or it was dropped), or the status that ends the cycle
+// because members waiting under a dropped pin were rejected.
+func (p *planner) revalidate() (*placement.Commitment, *fwk.Status) {
+	c, ok := p.pl.store.Get(p.info.Key)
+	if !ok {
+		return nil, nil
+	}
+	d := p.checkPin(c)
+	if d.keep {
+		return &c, nil
+	}
+	return nil, p.pl.dropPin(p.logger, c, d)
+}
+
+// checkPin decides, without planning, whether the pin still stands.
+func (p *planner) checkPin(c placement.Commitment) pinDecision {
+	key, info := p.info.Key, p.info
+	switch {
+	case c.Owner != info.UID:
+		return pinDecision{cause: causeOwnerChange, always: true, clearOwner: true, msg: msgOwnerReleased(key)}
+	case c.Key != info.TopologyKey:
+		return pinDecision{cause: causeTopologyChange, always: true, newKey: info.TopologyKey, msg: msgTopologyReleased(key)}
+	case c.Forming() && c.MinMember > 0 && c.MinMember != info.MinMember:
+		return pinDecision{cause: causeMinMemberChange, msg: msgMinMemberReleased(key)}
+	case p.memberOutside(c.Domain):
+		return pinDecision{cause: causeStalePin, stale: staleMemberMoved, msg: msgStaleReleased(c.Domain, key)}
+	case !c.Forming() && len(p.placed) < info.MinMember:
+		// A committed gang that lost members forms again: its pin is replanned from the
+		// members still placed (a Terminating member is not one).
+		d := pinDecision{cause: causeStalePin}
+		if len(p.placed) == 0 {
+			d.stale = staleCommittedEmpty
+		}
+		return d
+	}
+	return pinDecision{keep: true}
+}
+
+// memberOutside reports a live placed member whose node is not (or no longer) in domain: a
+// node relabelled while the gang forms must not let the next member complete the gang in the
+// old domain.
+func (p *planner) memberOutside(domain string) bool {
+	for _, m := range p.placed {
+		if m.domain != domain {
+			return true
+		}
+	}
+	return false
+}
+
+// staleByRoom decides, from the plan of the pinned domain, whether the pin went stale: the
+// domain vanished, or nothing is placed in it and it has no room for the gang any more.
+func (p *planner) staleByRoom(c placement.Commitment, plans map[string]*topology.DomainPlan) (pinDecision, bool) {
+	dp := plans[c.Domain]
+	switch {
+	case dp == nil || len(dp.Nodes) == 0:
+		return pinDecision{cause: causeStalePin, stale: staleDomainGone, msg: msgStaleReleased(c.Domain, p.info.Key)}, true
+	case p.placedIn(c.Domain) == 0 && dp.Room < p.need:
+		return pinDecision{cause: causeStalePin, stale: staleNoRoom, msg: msgStaleReleased(c.Domain, p.info.Key)}, true
+	}
+	return pinDecision{}, false
+}
+
+// dropPin carries out a decision to drop a pin. Members of the attempt waiting at Permit are
+// rejected (an unwind): a silent release would strand them under a dead attempt while a new
+// one admits the rest. The cycle then ends with d.msg, and the gang re-plans on the next one.
+func (pl *GangPack) dropPin(logger klog.Logger, c placement.Commitment, d pinDecision) *fwk.Status {
+	if d.stale != "" {
+		countPin(pinStaleReplan)
+		logger.V(4).Info("gangpack.pinGang.stale_replan", "gang", c.Gang, "domain", c.Domain, "cause", d.stale)
+	}
+	if d.newKey != "" {
+		countPin(pinTopologyReplan)
+		logger.V(4).Info("gangpack.pinGang.topology_replan", "gang", c.Gang, "oldKey", c.Key, "newKey", d.newKey)
+	}
+	waiters := pl.hasWaiters(c.Gang, c.ID)
+	if waiters || d.always {
+		pl.unwind(logger, c.Gang, c.ID, d.cause, false)
+	} else {
+		pl.releaseSilently(logger, c.Gang, c.ID)
+	}
+	if d.clearOwner {
+		pl.failed.Clear(placement.GangOwner{Gang: c.Gang, Owner: c.Owner})
+	}
+	if waiters {
+		return fwk.NewStatus(fwk.Unschedulable, d.msg)
+	}
+	return nil
+}
