@@ -133,11 +133,32 @@ func (e *env) bindMember(name, group, node string, gpus int64) {
 	}
 }
 
+// deletePod deletes a pod gracefully, as a real cluster does: a bound pod stays Terminating,
+// on its node, until the fake kubelet finishes the deletion (testenv.DefaultMaxGrace).
 func (e *env) deletePod(name string) {
+	e.t.Helper()
+	if err := e.cp.Client.CoreV1().Pods(e.ns).Delete(e.ctx, name, metav1.DeleteOptions{}); err != nil {
+		e.t.Fatalf("delete pod %s: %v", name, err)
+	}
+}
+
+// deletePodNow deletes a pod with grace period 0 (gone at once, as kubectl delete --now
+// --force would).
+func (e *env) deletePodNow(name string) {
 	e.t.Helper()
 	zero := int64(0)
 	if err := e.cp.Client.CoreV1().Pods(e.ns).Delete(e.ctx, name, metav1.DeleteOptions{GracePeriodSeconds: &zero}); err != nil {
 		e.t.Fatalf("delete pod %s: %v", name, err)
+	}
+}
+
+// gone waits until the pods' graceful deletions have finished.
+func (e *env) gone(timeout time.Duration, pods ...string) {
+	e.t.Helper()
+	for _, p := range pods {
+		if err := testenv.WaitGone(e.ctx, e.cp.Client, e.ns, p, timeout); err != nil {
+			e.t.Fatalf("pod %s still exists: %v", p, err)
+		}
 	}
 }
 

@@ -30,7 +30,8 @@ func chaosDuration(t *testing.T) time.Duration {
 }
 
 // Gangs are created member-first and PodGroup-first in random order while members of forming
-// gangs are deleted and replaced, whole gangs finish, free nodes are cordoned, deleted, re-created and
+// and of bound gangs are deleted (gracefully: they stay Terminating for a while) and replaced,
+// bound gangs restart whole, whole gangs finish, free nodes are cordoned, deleted, re-created and
 // relabelled, PodGroups are deleted and re-created and minMember lowered. Invariants are
 // checked every second; at the end every gang is either whole or not placed at all.
 func TestChaosDuringFormation(t *testing.T) {
@@ -88,6 +89,9 @@ type chaos struct {
 	gangs  map[string]*chaosGang
 	seq    int
 	counts map[string]int
+	// protected maps nodes of gangs being repaired to the gang: not cordoned, relabelled or
+	// re-created until the gang is whole again.
+	protected map[string]string
 }
 
 func (c *chaos) count(op string) {
@@ -101,8 +105,12 @@ func (c *chaos) step() {
 	switch r := c.rng.Intn(100); {
 	case r < 30:
 		c.newGang()
-	case r < 45:
+	case r < 38:
 		c.replaceMember()
+	case r < 42:
+		c.replaceBoundMember()
+	case r < 45:
+		c.restartGang()
 	case r < 60:
 		c.finishGang()
 	case r < 70:
@@ -164,9 +172,25 @@ func (c *chaos) newGang() {
 	c.count("new_gang")
 }
 
+// deletePod deletes a pod gracefully: a bound pod stays Terminating on its node until the
+// fake kubelet finishes it.
 func (c *chaos) deletePod(name string) {
-	zero := int64(0)
-	_ = c.w.cp.Client.CoreV1().Pods(c.w.ns).Delete(c.w.ctx, name, metav1.DeleteOptions{GracePeriodSeconds: &zero})
+	_ = c.w.cp.Client.CoreV1().Pods(c.w.ns).Delete(c.w.ctx, name, metav1.DeleteOptions{})
+}
+
+// boundNodes returns the nodes of the gang's bound live members; all is true when every
+// member is bound.
+func (c *chaos) boundNodes(g *chaosGang) (nodes []string, all bool) {
+	all = len(g.members) > 0
+	for _, m := range g.members {
+		p, err := c.w.cp.Client.CoreV1().Pods(c.w.ns).Get(c.w.ctx, m, metav1.GetOptions{})
+		if err == nil && p.Spec.NodeName != "" && p.DeletionTimestamp == nil {
+			nodes = append(nodes, p.Spec.NodeName)
+		} else {
+			all = false
+		}
+	}
+	return nodes, all
 }
 
 // hasBound reports whether any member of the gang is bound.
@@ -195,6 +219,73 @@ func (c *chaos) replaceMember() {
 	c.count("replace_member")
 }
 
+// replaceBoundMember deletes one member of a fully bound gang gracefully and creates its
+// replacement at once, as a controller would. The gang is partly bound until the Terminating
+// member is gone and the replacement binds in the gang's domain; the chaos leaves the gang's
+// nodes alone meanwhile (a user who removes the capacity a gang waits for keeps it partial, by
+// design).
+func (c *chaos) replaceBoundMember() {
+	g := c.pick()
+	if g == nil {
+		return
+	}
+	nodes, all := c.boundNodes(g)
+	if !all {
+		return
+	}
+	c.protect(g, nodes)
+	i := c.rng.Intn(len(g.members))
+	c.deletePod(g.members[i])
+	g.members = append(g.members[:i], g.members[i+1:]...)
+	c.createMember(g)
+	c.count("replace_bound_member")
+}
+
+// restartGang deletes every member of a fully bound gang gracefully and creates the same
+// number of replacements while the old members are still Terminating (a whole-gang restart).
+func (c *chaos) restartGang() {
+	g := c.pick()
+	if g == nil {
+		return
+	}
+	if _, all := c.boundNodes(g); !all {
+		return
+	}
+	n := len(g.members)
+	for _, m := range g.members {
+		c.deletePod(m)
+	}
+	g.members = nil
+	for i := 0; i < n; i++ {
+		c.createMember(g)
+	}
+	c.count("restart_gang")
+}
+
+// protect keeps the chaos away from the nodes of a gang being repaired.
+func (c *chaos) protect(g *chaosGang, nodes []string) {
+	if c.protected == nil {
+		c.protected = map[string]string{}
+	}
+	for _, n := range nodes {
+		c.protected[n] = g.name
+	}
+}
+
+// unprotect releases the nodes of gangs that are whole again or gone.
+func (c *chaos) unprotect() {
+	for n, name := range c.protected {
+		g := c.gangs[name]
+		if g == nil {
+			delete(c.protected, n)
+			continue
+		}
+		if _, all := c.boundNodes(g); all {
+			delete(c.protected, n)
+		}
+	}
+}
+
 // finishGang deletes a whole gang (pods and PodGroup), freeing its capacity.
 func (c *chaos) finishGang() {
 	g := c.pick()
@@ -219,9 +310,13 @@ func (c *chaos) freeNode() *v1.Node {
 	if err != nil {
 		return nil
 	}
+	c.unprotect()
 	used := map[string]bool{}
 	for _, p := range pods.Items {
 		used[p.Spec.NodeName] = true
+	}
+	for n := range c.protected {
+		used[n] = true
 	}
 	var free []v1.Node
 	for _, n := range nodes.Items {

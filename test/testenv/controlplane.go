@@ -90,6 +90,8 @@ type ControlPlane struct {
 	Client         kubernetes.Interface
 	PodGroups      pgclientset.Interface
 	Dir            string
+	// Kubelet is the fake kubelet (nil with Options.WithoutKubelet).
+	Kubelet *Kubelet
 }
 
 // Options tune Start.
@@ -98,10 +100,16 @@ type Options struct {
 	WithoutCRD bool
 	// Output attaches the control plane's output to this process's.
 	Output bool
+	// WithoutKubelet runs no fake kubelet: bound pods stay Pending and a deleted bound pod
+	// stays Terminating for ever.
+	WithoutKubelet bool
+	// MaxGrace caps the fake kubelet's graceful deletions (0 = DefaultMaxGrace).
+	MaxGrace time.Duration
 }
 
-// Start starts etcd and kube-apiserver from bin/ (no kubelets; the admission plugins that
-// need them are off) and installs the PodGroup CRD unless told not to.
+// Start starts etcd and kube-apiserver from bin/ (no real kubelets; the admission plugins
+// that need them are off), installs the PodGroup CRD and starts the fake kubelet unless told
+// not to.
 func Start(opts Options) (*ControlPlane, error) {
 	bin, err := BinDir()
 	if err != nil {
@@ -135,6 +143,12 @@ func Start(opts Options) (*ControlPlane, error) {
 			return nil, err
 		}
 	}
+	if !opts.WithoutKubelet {
+		if cp.Kubelet, err = StartKubelet(context.Background(), cp.Client, opts.MaxGrace); err != nil {
+			cp.Stop()
+			return nil, err
+		}
+	}
 	return cp, nil
 }
 
@@ -163,6 +177,7 @@ func (cp *ControlPlane) Stop() {
 	if cp == nil {
 		return
 	}
+	cp.Kubelet.Stop()
 	_ = cp.Env.Stop()
 	if cp.Dir != "" {
 		_ = os.RemoveAll(cp.Dir)

@@ -19,7 +19,8 @@ import (
 //
 //   - every gang's bound members sit in one domain of the gang's topology key (annotation
 //     ome.io/topology-key of its PodGroup, else fallbackKey), on nodes that carry the label;
-//   - no node is double-booked: the GPUs requested by its bound pods fit its allocatable;
+//   - no node is double-booked: the GPUs requested by its bound pods, Terminating ones
+//     included (they hold their GPUs until the kubelet finishes them), fit its allocatable;
 //   - no gang stays partially bound past its timeout: a gang with 0 < bound < minMember is
 //     a violation once its oldest bound member was bound (created, as an upper bound) more
 //     than partialGrace ago.
@@ -51,13 +52,16 @@ func Violations(ctx context.Context, c kubernetes.Interface, pgs pgclientset.Int
 	}
 	gangs := map[string]*gang{}
 	for _, p := range pods {
-		if p.Spec.NodeName == "" || p.DeletionTimestamp != nil || p.Status.Phase == v1.PodSucceeded || p.Status.Phase == v1.PodFailed {
+		if p.Spec.NodeName == "" || p.Status.Phase == v1.PodSucceeded || p.Status.Phase == v1.PodFailed {
 			continue
 		}
 		for _, ctr := range p.Spec.Containers {
 			if q, ok := ctr.Resources.Requests[GPU]; ok {
 				gpuUsed[p.Spec.NodeName] += q.Value()
 			}
+		}
+		if p.DeletionTimestamp != nil {
+			continue // Terminating: occupies its node, is no longer a member
 		}
 		if g := p.Labels[PodGroupLabel]; g != "" {
 			k := p.Namespace + "/" + g
