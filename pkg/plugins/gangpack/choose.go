@@ -144,10 +144,9 @@ func (p *planner) nodesFn() func(string) []string {
 	if p.domainNodes == nil {
 		p.domainNodes = map[string][]string{}
 		for _, ni := range p.all {
-			if n := ni.Node(); n != nil {
-				if d := n.Labels[p.info.TopologyKey]; d != "" {
-					p.domainNodes[d] = append(p.domainNodes[d], n.Name)
-				}
+			if n := ni.Node(); n != nil && n.Labels[p.info.TopologyKey] != "" {
+				d := n.Labels[p.info.TopologyKey]
+				p.domainNodes[d] = append(p.domainNodes[d], n.Name)
 			}
 		}
 	}

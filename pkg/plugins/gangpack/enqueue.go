@@ -91,14 +91,11 @@ func inGangOf(target, p *v1.Pod) bool {
 // means any change matters.
 func (pl *GangPack) hintKeys(target *v1.Pod) []string {
 	if _, name, ok := gangOf(target); ok {
-		key := pl.args.TopologyKey
+		var pg *schedv1alpha1.PodGroup
 		if pl.podGroups != nil {
-			if pg, err := pl.podGroups.get(target.Namespace, name); err == nil && pg != nil {
-				if a := pl.args.PodGroupTopologyKeyAnnotation; a != "" && pg.Annotations[a] != "" {
-					key = pg.Annotations[a]
-				}
-			}
+			pg, _ = pl.podGroups.get(target.Namespace, name)
 		}
+		key := topologyKeyOf(pl.args, pg)
 		if key == "" {
 			return nil
 		}

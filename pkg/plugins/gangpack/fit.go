@@ -64,7 +64,7 @@ func nodeFreeOf(ni fwk.NodeInfo, names []string) (topology.Resources, int64) {
 
 var unschedulableTaint = &v1.Taint{Key: v1.TaintNodeUnschedulable, Effect: v1.TaintEffectNoSchedule}
 
-// fits is placement.md §1.3: hard node constraints and resource fit of one pod on one node.
+// fits checks the hard node constraints and resource fit of one pod on one node.
 // Inter-pod affinity, ports, volumes and spread are left to the built-in filters.
 func (f *podFit) fits(ni fwk.NodeInfo, free topology.Resources, freePods int64) bool {
 	node := ni.Node()
@@ -157,7 +157,7 @@ func requiredAntiAffinityTerms(p *v1.Pod) []v1.PodAffinityTerm {
 	return p.Spec.Affinity.PodAntiAffinity.RequiredDuringSchedulingIgnoredDuringExecution
 }
 
-// apart is placement.md §1.5: members must stay one per node when any template's required
+// apart reports whether members must stay one per node when any template's required
 // anti-affinity term matches any template. Unparsable terms count as matching.
 func apart(templates []*v1.Pod) bool {
 	// Deduplicate the matched side by namespace and labels: gangs are mostly identical pods.
@@ -214,7 +214,7 @@ func hardSpread(p *v1.Pod) bool {
 }
 
 // waitsForSibling returns the first sibling (in template order, excluding owner) that the
-// owner must wait for under P5: a required affinity term that neither the owner nor a placed
+// owner must wait for (the sibling-affinity wait): a required affinity term that neither the owner nor a placed
 // member satisfies, but that sibling does. nil when the owner need not wait.
 func waitsForSibling(owner *v1.Pod, siblings, placed []*v1.Pod) *v1.Pod {
 	terms := requiredAffinityTerms(owner)

@@ -11,7 +11,7 @@ import (
 	"k8s.io/klog/v2"
 )
 
-// runGC releases pins of dead or re-created gangs every interval (placement.md §16) until
+// runGC releases pins of dead or re-created gangs every interval until
 // ctx ends.
 func (pl *GangPack) runGC(ctx context.Context, interval time.Duration) {
 	logger := klog.FromContext(ctx).WithValues("plugin", Name)
@@ -43,7 +43,7 @@ func (pl *GangPack) gcOnce(logger klog.Logger) {
 			pl.blocked.remove(p)
 		}
 	}
-	quality.pruneParked(pl.gangPending)
+	pl.quality.pruneParked(pl.gangPending)
 	pl.reserved.prune(func(ns, name string, uid types.UID) bool {
 		cur, err := pl.members.lister.Pods(ns).Get(name)
 		return err == nil && cur.UID == uid && cur.Spec.NodeName == "" && live(cur)

@@ -40,7 +40,7 @@ func (pl *GangPack) expire(gang string, id uint64) {
 // gauge follow every new pin, drain to 0 and release.
 func (pl *GangPack) pinsChanged() {
 	pinnedGroups.Set(float64(pl.store.Len()))
-	quality.refreshHeld(pl.store)
+	pl.quality.refreshHeld(pl.store)
 }
 
 // parkBlocked records a pod refused because of a hold, so the next hold lift wakes it.

@@ -2,109 +2,109 @@ package gangpack
 
 import "fmt"
 
-// Every status text OMEGangPack produces. Texts are an interface (contract.md §3): tests and
-// users match on these prefixes.
+// Every status text OMEGangPack produces. Texts are an interface (docs/reference.md lists them):
+// tests and users match on these prefixes.
 
 const (
-	msgReaderUnavailable     = "PodGroup reader is unavailable"                                                      // M01
-	msgTopologyNotConfigured = "scheduler must configure topologyKey or podGroupTopologyKeyAnnotation for gang pods" // M04
-	msgPartnerGroups         = "partner placement groups are not supported"                                          // M06
-	msgNodeReserved          = "node is reserved for a forming gang"                                                 // M22
-	msgReservationReleased   = "gang reservation released after all candidate nodes were filtered"                   // M24
-	msgOutsideDeferredPlan   = "selected node is outside the deferred gang plan"                                     // M26
-	msgDomainUnavailable     = "selected gang domain became unavailable before Reserve"                              // M27
-	msgNoPreFilterState      = "labeled gang pod reached Permit without validated PreFilter state"                   // M28
-	msgTimeoutNotConfigured  = "gang permit timeout is not configured"                                               // M29
-	reservedSuffix           = ": every fitting domain is reserved for a forming gang"                               // M18 = M17 + this
+	msgReaderUnavailable     = "PodGroup reader is unavailable"
+	msgTopologyNotConfigured = "scheduler must configure topologyKey or podGroupTopologyKeyAnnotation for gang pods"
+	msgPartnerGroups         = "partner placement groups are not supported"
+	msgNodeReserved          = "node is reserved for a forming gang"
+	msgReservationReleased   = "gang reservation released after all candidate nodes were filtered"
+	msgOutsideDeferredPlan   = "selected node is outside the deferred gang plan"
+	msgDomainUnavailable     = "selected gang domain became unavailable before Reserve"
+	msgNoPreFilterState      = "labeled gang pod reached Permit without validated PreFilter state"
+	msgTimeoutNotConfigured  = "gang permit timeout is not configured"
+	reservedSuffix           = ": every fitting domain is reserved for a forming gang"
 )
 
-func msgNotResolvable(ns, name string) string { // M02
+func msgNotResolvable(ns, name string) string {
 	return fmt.Sprintf("PodGroup %s/%s not resolvable yet", ns, name)
 }
 
-func msgMinMember(ns, name string) string { // M03
+func msgMinMember(ns, name string) string {
 	return fmt.Sprintf("PodGroup %s/%s must declare a positive minMember", ns, name)
 }
 
-func msgMissingTopologyKey(ns, name, annotation string) string { // M05
+func msgMissingTopologyKey(ns, name, annotation string) string {
 	return fmt.Sprintf("PodGroup %s/%s must declare %s or the scheduler must configure topologyKey", ns, name, annotation)
 }
 
-func msgTimeoutMissing(ns, name string) string { // M07
+func msgTimeoutMissing(ns, name string) string {
 	return fmt.Sprintf("PodGroup %s/%s must set scheduleTimeoutSeconds or the scheduler must configure defaultPermitTimeoutSeconds", ns, name)
 }
 
-func msgOwnerReleased(key string) string { // M08
+func msgOwnerReleased(key string) string {
 	return "released commitment owned by a previous PodGroup instance " + key
 }
 
-func msgTopologyReleased(key string) string { // M09
+func msgTopologyReleased(key string) string {
 	return "released commitment after topology key changed for " + key
 }
 
 // msgStaleReleased extends the contract: a forming pin whose domain vanished (relabelled or
-// removed nodes) while members waited at Permit is unwound, like M08/M09.
+// removed nodes) while members waited at Permit is unwound, like an owner or topology-key change.
 func msgStaleReleased(domain, key string) string {
 	return fmt.Sprintf("released commitment after pinned domain %s changed for %s", domain, key)
 }
 
-func msgSplit(key string) string { // M10
+func msgSplit(key string) string {
 	return fmt.Sprintf("gang %s already has members in multiple topology domains", key)
 }
 
-func msgTemplates(key string, count, need int) string { // M11
+func msgTemplates(key string, count, need int) string {
 	return fmt.Sprintf("waiting for all PodGroup member templates for %s: %d of %d members exist", key, count, need)
 }
 
-func msgSiblingWait(ns, pod string) string { // M12
+func msgSiblingWait(ns, pod string) string {
 	return fmt.Sprintf("waiting for gang sibling %s/%s to be placed", ns, pod)
 }
 
-func msgAnchorWait(ns, pod string) string { // M13
+func msgAnchorWait(ns, pod string) string {
 	return fmt.Sprintf("waiting for gang spread anchor %s/%s to be placed", ns, pod)
 }
 
-func msgPinnedShort(domain, key string, room, need int) string { // M14
+func msgPinnedShort(domain, key string, room, need int) string {
 	return fmt.Sprintf("pinned domain %s cannot fit all remaining gang members %s: room for %d of %d members", domain, key, room, need)
 }
 
-func msgAdoptedShort(domain, key string, room, need int) string { // M15
+func msgAdoptedShort(domain, key string, room, need int) string {
 	return fmt.Sprintf("adopted domain %s cannot fit remaining gang members %s: room for %d of %d members", domain, key, room, need)
 }
 
-func msgAdoptReserved(domain, key string) string { // M16
+func msgAdoptReserved(domain, key string) string {
 	return fmt.Sprintf("adopted domain %s for gang %s is reserved for another forming gang", domain, key)
 }
 
-func msgNoRoomPrefix(key string) string { // M17
+func msgNoRoomPrefix(key string) string {
 	return "no domain has room for gang " + key
 }
 
-func msgNoRoomBest(key, domain string, room, need int) string { // M17 with detail
+func msgNoRoomBest(key, domain string, room, need int) string {
 	return fmt.Sprintf("%s: the best domain %s has room for %d of %d members", msgNoRoomPrefix(key), domain, room, need)
 }
 
-func msgNoRoomNoLabel(key, topologyKey string) string { // M17 with detail
+func msgNoRoomNoLabel(key, topologyKey string) string {
 	return fmt.Sprintf("%s: no node has label %s", msgNoRoomPrefix(key), topologyKey)
 }
 
-func msgNoRoomReserved(key string) string { // M18
+func msgNoRoomReserved(key string) string {
 	return msgNoRoomPrefix(key) + reservedSuffix
 }
 
-func msgNoCandidates(key string, fitting int) string { // M19
+func msgNoCandidates(key string, fitting int) string {
 	return fmt.Sprintf("no domain has candidate nodes for gang %s: %d domains fit but no node can take this member", key, fitting)
 }
 
-func msgNoFeasibleNode(domain, key string) string { // M20
+func msgNoFeasibleNode(domain, key string) string {
 	return fmt.Sprintf("pinned domain %s has no node feasible for gang member %s", domain, key)
 }
 
-func msgOutsideDomain(domain string) string { // M23
+func msgOutsideDomain(domain string) string {
 	return "node not in gang's pinned domain " + domain
 }
 
-func msgUnwound(key string) string { // M30
+func msgUnwound(key string) string {
 	return fmt.Sprintf("gang %s unwound after a member failed to schedule", key)
 }
 

@@ -27,6 +27,55 @@ const (
 	triggerDomainFailed        = "domain_failed"
 )
 
+// Placement outcomes (ome_scheduler_gang_placement_total{outcome}).
+const (
+	outcomeSingleDomain = "single_domain"
+	outcomeSplit        = "split"
+	outcomeSplitRefused = "split_refused"
+)
+
+var (
+	placementTotal = metrics.NewCounterVec(&metrics.CounterOpts{
+		Name:           "ome_scheduler_gang_placement_total",
+		Help:           "Gang placement outcomes (single_domain, split, split_refused): admitted gangs verified in one domain, admitted gangs found across domains (must stay 0), PreFilter refusals of gangs whose members already sit in several domains.",
+		StabilityLevel: metrics.ALPHA,
+	}, []string{"outcome"})
+	domainMemberRoom = metrics.NewGaugeVec(&metrics.GaugeOpts{
+		Name:           "ome_scheduler_domain_member_room",
+		Help:           "Members of the last planned gang's shape that each domain's nodes can take, from the latest gang planning over all nodes.",
+		StabilityLevel: metrics.ALPHA,
+	}, []string{"topology_key", "domain"})
+	domainHeld = metrics.NewGaugeVec(&metrics.GaugeOpts{
+		Name:           "ome_scheduler_domain_held",
+		Help:           "Whether a forming gang holds the domain (1) or not (0).",
+		StabilityLevel: metrics.ALPHA,
+	}, []string{"topology_key", "domain"})
+	strandedCapacity = metrics.NewGaugeVec(&metrics.GaugeOpts{
+		Name:           "ome_scheduler_stranded_capacity",
+		Help:           "Free units of the planned gang's largest extended resource in domains whose member room is below the smallest pending gang's need, at the latest gang planning over all nodes.",
+		StabilityLevel: metrics.ALPHA,
+	}, []string{"topology_key", "resource"})
+	largestPlaceableGang = metrics.NewGaugeVec(&metrics.GaugeOpts{
+		Name:           "ome_scheduler_largest_placeable_gang",
+		Help:           "Largest domain member room, in members of the planned gang's shape, at the latest gang planning over all nodes.",
+		StabilityLevel: metrics.ALPHA,
+	}, []string{"topology_key"})
+	formationDuration = metrics.NewHistogram(&metrics.HistogramOpts{
+		Name:           "ome_scheduler_gang_formation_duration_seconds",
+		Help:           "Seconds from the creation of a gang's minMember-th member to the Permit admission of the gang.",
+		Buckets:        metrics.ExponentialBucketsRange(0.01, 600, 17),
+		StabilityLevel: metrics.ALPHA,
+	})
+)
+
+// registerQualityMetrics is called once per process from registerMetrics.
+func registerQualityMetrics() {
+	legacyregistry.MustRegister(placementTotal, domainMemberRoom, domainHeld, strandedCapacity, largestPlaceableGang, formationDuration)
+	for _, o := range []string{outcomeSingleDomain, outcomeSplit, outcomeSplitRefused} {
+		placementTotal.WithLabelValues(o).Add(0)
+	}
+}
+
 var (
 	pinTotal = metrics.NewCounterVec(&metrics.CounterOpts{
 		Name:           "ome_scheduler_gang_pin_total",

@@ -45,6 +45,7 @@ type GangPack struct {
 	reserved   *reservedNodes           // member → node it was reserved on, until bound
 	blocked    *podSet                  // pods refused because of a hold, woken when one lifts
 	incomplete *keySet                  // gangs waiting for all their members to exist
+	quality    *qualityTracker          // per-domain series and pending gangs of the quality gauges
 
 	// active is set by the first PreFilter: a standby replica makes no activations.
 	active atomic.Bool
@@ -124,6 +125,7 @@ func newPlugin(ctx context.Context, args *Args, h fwk.Handle, ml *memberLister) 
 		reserved:   newReservedNodes(),
 		blocked:    newPodSet(),
 		incomplete: newKeySet(),
+		quality:    newQualityTracker(),
 	}
 	pl.store.SetOnChange(pl.pinsChanged)
 	return pl

@@ -9,11 +9,11 @@ import (
 )
 
 // PostFilter unwinds a pinned attempt whose candidates were all filtered out, remembers the
-// domain as failed, and retries promptly in another domain (placement.md §6). It never
+// domain as failed, and retries promptly in another domain. It never
 // nominates a node.
 func (pl *GangPack) PostFilter(ctx context.Context, cs fwk.CycleState, pod *v1.Pod, _ fwk.NodeToStatusReader) (*fwk.PostFilterResult, *fwk.Status) {
 	pin := readPin(cs)
-	if pin == nil { // M25
+	if pin == nil { // not pinned: nothing of ours to release
 		return nil, fwk.NewStatus(fwk.Unschedulable)
 	}
 	logger := klog.FromContext(ctx)

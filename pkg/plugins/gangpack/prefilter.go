@@ -13,19 +13,19 @@ import (
 	"github.com/moirai-internal/ome-scheduler/pkg/placement"
 )
 
-// PreFilter runs the validation ladder (placement.md §4.1) and then plans the gang.
+// PreFilter validates the gang (its PodGroup and what it says) and then plans it.
 func (pl *GangPack) PreFilter(ctx context.Context, cs fwk.CycleState, pod *v1.Pod, nodes []fwk.NodeInfo) (*fwk.PreFilterResult, *fwk.Status) {
 	pl.active.Store(true)
 	key, name, ok := gangOf(pod)
-	if !ok { // V1: standalone pods pass; Filter still applies the hold barrier.
+	if !ok { // standalone pods pass; Filter still applies the hold barrier
 		return nil, nil
 	}
 	logger := klog.FromContext(ctx)
-	if pl.podGroups == nil { // V2
+	if pl.podGroups == nil {
 		return nil, fwk.NewStatus(fwk.Unschedulable, msgReaderUnavailable)
 	}
 	pg, err := pl.podGroups.get(pod.Namespace, name)
-	if err != nil || pg == nil { // V3
+	if err != nil || pg == nil {
 		pl.unwind(logger, key, placement.AnyID, causePodGroupMissing, false)
 		pl.failed.ClearGang(key)
 		return nil, fwk.NewStatus(fwk.Unschedulable, msgNotResolvable(pod.Namespace, name))
@@ -37,27 +37,21 @@ func (pl *GangPack) PreFilter(ctx context.Context, cs fwk.CycleState, pod *v1.Po
 	return pl.plan(ctx, logger, cs, pod, info, nodes)
 }
 
-// interpretPodGroup is steps V4–V8 of the ladder: it validates what the PodGroup (and the
+// interpretPodGroup validates what the PodGroup (and the
 // pod) say and returns the gang's facts, or the status that parks the pod.
 func interpretPodGroup(args *Args, pod *v1.Pod, pg *schedv1alpha1.PodGroup) (gangInfo, *fwk.Status) {
 	name := pg.Name
-	if pg.Spec.MinMember <= 0 { // V4
+	if pg.Spec.MinMember <= 0 {
 		return gangInfo{}, fwk.NewStatus(fwk.Unschedulable, msgMinMember(pod.Namespace, name))
 	}
-	topologyKey := ""
-	if a := args.PodGroupTopologyKeyAnnotation; a != "" {
-		topologyKey = pg.Annotations[a]
-	}
+	topologyKey := topologyKeyOf(args, pg)
 	if topologyKey == "" {
-		topologyKey = args.TopologyKey
-	}
-	if topologyKey == "" { // V5
 		if args.PodGroupTopologyKeyAnnotation == "" {
 			return gangInfo{}, fwk.NewStatus(fwk.Unschedulable, msgTopologyNotConfigured)
 		}
 		return gangInfo{}, fwk.NewStatus(fwk.Unschedulable, msgMissingTopologyKey(pod.Namespace, name, args.PodGroupTopologyKeyAnnotation))
 	}
-	if l := args.UnsupportedPlacementGroupLabel; l != "" { // V6
+	if l := args.UnsupportedPlacementGroupLabel; l != "" {
 		_, onPod := pod.Labels[l]
 		_, onGroup := pg.Labels[l]
 		if onPod || onGroup {
@@ -65,13 +59,22 @@ func interpretPodGroup(args *Args, pod *v1.Pod, pg *schedv1alpha1.PodGroup) (gan
 		}
 	}
 	timeout := effectiveTimeout(pg.Spec.ScheduleTimeoutSeconds, args.DefaultPermitTimeoutSeconds)
-	if timeout <= 0 { // V7
+	if timeout <= 0 {
 		return gangInfo{}, fwk.NewStatus(fwk.UnschedulableAndUnresolvable, msgTimeoutMissing(pod.Namespace, name))
 	}
-	return gangInfo{ // V8
+	return gangInfo{
 		Key: pod.Namespace + "/" + name, Namespace: pod.Namespace, Name: name, UID: string(pg.UID),
 		MinMember: int(pg.Spec.MinMember), TopologyKey: topologyKey, Timeout: timeout,
 	}, nil
+}
+
+// topologyKeyOf is the gang's topology key: the PodGroup's annotation when the scheduler
+// reads one and it is set, else the fallback argument (possibly empty).
+func topologyKeyOf(args *Args, pg *schedv1alpha1.PodGroup) string {
+	if a := args.PodGroupTopologyKeyAnnotation; a != "" && pg != nil && pg.Annotations[a] != "" {
+		return pg.Annotations[a]
+	}
+	return args.TopologyKey
 }
 
 // effectiveTimeout is scheduleTimeoutSeconds when set and positive, else the default.

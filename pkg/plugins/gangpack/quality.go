@@ -1,14 +1,14 @@
 package gangpack
 
-// Placement quality as a first-class signal (ALPHA metrics beyond contract.md §4; operator
-// documentation in docs/operations.md). Everything here is observation only: no function in
-// this file changes a scheduling decision. Hooks:
+// Placement quality as a first-class signal (ALPHA metrics listed in docs/reference.md).
+// Everything here is observation only: no function in this file changes a scheduling
+// decision. Hooks:
 //
-//   - PreFilter returning M10 counts gang_placement_total{outcome="split_refused"};
-//   - every planning over all nodes (P8 unpinned without placed members, P9 re-plan) sets the
-//     per-domain member room, the largest placeable gang and the stranded capacity;
+//   - the split refusal of the gate counts gang_placement_total{outcome="split_refused"};
+//   - every planning over all nodes sets the per-domain member room, the largest placeable
+//     gang and the stranded capacity;
 //   - every pin, drain to 0 and release refreshes the per-domain held gauge from the pin store;
-//   - M17/M18 record the gang's need as pending, PostBind forgets it;
+//   - "no domain has room" records the gang's need as pending, PostBind forgets it;
 //   - Reserve marks the member whose drain commits the gang; its Permit admit counts
 //     single_domain (or split) after checking the snapshot, and observes the formation time.
 
@@ -20,8 +20,6 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/tools/cache"
-	"k8s.io/component-base/metrics"
-	"k8s.io/component-base/metrics/legacyregistry"
 	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
 	v1helper "k8s.io/kubernetes/pkg/apis/core/v1/helper"
@@ -30,59 +28,7 @@ import (
 	"github.com/moirai-internal/ome-scheduler/pkg/topology"
 )
 
-// Placement outcomes (ome_scheduler_gang_placement_total{outcome}).
-const (
-	outcomeSingleDomain = "single_domain"
-	outcomeSplit        = "split"
-	outcomeSplitRefused = "split_refused"
-)
-
-var (
-	placementTotal = metrics.NewCounterVec(&metrics.CounterOpts{
-		Name:           "ome_scheduler_gang_placement_total",
-		Help:           "Gang placement outcomes (single_domain, split, split_refused): admitted gangs verified in one domain, admitted gangs found across domains (must stay 0), PreFilter refusals of split gangs (M10).",
-		StabilityLevel: metrics.ALPHA,
-	}, []string{"outcome"})
-	domainMemberRoom = metrics.NewGaugeVec(&metrics.GaugeOpts{
-		Name:           "ome_scheduler_domain_member_room",
-		Help:           "Members of the last planned gang's shape that each domain's nodes can take, from the latest gang planning over all nodes.",
-		StabilityLevel: metrics.ALPHA,
-	}, []string{"topology_key", "domain"})
-	domainHeld = metrics.NewGaugeVec(&metrics.GaugeOpts{
-		Name:           "ome_scheduler_domain_held",
-		Help:           "Whether a forming gang holds the domain (1) or not (0).",
-		StabilityLevel: metrics.ALPHA,
-	}, []string{"topology_key", "domain"})
-	strandedCapacity = metrics.NewGaugeVec(&metrics.GaugeOpts{
-		Name:           "ome_scheduler_stranded_capacity",
-		Help:           "Free units of the planned gang's largest extended resource in domains whose member room is below the smallest pending gang's need, at the latest gang planning over all nodes.",
-		StabilityLevel: metrics.ALPHA,
-	}, []string{"topology_key", "resource"})
-	largestPlaceableGang = metrics.NewGaugeVec(&metrics.GaugeOpts{
-		Name:           "ome_scheduler_largest_placeable_gang",
-		Help:           "Largest domain member room, in members of the planned gang's shape, at the latest gang planning over all nodes.",
-		StabilityLevel: metrics.ALPHA,
-	}, []string{"topology_key"})
-	formationDuration = metrics.NewHistogram(&metrics.HistogramOpts{
-		Name:           "ome_scheduler_gang_formation_duration_seconds",
-		Help:           "Seconds from the creation of a gang's minMember-th member to the Permit admission of the gang.",
-		Buckets:        metrics.ExponentialBucketsRange(0.01, 600, 17),
-		StabilityLevel: metrics.ALPHA,
-	})
-)
-
-// registerQualityMetrics is called once per process from registerMetrics.
-func registerQualityMetrics() {
-	legacyregistry.MustRegister(placementTotal, domainMemberRoom, domainHeld, strandedCapacity, largestPlaceableGang, formationDuration)
-	for _, o := range []string{outcomeSingleDomain, outcomeSplit, outcomeSplitRefused} {
-		placementTotal.WithLabelValues(o).Add(0)
-	}
-}
-
 func countSplitRefused() { placementTotal.WithLabelValues(outcomeSplitRefused).Inc() }
-
-// quality is process-wide like the metrics it drives (one scheduling profile runs the plugin).
-var quality = newQualityTracker()
 
 // qualityTracker remembers which per-domain series exist and which gangs are pending.
 type qualityTracker struct {
@@ -91,7 +37,7 @@ type qualityTracker struct {
 	known map[string]map[string]struct{}
 	// held: domains with a held series.
 	held map[placement.DomainRef]struct{}
-	// parked: topology key → gang key → need, for gangs parked with M17/M18.
+	// parked: topology key → gang key → need, for gangs parked with "no domain has room".
 	parked map[string]map[string]int
 }
 
@@ -143,10 +89,10 @@ func (p *planner) recordQuality(nodes []topology.Node) {
 	resource, hasResource := primaryResource(p.gang.Shapes)
 	var stranded int64
 	if hasResource {
-		threshold := quality.smallestNeed(key, p.info.Key, p.need, p.pl.gangPending)
+		threshold := p.pl.quality.smallestNeed(key, p.info.Key, p.need, p.pl.gangPending)
 		stranded = strandedUnits(rooms, freeUnits(nodes, resource), threshold)
 	}
-	quality.record(p.pl.store, key, rooms, largest, resource, hasResource, stranded)
+	p.pl.quality.record(p.pl.store, key, rooms, largest, resource, hasResource, stranded)
 }
 
 // record sets the gauges of one planning over all nodes under key, deletes the member_room
@@ -172,9 +118,9 @@ func (q *qualityTracker) record(store *placement.Store, key string, rooms map[st
 	q.refreshHeldLocked(store)
 }
 
-// parked records the gang as pending after M17 or M18.
+// parked records the gang as pending after "no domain has room".
 func (p *planner) parked() {
-	quality.park(p.info.TopologyKey, p.info.Key, p.need)
+	p.pl.quality.park(p.info.TopologyKey, p.info.Key, p.need)
 }
 
 func (q *qualityTracker) park(key, gang string, need int) {
@@ -191,7 +137,7 @@ func (q *qualityTracker) park(key, gang string, need int) {
 // memberBound is the PostBind hook: a gang whose member binds is no longer pending.
 func (pl *GangPack) memberBound(pod *v1.Pod) {
 	if gang, _, ok := gangOf(pod); ok {
-		quality.unpark(gang)
+		pl.quality.unpark(gang)
 	}
 }
 
@@ -207,7 +153,7 @@ func (q *qualityTracker) unpark(gang string) {
 }
 
 // smallestNeed is the smallest need among the gang being planned and the gangs parked with
-// M17/M18 under key. Only parked gangs with a smaller need than the best so far can change the
+// "no domain has room" under key. Only parked gangs with a smaller need than the best so far can change the
 // answer, so only those are checked for live unbound members, smallest first; checked gangs
 // without any are forgotten (pruneParked forgets the rest). With hundreds of gangs parked,
 // checking every one on every planning made each PreFilter scan them all.
@@ -277,8 +223,8 @@ func (pl *GangPack) gangPending(gang string) bool {
 	return err != nil || len(pods) > 0
 }
 
-// memberRooms is, per domain, the sum over its nodes of the node's member room (placement.md
-// §4.3 roomOf) with no per-node cap at the gang's need, and without the "can the whole gang
+// memberRooms is, per domain, the sum over its nodes of the node's member room (topology.NodeRoom)
+// with no per-node cap at the gang's need, and without the "can the whole gang
 // form here" condition of the planner's room: how many members of this gang's shape the
 // domain's nodes can take.
 func memberRooms(g *topology.Gang, nodes []topology.Node) map[string]int {

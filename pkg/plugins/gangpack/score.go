@@ -20,7 +20,7 @@ type packState struct {
 
 func (s *packState) Clone() fwk.StateData { return s }
 
-// PreScore decides the scoring mode (placement.md §7): best fit among the surviving domains
+// PreScore decides the scoring mode : best fit among the surviving domains
 // of a deferred plan, nothing for pinned members, and domain packing for standalone pods.
 func (pl *GangPack) PreScore(_ context.Context, cs fwk.CycleState, pod *v1.Pod, nodes []fwk.NodeInfo) *fwk.Status {
 	if plan := readDeferred(cs); plan != nil {
