@@ -1,8 +1,8 @@
 // Command demo is `make demo`: it starts a local control plane (etcd, kube-apiserver,
 // kube-controller-manager; no kubelets), installs the PodGroup CRD, creates fake GPU nodes in
 // nvidia.com/gpu.clique domains across two zones, runs bin/ome-scheduler with the Helm chart's
-// default configuration, applies the seed's demo gang and shows where it landed. It stops
-// everything it started, also on Ctrl-C.
+// default configuration, applies the demo gang of manifests/demo and shows where it landed.
+// It stops everything it started, also on Ctrl-C.
 package main
 
 import (

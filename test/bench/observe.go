@@ -50,8 +50,8 @@ type podRecord struct {
 
 // waitKey shortens a PodScheduled=False message to its reason: the part after "nodes are
 // available: ", with gang keys, domain values and numbers replaced by placeholders, so that
-// M17 ("no domain has room ...: ...") and M18 ("...: every fitting domain is reserved ...")
-// count apart.
+// "no domain has room for gang ...: the best domain ... has room for ..." and "no domain has
+// room for gang ...: every fitting domain is reserved ..." count apart.
 func waitKey(msg string) string {
 	if _, rest, ok := strings.Cut(msg, "nodes are available: "); ok {
 		msg = rest

@@ -9,7 +9,7 @@ import (
 )
 
 // ---------------------------------------------------------------------------------------
-// §1 Chart.yaml
+// Chart.yaml
 
 func TestChartYAML(t *testing.T) {
 	b, err := os.ReadFile(filepath.Join(chartDir(t), "Chart.yaml"))
@@ -55,7 +55,7 @@ func TestChartYAML(t *testing.T) {
 }
 
 // ---------------------------------------------------------------------------------------
-// §7.1 helm lint
+// helm lint
 
 func TestHelmLint(t *testing.T) {
 	cases := []struct {

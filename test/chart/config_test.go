@@ -7,7 +7,7 @@ import (
 )
 
 // ---------------------------------------------------------------------------------------
-// §4.1 variations, §7.3, §7.4, §7.7
+// config.yaml variations: values that change the rendered scheduler configuration
 
 func TestConfigVariations(t *testing.T) {
 	cases := []struct {
@@ -178,7 +178,7 @@ func TestConfigVariations(t *testing.T) {
 }
 
 // ---------------------------------------------------------------------------------------
-// §6 / §7.12 checksum-driven rollout
+// Checksum-driven rollout: every configuration value changes the pod template's checksum
 
 func TestChecksum(t *testing.T) {
 	base := checksum(t, render(t), "ome-scheduler")

@@ -7,7 +7,7 @@ import (
 )
 
 // ---------------------------------------------------------------------------------------
-// §7.2 default render
+// Default render
 
 func TestDefaultRender(t *testing.T) {
 	res := template(t)

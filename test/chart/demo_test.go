@@ -9,7 +9,7 @@ import (
 )
 
 // ---------------------------------------------------------------------------------------
-// Demo manifests (seed "Use the OME scheduler", step 2)
+// Demo manifests (manifests/demo: namespace, PodGroup and the gang's Deployment)
 
 func TestDemoManifests(t *testing.T) {
 	dir := filepath.Join(repoRoot(t), "manifests", "demo")

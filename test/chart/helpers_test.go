@@ -1,6 +1,6 @@
 // Package chart_test runs the real helm binary against charts/ome-scheduler and checks the
-// renders against the chart contract (chart.md, render checks of §7). The helm binary comes
-// from $HELM, else <repo root>/bin/helm (built by `make tools`).
+// renders against the chart's documented behaviour (charts/ome-scheduler/README.md). The helm
+// binary comes from $HELM, else <repo root>/bin/helm (built by `make tools`).
 package chart_test
 
 import (
@@ -453,7 +453,7 @@ func chartMeta(t *testing.T) (version, appVersion string) {
 	return version, appVersion
 }
 
-// expectedLabels is the label set every object carries (chart.md §4).
+// expectedLabels is the label set every object the chart renders carries.
 func expectedLabels(t *testing.T) map[string]any {
 	t.Helper()
 	v, av := chartMeta(t)
@@ -495,7 +495,7 @@ func fixture(t *testing.T, name string) string {
 	return string(b)
 }
 
-// defaultConfig is the config.yaml of chart.md §4.1 (every default, namespace ome).
+// defaultConfig is the config.yaml the chart renders with every default (namespace ome).
 func defaultConfig(t *testing.T) string {
 	t.Helper()
 	return fixture(t, "config/default.yaml")

@@ -6,7 +6,7 @@ import (
 )
 
 // ---------------------------------------------------------------------------------------
-// W1 image reference: hub, repository, tag (default appVersion), digest, pull policy
+// Image reference: hub, repository, tag (default appVersion), digest, pull policy
 
 const testDigest = "sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
 

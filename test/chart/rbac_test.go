@@ -7,7 +7,7 @@ import (
 )
 
 // ---------------------------------------------------------------------------------------
-// §5 RBAC
+// RBAC
 
 // forbiddenResources may never appear in a rule of a role the chart creates.
 var forbiddenResources = map[string]bool{
@@ -28,7 +28,9 @@ func strList(v any) []string {
 	return out
 }
 
-// rbacViolations lists every §5 must-not-grant breach in the rules of one role.
+// rbacViolations lists every grant the chart must never make in the rules of one role:
+// wildcards, forbiddenResources, podgroups beyond read-only, and leases other than create or
+// get/update of the scheduler's own Lease.
 func rbacViolations(role string, rules []any, name string) []string {
 	var v []string
 	for i, ri := range rules {
@@ -144,7 +146,7 @@ func TestRBAC(t *testing.T) {
 - nonResourceURLs: ["/metrics"]
   verbs: ["get"]
 `)
-			// §7.5 and flow style
+			// Bindings and rules in the rendered text, in flow style
 			for _, s := range []string{
 				"name: system:kube-scheduler",
 				"name: system:volume-scheduler",
@@ -156,7 +158,7 @@ func TestRBAC(t *testing.T) {
 			} {
 				wantContains(t, "render", res.stdout, s)
 			}
-			// Rules are rendered in flow style exactly as written in §5.
+			// Rules are rendered in flow style exactly as written below.
 			for _, l := range []string{
 				`  - apiGroups: ["coordination.k8s.io"]`,
 				`    resources: ["leases"]`,

@@ -10,7 +10,7 @@ import (
 )
 
 // ---------------------------------------------------------------------------------------
-// §3 refusals (§7.6)
+// Render refusals: value combinations the templates refuse with a message
 
 func TestRenderRefusals(t *testing.T) {
 	const (
@@ -61,7 +61,7 @@ func TestRenderRefusals(t *testing.T) {
 }
 
 // ---------------------------------------------------------------------------------------
-// §2 schema (§7.3, §7.6) and kubeVersion
+// values.schema.json rejections and acceptances, and the chart's kubeVersion range
 
 func TestSchemaRejections(t *testing.T) {
 	const schemaErr = "values don't meet the specifications of the schema"

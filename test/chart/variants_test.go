@@ -5,7 +5,7 @@ import (
 )
 
 // ---------------------------------------------------------------------------------------
-// §7.4 – §7.11 render variants
+// Render variants
 
 func TestRenderVariants(t *testing.T) {
 	t.Run("custom memory (§7.4)", func(t *testing.T) {

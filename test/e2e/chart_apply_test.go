@@ -77,7 +77,7 @@ func TestChartObjectsApplyToAPIServer(t *testing.T) {
 	renders := []struct {
 		name string
 		args []string
-		// want lists the objects the render must contain (chart.md §4).
+		// want lists the objects the render must contain.
 		want []string
 	}{
 		{

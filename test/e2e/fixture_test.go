@@ -47,7 +47,7 @@ type chartScheduler struct {
 	token      string // the ServiceAccount token the scheduler authenticates with
 }
 
-// demoGang is the seed's demo gang, placed by the chart scheduler.
+// demoGang is the demo gang of manifests/demo, placed by the chart scheduler.
 type demoGang struct {
 	pods    []string
 	nodes   map[string]string // pod -> node
@@ -244,7 +244,7 @@ func writeTokenKubeconfig(t *testing.T, path, token string) {
 	}
 }
 
-// getDemoGang creates the seed's demo gang once (manifests/demo: namespace, PodGroup, and the
+// getDemoGang creates the demo gang once (manifests/demo: namespace, PodGroup, and the
 // two pods of the Deployment's template, since no controller-manager runs) on the 9-node
 // layout and waits up to 30 s for both members to bind.
 func getDemoGang(t *testing.T) *demoGang {

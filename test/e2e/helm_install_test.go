@@ -32,8 +32,9 @@ func helm(t *testing.T, args ...string) (string, error) {
 	return out.String(), err
 }
 
-// W2/W8/W9/W49: `helm install` as the seed writes it works against a 1.35 API server, the
-// chart's refusals stop an install, and `helm uninstall` removes every chart object. The
+// `helm install` with a values file (hub and image tag) works against a 1.35 API server, the
+// chart's refusals stop an install, and `helm uninstall` removes every chart object but the
+// PodGroup CRD. The
 // release uses its own scheduler.name so its cluster-scoped objects do not collide with the
 // other tests' chart objects.
 func TestHelmInstallAndUninstall(t *testing.T) {
@@ -89,7 +90,7 @@ func TestHelmInstallAndUninstall(t *testing.T) {
 	if _, err := cp.Client.RbacV1().RoleBindings("kube-system").Get(ctx, "ome-helm-extension-apiserver-authentication-reader", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
 		t.Fatalf("RoleBinding in kube-system still present after uninstall: %v", err)
 	}
-	// The PodGroup CRD stays (W49).
+	// The PodGroup CRD stays: uninstall must not delete users' PodGroups.
 	if _, err := cp.Client.Discovery().ServerResourcesForGroupVersion("scheduling.x-k8s.io/v1alpha1"); err != nil {
 		t.Fatalf("PodGroup API gone after uninstall: %v", err)
 	}

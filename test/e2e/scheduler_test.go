@@ -32,9 +32,9 @@ import (
 // TestSchedulerRunsAsChartServiceAccount runs bin/ome-scheduler with nothing but the chart:
 // its config.yaml as rendered (plus clientConnection.kubeconfig, which in a cluster is the
 // in-cluster config) and a token of ServiceAccount ome/ome-scheduler bound only by the chart's
-// RBAC. The seed's demo gang must land whole in clique-a (W14–W17), the Lease must be held
-// (W5), each member must have a Scheduled event from ome-scheduler (W16), and the scheduler
-// must never have been refused anything.
+// RBAC. The demo gang of manifests/demo must land whole in clique-a, both members bound within
+// 30 s on two different nodes, the leader-election Lease must be held, each member must have a
+// Scheduled event from ome-scheduler, and the scheduler must never have been refused anything.
 func TestSchedulerRunsAsChartServiceAccount(t *testing.T) {
 	s := getChartScheduler(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
@@ -75,7 +75,7 @@ func TestSchedulerRunsAsChartServiceAccount(t *testing.T) {
 		t.Errorf("the chart's config.yaml already sets clientConnection:\n%s", s.config)
 	}
 
-	// W5: the Lease named after the scheduler, in the release namespace, has a holder.
+	// The Lease named after the scheduler, in the release namespace, has a holder.
 	var holder string
 	if !waitFor(ctx, 20*time.Second, func(ctx context.Context) bool {
 		l, err := cp.Client.CoordinationV1().Leases(releaseNS).Get(ctx, releaseName, metav1.GetOptions{})
@@ -90,7 +90,7 @@ func TestSchedulerRunsAsChartServiceAccount(t *testing.T) {
 		t.Logf("Lease %s/%s held by %s", releaseNS, releaseName, holder)
 	}
 
-	// W14, W15, W17: both members bound within 30 s, on two different clique-a nodes.
+	// Both members bound within 30 s, on two different clique-a nodes.
 	g := getDemoGang(t)
 	if g.err != nil {
 		t.Fatalf("demo gang: %v", g.err)
@@ -112,7 +112,7 @@ func TestSchedulerRunsAsChartServiceAccount(t *testing.T) {
 		}
 	}
 
-	// W16: a Scheduled event per member, reported by ome-scheduler.
+	// A Scheduled event per member, reported by ome-scheduler.
 	for _, p := range g.pods {
 		want := fmt.Sprintf("Successfully assigned %s/%s to %s", demoNS, p, g.nodes[p])
 		var got []string
@@ -138,7 +138,7 @@ func TestSchedulerRunsAsChartServiceAccount(t *testing.T) {
 		}
 	}
 
-	// W47: at --v=4 the decision log names the clique the gang pinned, as structured keys.
+	// At --v=4 the decision log names the clique the gang pinned, as structured keys.
 	pinned := grepLog(t, s.proc.LogPath, regexp.MustCompile(`"gangpack\.pinGang\.result".* gang="gang-demo/gang-demo".* domain="clique-a" source="pinned"`))
 	if len(pinned) != 1 {
 		t.Errorf("want exactly one gangpack.pinGang.result line with source=pinned for clique-a, got %d", len(pinned))
@@ -148,8 +148,8 @@ func TestSchedulerRunsAsChartServiceAccount(t *testing.T) {
 	}
 }
 
-// bin/ome-scheduler refuses an invalid plugin argument with the contract's text and a
-// non-zero exit (issue 2; W13).
+// bin/ome-scheduler refuses an invalid plugin argument with the startup error documented in
+// docs/reference.md and a non-zero exit.
 func TestInvalidTopologyKeyFailsStartup(t *testing.T) {
 	bin, err := testenv.Bin("ome-scheduler")
 	if err != nil {
@@ -188,7 +188,7 @@ func grepLog(t *testing.T, path string, re *regexp.Regexp) []string {
 	return out
 }
 
-// Plugin metric families (contract.md §4) and their documented label values.
+// Plugin metric families and their documented label values.
 var pluginFamilies = []struct {
 	name   string
 	typ    dto.MetricType
@@ -204,7 +204,7 @@ var pluginFamilies = []struct {
 	{"ome_scheduler_pinned_groups", dto.MetricType_GAUGE, "", nil},
 }
 
-// TestMetricsEndpointAuthz checks the secure port of the chart-deployed scheduler (W39–W42):
+// TestMetricsEndpointAuthz checks the secure port of the chart-deployed scheduler:
 // /metrics refuses anonymous callers and ServiceAccounts without the reader binding, serves
 // the ServiceAccount listed in scheduler.metrics.reader.serviceAccounts, and exposes the
 // plugin's five families next to kube-scheduler's; /healthz and /readyz need no credentials.
@@ -244,17 +244,17 @@ func TestMetricsEndpointAuthz(t *testing.T) {
 		}
 	}
 
-	// W41: anonymous.
+	// Refused: anonymous.
 	if code, body := get("/metrics", ""); code != http.StatusUnauthorized && code != http.StatusForbidden {
 		t.Errorf("anonymous GET /metrics: %d, want 401 or 403 (%.200s)", code, body)
 	}
-	// W41: an authenticated ServiceAccount without the reader binding.
+	// Refused: an authenticated ServiceAccount without the reader binding.
 	nobody := serviceAccountToken(t, ctx, readerSA.Namespace, "nobody")
 	if code, body := get("/metrics", nobody); code != http.StatusForbidden {
 		t.Errorf("GET /metrics as %s/nobody: %d, want 403 (%.200s)", readerSA.Namespace, code, body)
 	}
 
-	// W39: kubectl auth can-i get /metrics --as=system:serviceaccount:monitoring:prometheus.
+	// Allowed by RBAC: kubectl auth can-i get /metrics --as=system:serviceaccount:monitoring:prometheus.
 	user := fmt.Sprintf("system:serviceaccount:%s:%s", readerSA.Namespace, readerSA.Name)
 	sar, err := cp.Client.AuthorizationV1().SubjectAccessReviews().Create(ctx, &authorizationv1.SubjectAccessReview{
 		Spec: authorizationv1.SubjectAccessReviewSpec{
@@ -270,7 +270,7 @@ func TestMetricsEndpointAuthz(t *testing.T) {
 		t.Errorf("can-i get /metrics --as=%s: no (%s)", user, sar.Status.Reason)
 	}
 
-	// W40: the listed ServiceAccount reads /metrics.
+	// The listed ServiceAccount reads /metrics.
 	prom := serviceAccountToken(t, ctx, readerSA.Namespace, readerSA.Name)
 	code, body := get("/metrics", prom)
 	if code != http.StatusOK {
@@ -309,7 +309,7 @@ func TestMetricsEndpointAuthz(t *testing.T) {
 		}
 	}
 
-	// W42: the demo gang moved the leader's counters.
+	// The demo gang moved the leader's counters.
 	if g.err != nil {
 		t.Fatalf("demo gang not placed, cannot check W42: %v", g.err)
 	}

@@ -14,7 +14,7 @@ import (
 
 var pinned = map[string]string{"result": "pinned"}
 
-// A1: best fit between two domains — the smaller domain that fits the whole gang wins.
+// Best fit between two domains — the smaller domain that fits the whole gang wins.
 func TestBestFitBetweenTwoDomains(t *testing.T) {
 	e := newEnv(t)
 	a := e.domain("a", 2, 1)
@@ -38,7 +38,7 @@ func TestBestFitBetweenTwoDomains(t *testing.T) {
 	}
 }
 
-// A2 + A7: the gate holds a lone member until minMember members exist.
+// The gate holds a lone member until minMember members exist.
 func TestGateHoldsLoneMember(t *testing.T) {
 	e := newEnv(t)
 	e.domain("a", 2, 1)
@@ -55,7 +55,7 @@ func TestGateHoldsLoneMember(t *testing.T) {
 	e.oneDomain(got, domainKey)
 }
 
-// A7: min 4 with 2 members: neither binds.
+// minMember 4 with 2 members: neither binds.
 func TestIncompleteGangNeverBinds(t *testing.T) {
 	e := newEnv(t)
 	e.domain("a", 4, 1)
@@ -66,7 +66,7 @@ func TestIncompleteGangNeverBinds(t *testing.T) {
 	e.staysPending(3*time.Second, pods...)
 }
 
-// A3: missing topology key, then repaired by annotating the PodGroup.
+// Missing topology key, then repaired by annotating the PodGroup.
 func TestMissingTopologyKeyThenRepaired(t *testing.T) {
 	e := newEnv(t)
 	e.domain("a", 2, 1)
@@ -80,7 +80,7 @@ func TestMissingTopologyKeyThenRepaired(t *testing.T) {
 	e.oneDomain(got, domainKey)
 }
 
-// A4: heterogeneous gang — the domain that fits every member wins over the smaller one.
+// Heterogeneous gang — the domain that fits every member wins over the smaller one.
 func TestHeterogeneousGang(t *testing.T) {
 	e := newEnv(t)
 	e.domain("a", 2, 1)
@@ -95,7 +95,7 @@ func TestHeterogeneousGang(t *testing.T) {
 	}
 }
 
-// A5: candidate narrowing — the flexible member never takes the only node the constrained
+// Candidate narrowing — the flexible member never takes the only node the constrained
 // sibling can use.
 func TestFlexibleMemberLeavesConstrainedNode(t *testing.T) {
 	e := newEnv(t)
@@ -111,7 +111,7 @@ func TestFlexibleMemberLeavesConstrainedNode(t *testing.T) {
 	}
 }
 
-// A6: members already bound in two domains — the gang fails closed. Seen through the
+// Members already bound in two domains — the gang fails closed. Seen through the
 // metrics: the refusal is counted as split_refused, and nothing is ever admitted split.
 func TestSplitGangFailsClosed(t *testing.T) {
 	e := newEnv(t)
@@ -134,7 +134,7 @@ func TestSplitGangFailsClosed(t *testing.T) {
 	}
 }
 
-// A8: two gangs at once never share a domain and never over-commit.
+// Two gangs at once never share a domain and never over-commit.
 func TestTwoGangsCompeteWithoutOvercommit(t *testing.T) {
 	e := newEnv(t)
 	e.domain("a", 3, 1)
@@ -160,7 +160,7 @@ func TestTwoGangsCompeteWithoutOvercommit(t *testing.T) {
 	e.distinctNodes(all)
 }
 
-// A9: a fresh scheduler adopts the domain of members bound earlier.
+// A fresh scheduler adopts the domain of members bound earlier.
 func TestRestartAdoptsBoundMembers(t *testing.T) {
 	e := newEnv(t)
 	a := e.domain("a", 3, 1)
@@ -181,7 +181,7 @@ func TestRestartAdoptsBoundMembers(t *testing.T) {
 	}
 }
 
-// A11: no domain has room; the gang binds once capacity frees, without intervention.
+// No domain has room; the gang binds once capacity frees, without intervention.
 func TestCapacityFreedLater(t *testing.T) {
 	e := newEnv(t)
 	a := e.domain("a", 2, 1)
@@ -205,7 +205,7 @@ func TestCapacityFreedLater(t *testing.T) {
 	e.oneDomain(got, domainKey)
 }
 
-// A12 + A13: small members share a node unless they must stay apart.
+// Small members share a node unless they must stay apart.
 func TestSmallMembersShareANode(t *testing.T) {
 	e := newEnv(t)
 	a := e.domain("a", 2, 2)
@@ -225,8 +225,9 @@ func TestSmallMembersShareANode(t *testing.T) {
 	e.staysPending(2*time.Second, ap...)
 }
 
-// A14 + W25b: a forming gang holds its domain; a second gang reports M18 and binds after the
-// holder completes.
+// A forming gang holds its domain: a second gang reports "every fitting domain is reserved for
+// a forming gang", a standalone pod is refused the held nodes, and the second gang binds after
+// the holder completes.
 func TestHoldAndReservedWake(t *testing.T) {
 	e := newEnv(t)
 	e.domain("a", 2, 4)
@@ -290,7 +291,7 @@ func (e *env) waitWithGatedSibling(group, waiter, gated string, apart bool) {
 	gw.wait()
 }
 
-// A15: cordoned and tainted domains are skipped.
+// Cordoned and tainted domains are skipped.
 func TestCordonedAndTaintedDomains(t *testing.T) {
 	e := newEnv(t)
 	a := e.domain("a", 2, 1)
@@ -328,7 +329,8 @@ func TestSurplusMemberJoinsDomain(t *testing.T) {
 	e.distinctNodes(got)
 }
 
-// A19: a worker that requires its leader waits for it (M12), then both bind.
+// A worker that requires its leader waits for it ("waiting for gang sibling ... to be
+// placed"), then both bind.
 func TestWorkerWaitsForLeaderAffinity(t *testing.T) {
 	e := newEnv(t)
 	e.domain("a", 2, 1)
@@ -344,7 +346,7 @@ func TestWorkerWaitsForLeaderAffinity(t *testing.T) {
 	e.oneDomain(got, domainKey)
 }
 
-// A21 / W19: pods created before their PodGroup wait, then bind when it appears.
+// Pods created before their PodGroup wait, then bind when it appears.
 func TestMembersBeforePodGroup(t *testing.T) {
 	e := newEnv(t)
 	e.domain("a", 2, 1)

@@ -16,7 +16,7 @@ import (
 	"github.com/moirai-internal/ome-scheduler/test/testenv"
 )
 
-// domainKey is the topology label used by the acceptance fixtures (placement.md §20).
+// domainKey is the topology label that defines the domains of the integration fixtures.
 const domainKey = "topology.ome.io/domain"
 
 // domain creates n Ready nodes labelled domainKey=value with gpus units each and returns

@@ -73,7 +73,8 @@ func TestPermitTimeoutUnwindsThenRetrySucceeds(t *testing.T) {
 }
 
 // PodGroup deleted and re-created while the gang forms: the old attempt is released (its
-// waiter rejected with M30) and the gang forms under the new PodGroup.
+// waiter rejected with "released commitment owned by a previous PodGroup instance") and the
+// gang forms under the new PodGroup.
 func TestPodGroupRecreatedMidFormation(t *testing.T) {
 	e := newEnv(t)
 	e.domain("a", 2, 1)

@@ -14,7 +14,7 @@ defaultPermitTimeoutSeconds: 600
 gcIntervalSeconds: 60
 standaloneDomainPacking: true`
 
-// A25: a standalone pod goes to the partly used domain, keeping the empty one whole.
+// A standalone pod goes to the partly used domain, keeping the empty one whole.
 func TestStandalonePackingPrefersPartlyUsedDomain(t *testing.T) {
 	e := newEnv(t)
 	a := e.domain("a", 2, 1)
@@ -28,7 +28,7 @@ func TestStandalonePackingPrefersPartlyUsedDomain(t *testing.T) {
 	}
 }
 
-// A26: standalone packing never fights a gang's pin.
+// Standalone packing never fights a gang's pin.
 func TestPackingNeverMovesAGang(t *testing.T) {
 	e := newEnv(t)
 	e.domain("a", 2, 1)
@@ -42,7 +42,7 @@ func TestPackingNeverMovesAGang(t *testing.T) {
 	}
 }
 
-// A27: standalone pods on unlabelled nodes (or nodes with an empty domain value) schedule
+// Standalone pods on unlabelled nodes (or nodes with an empty domain value) schedule
 // neutrally.
 func TestStandaloneOnUnlabelledNodes(t *testing.T) {
 	e := newEnv(t)

@@ -117,8 +117,8 @@ func TestQualityHeldDomainGauges(t *testing.T) {
 }
 
 // Fragmentation: one free GPU in each of two domains, a gang of 2 that must stay apart parks
-// with M17; both free GPUs are stranded and the largest placeable gang is 1. A domain that
-// disappears loses its per-domain series at the next planning.
+// with "no domain has room for gang"; both free GPUs are stranded and the largest placeable
+// gang is 1. A domain that disappears loses its per-domain series at the next planning.
 func TestQualityStrandedCapacity(t *testing.T) {
 	e := newEnv(t)
 	a := e.domain("qa", 2, 1)

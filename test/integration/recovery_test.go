@@ -13,8 +13,8 @@ import (
 	"github.com/moirai-internal/ome-scheduler/test/testenv"
 )
 
-// A28: adoption waits while another gang's hold covers the adopted domain (M16, reserved),
-// then adopts once that gang drains.
+// Adoption waits while another gang's hold covers the adopted domain ("adopted domain ... is
+// reserved for another forming gang", counted reserved), then adopts once that gang drains.
 func TestAdoptionWaitsForAnotherGangsHold(t *testing.T) {
 	e := newEnv(t)
 	a := e.domain("a", 5, 1)
@@ -39,7 +39,7 @@ func TestAdoptionWaitsForAnotherGangsHold(t *testing.T) {
 	e.distinctNodes(got)
 }
 
-// A29: a committed gang loses two members; the first replacement waits at Permit until the
+// A committed gang loses two members; the first replacement waits at Permit until the
 // second has a node, then both bind together in the gang's domain.
 func TestReplacementsRejoinCommittedGang(t *testing.T) {
 	e := newEnv(t)
@@ -73,7 +73,7 @@ func TestReplacementsRejoinCommittedGang(t *testing.T) {
 	}
 }
 
-// A30: a member vetoed by another filter in every domain moves on promptly to untried
+// A member vetoed by another filter in every domain moves on promptly to untried
 // domains (domain_failed), parks on the sole remaining fit, and after the lap wraps starts
 // over.
 func TestFailedDomainsLap(t *testing.T) {
@@ -115,7 +115,7 @@ func TestFailedDomainsLap(t *testing.T) {
 	e.staysPending(time.Second, "g-0")
 }
 
-// A31: lowering minMember wakes the parked member exactly once, and it binds.
+// Lowering minMember wakes the parked member exactly once, and it binds.
 func TestMinMemberChangeActivatesOnce(t *testing.T) {
 	e := newEnv(t)
 	e.domain("a", 2, 1)
@@ -133,7 +133,7 @@ func TestMinMemberChangeActivatesOnce(t *testing.T) {
 	}
 }
 
-// GC releases the pin of a gang whose pods are gone (W48: pinned_groups drops).
+// GC releases the pin of a gang whose pods are gone (the pinned_groups gauge drops).
 func TestGCReleasesDeadGangs(t *testing.T) {
 	e := newEnv(t)
 	e.domain("a", 2, 1)
@@ -153,8 +153,8 @@ gcIntervalSeconds: 1`
 	waitMetric(t, "ome_scheduler_pinned_groups", nil, 0, 10*time.Second)
 }
 
-// CRD absent at start: standalone pods schedule, gang pods park with M02; after a late
-// install the same process places the gang (placement.md §15, W12).
+// CRD absent at start: standalone pods schedule, gang pods park with "PodGroup ... not
+// resolvable yet"; after a late install the same process places the gang without a restart.
 func TestLateCRDInstall(t *testing.T) {
 	plane, err := testenv.Start(testenv.Options{WithoutCRD: true})
 	if err != nil {

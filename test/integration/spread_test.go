@@ -60,7 +60,7 @@ func (e *env) noMessage(pod, substr string) {
 	}
 }
 
-// W51: two single-pod Instances (standalone) with Required zone spread land in two zones.
+// Two single-pod Instances (standalone) with Required zone spread land in two zones.
 func TestSpreadStandaloneInstancesAcrossZones(t *testing.T) {
 	e := newEnv(t)
 	e.cliques(map[string]string{"c1": "zone-a", "c2": "zone-b"})
@@ -76,8 +76,9 @@ func TestSpreadStandaloneInstancesAcrossZones(t *testing.T) {
 	}
 }
 
-// W53/W54/W55 + A23: leader+worker Instances each inside one clique, leaders spread across
-// zones by a DoNotSchedule constraint; the domain is chosen after the spread filter (no M24);
+// Leader+worker Instances each inside one clique, leaders spread across zones by a
+// DoNotSchedule constraint; the domain is chosen after the spread filter (no "gang reservation
+// released after all candidate nodes were filtered");
 // an Instance that can only break the spread stays Pending and binds once a clique in the
 // other zone frees.
 func TestSpreadGangsAcrossZones(t *testing.T) {
@@ -96,7 +97,7 @@ func TestSpreadGangsAcrossZones(t *testing.T) {
 	for i := 1; i <= 3; i++ {
 		var pods []string
 		if i == 1 {
-			// W54: with the leader held back by a scheduling gate, the worker waits for it.
+			// With the leader held back by a scheduling gate, the worker waits for it.
 			pods = e.instance("i1", "qwen", 1, spread, "example.com/later")
 			e.message(pods[1], "waiting for gang spread anchor "+e.ns+"/i1-leader to be placed", 20*time.Second)
 			e.staysPending(time.Second, pods[1])
@@ -141,7 +142,7 @@ func TestSpreadGangsAcrossZones(t *testing.T) {
 	e.oneDomain(got, testenv.CliqueKey)
 }
 
-// A24: spread on hostname with rack packing: the gang lands in the rack whose nodes keep the
+// Spread on hostname with rack packing: the gang lands in the rack whose nodes keep the
 // skew, directly, without a reservation released after filtering.
 func TestHostnameSpreadWithRackPacking(t *testing.T) {
 	e := newEnv(t)

@@ -205,8 +205,8 @@ func (c *chaos) hasBound(g *chaosGang) bool {
 
 // replaceMember deletes one member of a gang that is still forming (none of its members is
 // bound; one may wait at Permit) and creates a replacement. Deleting a member of a bound gang
-// leaves it partially bound by the user's hand, and the spec keeps it in its domain until room
-// frees there, which the partial-binding invariant would misreport.
+// leaves it partially bound by the user's hand, and the scheduler keeps it in its domain until
+// room frees there, which the partial-binding invariant would misreport.
 func (c *chaos) replaceMember() {
 	g := c.pick()
 	if g == nil || len(g.members) == 0 || c.hasBound(g) {

@@ -16,7 +16,7 @@ type Clique struct {
 	Nodes      []string
 }
 
-// DemoLayout is the seed's reference layout (clique-a: 2 nodes in zone-a, clique-b: 3 nodes
+// DemoLayout is the demo's reference layout (clique-a: 2 nodes in zone-a, clique-b: 3 nodes
 // in zone-b) plus a larger clique-c in zone-a, so best fit has a real choice: 9 one-GPU nodes.
 var DemoLayout = []Clique{
 	{"clique-a", "zone-a", []string{"gpu-node-1", "gpu-node-2"}},
