@@ -2,6 +2,7 @@ package gangpack
 
 import (
 	"context"
+	"time"
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/klog/v2"
@@ -26,6 +27,10 @@ func (pl *GangPack) Filter(ctx context.Context, cs fwk.CycleState, pod *v1.Pod, 
 		own = pin.Gang.Key
 	}
 	generation := pl.store.Generation()
+	if pl.doubts.blocks(node.Name, pod.UID, time.Now()) {
+		pl.parkBlocked(klog.FromContext(ctx), pod, generation)
+		return fwk.NewStatus(fwk.Unschedulable, msgBindInDoubt)
+	}
 	gang, held := pl.store.NodeHeld(node.Name, node.Labels)
 	if !held || gang == own {
 		return nil

@@ -44,6 +44,7 @@ func (pl *GangPack) gcOnce(logger klog.Logger) {
 		}
 	}
 	pl.quality.pruneParked(pl.gangPending)
+	pl.doubts.prune(time.Now())
 	pl.reserved.prune(func(ns, name string, uid types.UID) bool {
 		cur, err := pl.members.lister.Pods(ns).Get(name)
 		return err == nil && cur.UID == uid && cur.Spec.NodeName == "" && live(cur)

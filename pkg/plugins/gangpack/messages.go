@@ -16,6 +16,9 @@ const (
 	msgNoPreFilterState      = "labeled gang pod reached Permit without validated PreFilter state"
 	msgTimeoutNotConfigured  = "gang permit timeout is not configured"
 	reservedSuffix           = ": every fitting domain is reserved for a forming gang"
+	// msgBindInDoubt: the node's last binding failed after admission and may have happened
+	// anyway; the node is avoided until the pod's fate is known (at most 30 s).
+	msgBindInDoubt = "node has a binding in doubt after an API error"
 )
 
 func msgNotResolvable(ns, name string) string {

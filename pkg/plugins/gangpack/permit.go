@@ -18,6 +18,7 @@ func (pl *GangPack) Permit(ctx context.Context, cs fwk.CycleState, pod *v1.Pod, 
 		if _, _, member := gangOf(pod); member {
 			return fwk.NewStatus(fwk.Unschedulable, msgNoPreFilterState), 0
 		}
+		pl.doubts.admit(pod.UID)
 		return nil, 0
 	}
 	if pin.Gang.Timeout <= 0 {
@@ -38,7 +39,11 @@ func (pl *GangPack) Permit(ctx context.Context, cs fwk.CycleState, pod *v1.Pod, 
 		go pl.superviseWaiter(pod, pin.Gang.Key, pin.ID)
 		return fwk.NewStatus(fwk.Wait), pin.Gang.Timeout
 	}
-	pl.forEachWaiter(pin.Gang.Key, pin.ID, func(wp fwk.WaitingPod) { wp.Allow(Name) })
+	pl.forEachWaiter(pin.Gang.Key, pin.ID, func(wp fwk.WaitingPod) {
+		pl.doubts.admit(wp.GetPod().UID)
+		wp.Allow(Name)
+	})
+	pl.doubts.admit(pod.UID)
 	gateTotal.WithLabelValues("admit").Inc()
 	pl.gangAdmitted(logger, cs, pod, pin, nodeName)
 	return nil, 0
@@ -73,6 +78,7 @@ func (pl *GangPack) superviseWaiter(pod *v1.Pod, gang string, id uint64) {
 		wp.Reject(Name, msgUnwound(gang))
 		pl.logger.V(4).Info("gangpack.Permit.late_waiter_rejected", "pod", klog.KObj(pod), "gang", gang)
 	case committed:
+		pl.doubts.admit(pod.UID)
 		wp.Allow(Name)
 	}
 }

@@ -46,6 +46,7 @@ type GangPack struct {
 	blocked    *podSet                  // pods refused because of a hold, woken when one lifts
 	incomplete *keySet                  // gangs waiting for all their members to exist
 	quality    *qualityTracker          // per-domain series and pending gangs of the quality gauges
+	doubts     *bindsInDoubt            // nodes of pods whose binding failed after admission
 
 	// active is set by the first PreFilter: a standby replica makes no activations.
 	active atomic.Bool
@@ -94,6 +95,9 @@ func New(ctx context.Context, obj runtime.Object, h fwk.Handle) (fwk.Plugin, err
 		return nil, fmt.Errorf("add pod-group index to the pod informer: %w", err)
 	}
 	pl := newPlugin(klog.NewContext(ctx, logger), args, h, ml)
+	if err := pl.watchDoubts(h.SharedInformerFactory().Core().V1().Pods().Informer()); err != nil {
+		return nil, fmt.Errorf("watch pods for bindings in doubt: %w", err)
+	}
 	if cfg := h.KubeConfig(); cfg != nil {
 		r, served, err := newPodGroupReader(ctx, cfg, h.ClientSet(), pl.onPodGroupChange)
 		if err != nil {
@@ -126,6 +130,7 @@ func newPlugin(ctx context.Context, args *Args, h fwk.Handle, ml *memberLister) 
 		blocked:    newPodSet(),
 		incomplete: newKeySet(),
 		quality:    newQualityTracker(),
+		doubts:     newBindsInDoubt(),
 	}
 	pl.store.SetOnChange(pl.pinsChanged)
 	return pl

@@ -16,5 +16,6 @@ func (pl *GangPack) PostBind(_ context.Context, cs fwk.CycleState, pod *v1.Pod, 
 		pl.attempts.forget(podKey(pod))
 	}
 	pl.blocked.remove(pod)
+	pl.doubts.bound(pod.UID)
 	pl.memberBound(pod)
 }

@@ -8,6 +8,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
+	"k8s.io/kubernetes/pkg/scheduler/framework"
 	"k8s.io/utils/ptr"
 
 	"github.com/moirai-internal/ome-scheduler/pkg/placement"
@@ -330,5 +331,37 @@ func TestAdoptedShortHoldEndsAndDoesNotRenew(t *testing.T) {
 	}
 	if n := w.pl.store.HeldDomains(); n != 0 {
 		t.Fatalf("the expired gang holds %d domains again", n)
+	}
+}
+
+// A pod whose binding failed after Permit admitted it may be bound anyway (the API server got
+// the request, the scheduler saw an error): its node is kept from other pods until the pod
+// informer reports the pod again.
+func TestBindErrorPutsNodeInDoubt(t *testing.T) {
+	nodes := []*v1.Node{testNode("n0", "", 1)}
+	a, b := standalone("a"), standalone("b")
+	w := newWorld(t, nil, nodes, []*v1.Pod{a, b})
+	cs := framework.NewCycleState()
+	if st, _ := w.pl.Permit(w.ctx, cs, a, "n0"); !st.IsSuccess() {
+		t.Fatalf("Permit(a) = %v", st)
+	}
+	w.pl.Unreserve(w.ctx, cs, a, "n0") // the bind failed
+	ni, _ := w.h.snapshot.NodeInfos().Get("n0")
+	if st := w.pl.Filter(w.ctx, framework.NewCycleState(), b, ni); st.Code() != fwk.Unschedulable || st.Message() != msgBindInDoubt {
+		t.Fatalf("Filter(b on n0) = %v, want %q", st, msgBindInDoubt)
+	}
+	if st := w.pl.Filter(w.ctx, framework.NewCycleState(), a, ni); !st.IsSuccess() {
+		t.Fatalf("Filter(a on its own node) = %v, want success", st)
+	}
+	if !w.pl.doubts.resolve(a.UID) {
+		t.Fatal("no doubt to resolve")
+	}
+	if st := w.pl.Filter(w.ctx, framework.NewCycleState(), b, ni); !st.IsSuccess() {
+		t.Fatalf("Filter(b on n0) after the informer reported a = %v, want success", st)
+	}
+	// A failure before admission (a Permit rejection, a timeout) leaves no doubt.
+	w.pl.Unreserve(w.ctx, framework.NewCycleState(), b, "n0")
+	if w.pl.doubts.blocks("n0", a.UID, time.Now()) {
+		t.Fatal("an Unreserve without admission put the node in doubt")
 	}
 }

@@ -2,6 +2,7 @@ package gangpack
 
 import (
 	"context"
+	"time"
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/klog/v2"
@@ -34,14 +35,18 @@ func (pl *GangPack) Reserve(ctx context.Context, cs fwk.CycleState, pod *v1.Pod,
 	return nil
 }
 
-// Unreserve unwinds the member's attempt. Idempotent: siblings rejected by
+// Unreserve unwinds the member's attempt and, when the pod failed in binding after Permit
+// admitted it, puts its node in doubt (doubt.go). Idempotent: siblings rejected by
 // the unwind come back here with an id that no longer owns anything.
-func (pl *GangPack) Unreserve(ctx context.Context, cs fwk.CycleState, pod *v1.Pod, _ string) {
+func (pl *GangPack) Unreserve(ctx context.Context, cs fwk.CycleState, pod *v1.Pod, nodeName string) {
 	if pin := readPin(cs); pin != nil {
 		pl.unwind(klog.FromContext(ctx), pin.Gang.Key, pin.ID, causeUnreserve, false)
 	}
 	pl.attempts.forget(podKey(pod))
 	pl.reserved.forget(pod.UID)
+	if pl.doubts.unreserved(pod.UID, nodeName, time.Now()) {
+		klog.FromContext(ctx).V(4).Info("gangpack.Unreserve.bind_in_doubt", "pod", klog.KObj(pod), "node", nodeName)
+	}
 }
 
 // formedStateKey marks, in CycleState, the member whose Reserve drained the commitment to 0.

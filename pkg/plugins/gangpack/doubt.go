@@ -1,0 +1,122 @@
+package gangpack
+
+import (
+	"sync"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/cache"
+)
+
+// maxDoubt bounds how long a node stays in doubt when no event about the pod arrives.
+const maxDoubt = 30 * time.Second
+
+// bindsInDoubt remembers the nodes of pods whose binding failed after Permit admitted them.
+// A bind request may reach the API server although the scheduler saw an error (a cut
+// connection): the scheduler's cache then forgets the pod while the node holds it, and the
+// next pod could be placed on the same room. Until the pod informer reports the pod again
+// (bound, or updated after the failure) or maxDoubt passes, no other pod may use that node.
+type bindsInDoubt struct {
+	mu       sync.Mutex
+	admitted map[types.UID]struct{} // past Permit, not yet bound or unreserved
+	byNode   map[string]map[types.UID]time.Time
+	nodeOf   map[types.UID]string
+}
+
+func newBindsInDoubt() *bindsInDoubt {
+	return &bindsInDoubt{admitted: map[types.UID]struct{}{}, byNode: map[string]map[types.UID]time.Time{}, nodeOf: map[types.UID]string{}}
+}
+
+// admit records that Permit let the pod go on to binding.
+func (b *bindsInDoubt) admit(uid types.UID) {
+	b.mu.Lock()
+	b.admitted[uid] = struct{}{}
+	b.mu.Unlock()
+}
+
+// bound forgets an admitted pod that bound.
+func (b *bindsInDoubt) bound(uid types.UID) {
+	b.mu.Lock()
+	delete(b.admitted, uid)
+	b.mu.Unlock()
+}
+
+// unreserved is called for every Unreserve: an admitted pod failed in binding, so its node
+// is in doubt. It reports whether it was.
+func (b *bindsInDoubt) unreserved(uid types.UID, node string, now time.Time) bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if _, ok := b.admitted[uid]; !ok {
+		return false
+	}
+	delete(b.admitted, uid)
+	if b.byNode[node] == nil {
+		b.byNode[node] = map[types.UID]time.Time{}
+	}
+	b.byNode[node][uid] = now
+	b.nodeOf[uid] = node
+	return true
+}
+
+// resolve ends the doubt about a pod (the informer reported it); it reports whether there
+// was one.
+func (b *bindsInDoubt) resolve(uid types.UID) bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	node, ok := b.nodeOf[uid]
+	if !ok {
+		return false
+	}
+	delete(b.nodeOf, uid)
+	delete(b.byNode[node], uid)
+	if len(b.byNode[node]) == 0 {
+		delete(b.byNode, node)
+	}
+	return true
+}
+
+// blocks reports whether node is in doubt for a pod other than uid.
+func (b *bindsInDoubt) blocks(node string, uid types.UID, now time.Time) bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for other, since := range b.byNode[node] {
+		if other != uid && now.Sub(since) < maxDoubt {
+			return true
+		}
+	}
+	return false
+}
+
+// prune forgets doubts older than maxDoubt (GC).
+func (b *bindsInDoubt) prune(now time.Time) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for uid, node := range b.nodeOf {
+		if now.Sub(b.byNode[node][uid]) >= maxDoubt {
+			delete(b.nodeOf, uid)
+			delete(b.byNode[node], uid)
+			if len(b.byNode[node]) == 0 {
+				delete(b.byNode, node)
+			}
+		}
+	}
+}
+
+// watchDoubts resolves a doubt whenever the pod informer reports the pod again, and wakes
+// the pods refused meanwhile.
+func (pl *GangPack) watchDoubts(inf cache.SharedIndexInformer) error {
+	resolve := func(obj any) {
+		if d, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+			obj = d.Obj
+		}
+		if p, ok := obj.(*v1.Pod); ok && pl.doubts.resolve(p.UID) {
+			pl.wakeBlocked(pl.logger)
+		}
+	}
+	_, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		UpdateFunc: func(_, obj any) { resolve(obj) },
+		DeleteFunc: resolve,
+	})
+	return err
+}
