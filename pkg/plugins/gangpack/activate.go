@@ -8,27 +8,27 @@ import (
 // activate moves pods to the active queue and counts one activation per
 // call with at least one pod. A replica that has not scheduled yet (a standby) stays silent.
 // Never called with the store lock held.
-func (pl *GangPack) activate(logger klog.Logger, trigger string, pods []*v1.Pod) int {
-	if len(pods) == 0 || !pl.active.Load() {
+func (gs *gangs) activate(logger klog.Logger, trigger string, pods []*v1.Pod) int {
+	if len(pods) == 0 || !gs.active.Load() {
 		return 0
 	}
 	m := make(map[string]*v1.Pod, len(pods))
 	for _, p := range pods {
 		m[p.Namespace+"/"+p.Name] = p
 	}
-	pl.handle.Activate(logger, m)
+	gs.handle.Activate(logger, m)
 	activationTotal.WithLabelValues(trigger).Inc()
 	return len(m)
 }
 
 // activateGang wakes the gang's live unbound members, except the pod named except.
-func (pl *GangPack) activateGang(logger klog.Logger, trigger, ns, name, except string) int {
-	pods, err := pl.members.liveUnbound(ns, name, except)
+func (gs *gangs) activateGang(logger klog.Logger, trigger, ns, name, except string) int {
+	pods, err := gs.members.liveUnbound(ns, name, except)
 	if err != nil {
 		logger.Error(err, "List gang members for activation", "gang", ns+"/"+name)
 		return 0
 	}
-	return pl.activate(logger, trigger, pods)
+	return gs.activate(logger, trigger, pods)
 }
 
 // wakeBlocked activates the reservation-blocked pods (trigger reservation_released): every
@@ -37,8 +37,8 @@ func (pl *GangPack) activateGang(logger klog.Logger, trigger, ns, name, except s
 // in the set: the woken member either pins a domain, and then its Permit activation wakes its
 // siblings, or meets the same hold and parks again. Waking whole gangs on every drain made every
 // blocked member re-plan for nothing (a thundering herd with hundreds of gangs waiting).
-func (pl *GangPack) wakeBlocked(logger klog.Logger) {
-	pods := pl.blocked.drain()
+func (gs *gangs) wakeBlocked(logger klog.Logger) {
+	pods := gs.blocked.drain()
 	if len(pods) == 0 {
 		return
 	}
@@ -50,7 +50,7 @@ func (pl *GangPack) wakeBlocked(logger klog.Logger) {
 			list = append(list, p)
 			continue
 		}
-		if !pl.stillPending(p) {
+		if !gs.stillPending(p) {
 			continue
 		}
 		if cur, ok := first[key]; !ok || p.Name < cur.Name {
@@ -59,17 +59,17 @@ func (pl *GangPack) wakeBlocked(logger klog.Logger) {
 	}
 	for _, p := range pods {
 		if key, _, member := gangOf(p); member && first[key] != nil && first[key] != p {
-			pl.blocked.add(p)
+			gs.blocked.add(p)
 		}
 	}
 	for _, p := range first {
 		list = append(list, p)
 	}
-	pl.activate(logger, triggerReservationReleased, list)
+	gs.activate(logger, triggerReservationReleased, list)
 }
 
 // stillPending reports whether the informer still shows the pod (same UID) live and unbound.
-func (pl *GangPack) stillPending(p *v1.Pod) bool {
-	cur, err := pl.members.lister.Pods(p.Namespace).Get(p.Name)
+func (gs *gangs) stillPending(p *v1.Pod) bool {
+	cur, err := gs.members.lister.Pods(p.Namespace).Get(p.Name)
 	return err == nil && cur.UID == p.UID && live(cur) && cur.Spec.NodeName == ""
 }

@@ -105,13 +105,13 @@ func (b *bindsInDoubt) prune(now time.Time) {
 
 // watchDoubts resolves a doubt whenever the pod informer reports the pod again, and wakes
 // the pods refused meanwhile.
-func (pl *GangPack) watchDoubts(inf cache.SharedIndexInformer) error {
+func (gs *gangs) watchDoubts(inf cache.SharedIndexInformer) error {
 	resolve := func(obj any) {
 		if d, ok := obj.(cache.DeletedFinalStateUnknown); ok {
 			obj = d.Obj
 		}
-		if p, ok := obj.(*v1.Pod); ok && pl.doubts.resolve(p.UID) {
-			pl.wakeBlocked(pl.logger)
+		if p, ok := obj.(*v1.Pod); ok && gs.doubts.resolve(p.UID) {
+			gs.wakeBlocked(gs.logger)
 		}
 	}
 	_, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{

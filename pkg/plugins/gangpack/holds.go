@@ -14,41 +14,41 @@ import (
 // it and whatever happens to the cycle that created it (a cycle that ends in an error runs no
 // PostFilter; another plugin's PostFilter may succeed first; a gang whose last member never
 // fits never reaches Permit).
-func (pl *GangPack) pinned(c placement.Commitment, info gangInfo) {
+func (gs *gangs) pinned(c placement.Commitment, info gangInfo) {
 	if !c.Forming() || info.Timeout <= 0 {
 		return
 	}
-	time.AfterFunc(info.Timeout, func() { pl.expire(c.Gang, c.ID) })
+	time.AfterFunc(info.Timeout, func() { gs.expire(c.Gang, c.ID) })
 }
 
 // expire ends a hold that outlived its deadline: the attempt is unwound (its waiters, if
 // any, are rejected) and its domain is remembered as failed, so the gang tries elsewhere
 // before it holds the same domain again. A commitment that committed meanwhile is kept.
-func (pl *GangPack) expire(gang string, id uint64) {
+func (gs *gangs) expire(gang string, id uint64) {
 	var res unwindResult
-	c, ok := pl.store.Expire(gang, id, func(c placement.Commitment) {
-		res.newFailed = pl.failed.Add(placement.GangOwner{Gang: gang, Owner: c.Owner}, placement.DomainRef{Key: c.Key, Value: c.Domain})
-		res.rejected = pl.rejectWaiters(gang, c.ID)
+	c, ok := gs.store.Expire(gang, id, func(c placement.Commitment) {
+		res.newFailed = gs.failed.Add(placement.GangOwner{Gang: gang, Owner: c.Owner}, placement.DomainRef{Key: c.Key, Value: c.Domain})
+		res.rejected = gs.rejectWaiters(gang, c.ID)
 	})
 	if !ok {
 		return
 	}
-	pl.unwound(pl.logger, c, causeExpired, res.rejected)
+	gs.unwound(gs.logger, c, causeExpired, res.rejected)
 }
 
 // pinsChanged is the store's change hook: the pinned-groups gauge and the per-domain held
 // gauge follow every new pin, drain to 0 and release.
-func (pl *GangPack) pinsChanged() {
-	pinnedGroups.Set(float64(pl.store.Len()))
-	pl.quality.refreshHeld(pl.store)
+func (gs *gangs) pinsChanged() {
+	pinnedGroups.Set(float64(gs.store.Len()))
+	gs.quality.refreshHeld(gs.store)
 }
 
 // parkBlocked records a pod refused because of a hold, so the next hold lift wakes it.
 // generation is the store's hold generation read before the decision to refuse: if a hold
 // was lifted since (and its wake-up found the set without this pod), the pod is woken now.
-func (pl *GangPack) parkBlocked(logger klog.Logger, pod *v1.Pod, generation uint64) {
-	pl.blocked.add(pod)
-	if pl.store.Generation() != generation {
-		pl.wakeBlocked(logger)
+func (gs *gangs) parkBlocked(logger klog.Logger, pod *v1.Pod, generation uint64) {
+	gs.blocked.add(pod)
+	if gs.store.Generation() != generation {
+		gs.wakeBlocked(logger)
 	}
 }

@@ -59,26 +59,26 @@ const waiterRegistration = 30 * time.Second
 // it is rejected if its attempt no longer owns the gang's pin, and admitted if the attempt
 // committed meanwhile. It stops as soon as the pod's attempt record changes (the pod bound or
 // was unreserved).
-func (pl *GangPack) superviseWaiter(pod *v1.Pod, gang string, id uint64) {
+func (gs *gangs) superviseWaiter(pod *v1.Pod, gang string, id uint64) {
 	var wp fwk.WaitingPod
 	// The plugin's context, not the cycle's: the framework cancels the cycle's context when
 	// the scheduling cycle ends, possibly before this goroutine first runs.
-	_ = wait.PollUntilContextTimeout(pl.ctx, time.Millisecond, waiterRegistration, true, func(context.Context) (bool, error) {
-		if got, ok := pl.attempts.get(podKey(pod)); !ok || got != id {
+	_ = wait.PollUntilContextTimeout(gs.ctx, time.Millisecond, waiterRegistration, true, func(context.Context) (bool, error) {
+		if got, ok := gs.attempts.get(podKey(pod)); !ok || got != id {
 			return true, nil
 		}
-		wp = pl.handle.GetWaitingPod(pod.UID)
+		wp = gs.handle.GetWaitingPod(pod.UID)
 		return wp != nil, nil
 	})
 	if wp == nil {
 		return
 	}
-	switch owned, committed := pl.store.Committed(gang, id); {
+	switch owned, committed := gs.store.Committed(gang, id); {
 	case !owned:
 		wp.Reject(Name, msgUnwound(gang))
-		pl.logger.V(4).Info("gangpack.Permit.late_waiter_rejected", "pod", klog.KObj(pod), "gang", gang)
+		gs.logger.V(4).Info("gangpack.Permit.late_waiter_rejected", "pod", klog.KObj(pod), "gang", gang)
 	case committed:
-		pl.doubts.admit(pod.UID)
+		gs.doubts.admit(pod.UID)
 		wp.Allow(Name)
 	}
 }

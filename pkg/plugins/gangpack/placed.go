@@ -65,21 +65,21 @@ func (r *reservedNodes) len() int {
 // not. Every assumption of a member passes this plugin's Reserve, so no assumed member is
 // missed; the snapshot stays the judge of what is on a node. A Terminating member is never a
 // placed member (it still occupies its node, which the snapshot accounts for).
-func (pl *GangPack) placedMembers(g gangInfo, all []fwk.NodeInfo) []placedMember {
-	pods, err := pl.members.list(g.Namespace, g.Name)
+func (gs *gangs) placedMembers(g gangInfo, all []fwk.NodeInfo) []placedMember {
+	pods, err := gs.members.list(g.Namespace, g.Name)
 	if err != nil {
 		return membersOnNodes(all, g)
 	}
 	names := map[string]struct{}{}
 	for _, p := range pods {
 		if p.Spec.NodeName != "" {
-			pl.reserved.forget(p.UID) // the informer is authoritative from here on
+			gs.reserved.forget(p.UID) // the informer is authoritative from here on
 			if live(p) {
 				names[p.Spec.NodeName] = struct{}{}
 			}
 			continue
 		}
-		if n, ok := pl.reserved.get(p.UID); ok && live(p) {
+		if n, ok := gs.reserved.get(p.UID); ok && live(p) {
 			names[n] = struct{}{}
 		}
 	}
@@ -87,7 +87,7 @@ func (pl *GangPack) placedMembers(g gangInfo, all []fwk.NodeInfo) []placedMember
 		return nil
 	}
 	// Order does not matter: findPlaced sorts by pod name, placedDomains builds a map.
-	infos := pl.handle.SnapshotSharedLister().NodeInfos()
+	infos := gs.handle.SnapshotSharedLister().NodeInfos()
 	subset := make([]fwk.NodeInfo, 0, len(names))
 	for n := range names {
 		if ni, err := infos.Get(n); err == nil {

@@ -9,7 +9,6 @@ import (
 	"errors"
 	"fmt"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
@@ -26,32 +25,15 @@ const Name = "OMEGangPack"
 // PodGroupLabel marks a gang member; its value names the PodGroup in the pod's namespace.
 const PodGroupLabel = "scheduling.x-k8s.io/pod-group"
 
-// GangPack is the OMEGangPack plugin.
+// GangPack is the OMEGangPack plugin: its arguments, its readers, and gangs, the one owner of
+// the state that lives across scheduling cycles. Each extension point is a file of its own
+// that reads the cycle, asks gangs, and answers the framework.
 type GangPack struct {
-	args   *Args
-	handle fwk.Handle
-	// ctx and logger are the plugin's for work outside a scheduling cycle (timers, GC,
-	// waiter supervision).
-	ctx    context.Context
-	logger klog.Logger
-
+	args      *Args
 	podGroups *podGroupReader
-	members   *memberLister
-
-	// Cross-cycle state.
-	store      *placement.Store         // pins and holds
-	failed     *placement.FailedDomains // domains a gang's attempts failed in
-	attempts   *attemptMap              // pod → attempt id it waits under at Permit
-	reserved   *reservedNodes           // member → node it was reserved on, until bound
-	blocked    *podSet                  // pods refused because of a hold, woken when one lifts
-	incomplete *keySet                  // gangs waiting for all their members to exist
-	quality    *qualityTracker          // per-domain series and pending gangs of the quality gauges
-	doubts     *bindsInDoubt            // nodes of pods whose binding failed after admission
-
-	// active is set by the first PreFilter: a standby replica makes no activations.
-	active atomic.Bool
 	// registerPodGroupEvents is true when the PodGroup resource was served at construction.
 	registerPodGroupEvents bool
+	*gangs
 }
 
 var (
@@ -117,23 +99,7 @@ func New(ctx context.Context, obj runtime.Object, h fwk.Handle) (fwk.Plugin, err
 }
 
 func newPlugin(ctx context.Context, args *Args, h fwk.Handle, ml *memberLister) *GangPack {
-	pl := &GangPack{
-		args:       args,
-		handle:     h,
-		ctx:        ctx,
-		logger:     klog.FromContext(ctx),
-		members:    ml,
-		store:      placement.NewStore(),
-		failed:     placement.NewFailedDomains(),
-		attempts:   newAttemptMap(),
-		reserved:   newReservedNodes(),
-		blocked:    newPodSet(),
-		incomplete: newKeySet(),
-		quality:    newQualityTracker(),
-		doubts:     newBindsInDoubt(),
-	}
-	pl.store.SetOnChange(pl.pinsChanged)
-	return pl
+	return &GangPack{args: args, gangs: newGangs(ctx, h, ml)}
 }
 
 // Name returns the plugin name.

@@ -150,18 +150,18 @@ func (r *podGroupReader) get(ns, name string) (*schedv1alpha1.PodGroup, error) {
 // onPodGroupChange wakes the live unbound members of a PodGroup that was added or changed. A
 // forming gang whose minMember changed is unwound at once: its members waiting at Permit were
 // admitted for the old size, and none of them would run PreFilter again to notice.
-func (pl *GangPack) onPodGroupChange(old, cur *schedv1alpha1.PodGroup) {
-	logger := pl.logger
+func (gs *gangs) onPodGroupChange(old, cur *schedv1alpha1.PodGroup) {
+	logger := gs.logger
 	key := cur.Namespace + "/" + cur.Name
 	if old != nil && old.Spec.MinMember != cur.Spec.MinMember {
-		if c, ok := pl.store.Get(key); ok && c.Forming() && c.MinMember != int(cur.Spec.MinMember) {
-			pl.unwind(logger, key, c.ID, causeMinMemberChange, false)
+		if c, ok := gs.store.Get(key); ok && c.Forming() && c.MinMember != int(cur.Spec.MinMember) {
+			gs.unwind(logger, key, c.ID, causeMinMemberChange, false)
 		}
 	}
-	pods, err := pl.members.liveUnbound(cur.Namespace, cur.Name, "")
+	pods, err := gs.members.liveUnbound(cur.Namespace, cur.Name, "")
 	if err != nil {
 		logger.Error(err, "List gang members", "gang", cur.Namespace+"/"+cur.Name)
 		return
 	}
-	pl.activate(logger, triggerPodGroupChange, pods)
+	gs.activate(logger, triggerPodGroupChange, pods)
 }

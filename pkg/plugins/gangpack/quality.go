@@ -135,9 +135,9 @@ func (q *qualityTracker) park(key, gang string, need int) {
 }
 
 // memberBound is the PostBind hook: a gang whose member binds is no longer pending.
-func (pl *GangPack) memberBound(pod *v1.Pod) {
+func (gs *gangs) memberBound(pod *v1.Pod) {
 	if gang, _, ok := gangOf(pod); ok {
-		pl.quality.unpark(gang)
+		gs.quality.unpark(gang)
 	}
 }
 
@@ -217,9 +217,9 @@ func (q *qualityTracker) pruneParked(pending func(gang string) bool) {
 }
 
 // gangPending reports whether the gang still has live unbound members (true when unknown).
-func (pl *GangPack) gangPending(gang string) bool {
+func (gs *gangs) gangPending(gang string) bool {
 	ns, name, _ := cache.SplitMetaNamespaceKey(gang)
-	pods, err := pl.members.liveUnbound(ns, name, "")
+	pods, err := gs.members.liveUnbound(ns, name, "")
 	return err != nil || len(pods) > 0
 }
 
@@ -290,11 +290,11 @@ func strandedUnits(rooms map[string]int, free map[string]int64, threshold int) i
 // (once per attempt) counts: surplus members and adoptions that were committed at once do not.
 // It verifies from the scheduling snapshot that every placed member of the gang, the current
 // one on nodeName included, sits in the pinned domain, and observes the formation duration.
-func (pl *GangPack) gangAdmitted(logger klog.Logger, cs fwk.CycleState, pod *v1.Pod, pin *pinState, nodeName string) {
+func (gs *gangs) gangAdmitted(logger klog.Logger, cs fwk.CycleState, pod *v1.Pod, pin *pinState, nodeName string) {
 	if !formed(cs) {
 		return
 	}
-	placed := pl.placedDomains(pod, pin, nodeName)
+	placed := gs.placedDomains(pod, pin, nodeName)
 	if placementOutcome(placed, pin.Domain) == outcomeSplit {
 		placementTotal.WithLabelValues(outcomeSplit).Inc()
 		logger.Error(nil, "Gang admitted with members outside its pinned domain", "gang", pin.Gang.Key,
@@ -302,18 +302,18 @@ func (pl *GangPack) gangAdmitted(logger klog.Logger, cs fwk.CycleState, pod *v1.
 	} else {
 		placementTotal.WithLabelValues(outcomeSingleDomain).Inc()
 	}
-	if start, ok := pl.formationStart(pin.Gang); ok {
+	if start, ok := gs.formationStart(pin.Gang); ok {
 		formationDuration.Observe(formationSeconds(start, time.Now()))
 	}
 }
 
 // placedDomains maps every member of the gang on a snapshot node (bound or assumed, as
 // planner.findPlaced), plus the current pod on nodeName, to its domain under the gang's key.
-func (pl *GangPack) placedDomains(pod *v1.Pod, pin *pinState, nodeName string) map[string]string {
+func (gs *gangs) placedDomains(pod *v1.Pod, pin *pinState, nodeName string) map[string]string {
 	out := map[string]string{}
-	infos := pl.handle.SnapshotSharedLister().NodeInfos()
+	infos := gs.handle.SnapshotSharedLister().NodeInfos()
 	if all, err := infos.List(); err == nil {
-		for _, m := range pl.placedMembers(pin.Gang, all) {
+		for _, m := range gs.placedMembers(pin.Gang, all) {
 			out[m.pod.Name] = m.domain
 		}
 	}
@@ -341,8 +341,8 @@ func placementOutcome(placed map[string]string, pinned string) string {
 
 // formationStart is the creation time of the gang's minMember-th oldest live member (the
 // newest when fewer exist).
-func (pl *GangPack) formationStart(g gangInfo) (time.Time, bool) {
-	pods, err := pl.members.list(g.Namespace, g.Name)
+func (gs *gangs) formationStart(g gangInfo) (time.Time, bool) {
+	pods, err := gs.members.list(g.Namespace, g.Name)
 	if err != nil {
 		return time.Time{}, false
 	}

@@ -11,6 +11,8 @@ import (
 	"k8s.io/kubernetes/pkg/scheduler/framework"
 	"k8s.io/utils/ptr"
 
+	schedv1alpha1 "sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
+
 	"github.com/moirai-internal/ome-scheduler/pkg/placement"
 )
 
@@ -132,25 +134,32 @@ func TestRelabelledNodeOfWaitingMemberUnwinds(t *testing.T) {
 	}
 }
 
-// A forming gang whose minMember grows is unwound: its waiters were planned for the old size.
-func TestMinMemberChangeUnwindsFormingGang(t *testing.T) {
+// waitingGangOf3 is a gang of three members in one domain of three nodes whose first member
+// waits at Permit (registered) under a PodGroup of minMember.
+func waitingGangOf3(t *testing.T, minMember int32) (*world, *fakeWaiter, *schedv1alpha1.PodGroup) {
+	t.Helper()
 	nodes := []*v1.Node{testNode("a0", "a", 1), testNode("a1", "a", 1), testNode("a2", "a", 1)}
 	m0, m1, m2 := gangMember("g-0", "g", 1), gangMember("g-1", "g", 1), gangMember("g-2", "g", 1)
-	old := podGroup("g", 2)
-	w := newWorld(t, nil, nodes, []*v1.Pod{m0, m1, m2}, old)
+	pg := podGroup("g", minMember)
+	w := newWorld(t, nil, nodes, []*v1.Pod{m0, m1, m2}, pg)
 	c := w.mustPin(m0)
 	if st := c.reserveOn("a0"); st.Code() != fwk.Wait {
 		t.Fatalf("Permit(g-0) = %v, want Wait", st)
 	}
-	waiter := w.h.register(m0)
+	w.resnap(assumed(m0, "a0"))
+	return w, w.h.register(m0), pg
+}
+
+// A forming gang whose minMember grows is unwound: its waiters were planned for the old size.
+func TestMinMemberChangeUnwindsFormingGang(t *testing.T) {
+	w, waiter, old := waitingGangOf3(t, 2)
 	grown := old.DeepCopy()
 	grown.Spec.MinMember = 3
 	if err := w.pgs.Update(grown); err != nil {
 		t.Fatal(err)
 	}
-	w.resnap(assumed(m0, "a0"))
 	// PreFilter of another member notices first (the PodGroup event may come later).
-	_, st := w.preFilter(m1)
+	_, st := w.preFilter(w.pods[1])
 	if want := msgMinMemberReleased("ns/g"); st.Code() != fwk.Unschedulable || st.Message() != want {
 		t.Fatalf("PreFilter(g-1) = %v, want %q", st, want)
 	}
@@ -162,15 +171,7 @@ func TestMinMemberChangeUnwindsFormingGang(t *testing.T) {
 // The PodGroup event alone unwinds a forming gang whose minMember shrank: no member would run
 // PreFilter again, and the waiters would wait out their timeout.
 func TestMinMemberEventUnwindsFormingGang(t *testing.T) {
-	nodes := []*v1.Node{testNode("a0", "a", 1), testNode("a1", "a", 1), testNode("a2", "a", 1)}
-	m0, m1, m2 := gangMember("g-0", "g", 1), gangMember("g-1", "g", 1), gangMember("g-2", "g", 1)
-	old := podGroup("g", 3)
-	w := newWorld(t, nil, nodes, []*v1.Pod{m0, m1, m2}, old)
-	c := w.mustPin(m0)
-	if st := c.reserveOn("a0"); st.Code() != fwk.Wait {
-		t.Fatalf("Permit(g-0) = %v, want Wait", st)
-	}
-	waiter := w.h.register(m0)
+	w, waiter, old := waitingGangOf3(t, 3)
 	shrunk := old.DeepCopy()
 	shrunk.Spec.MinMember = 1
 	w.pl.onPodGroupChange(old, shrunk)

@@ -34,55 +34,55 @@ type unwindResult struct {
 // unwind drops the gang's commitment if id owns it (placement.AnyID = whatever the owner),
 // optionally remembers its domain as failed, and rejects the waiters of that attempt, all
 // under the store lock; then counts, wakes reservation-blocked pods and logs.
-func (pl *GangPack) unwind(logger klog.Logger, gang string, id uint64, cause string, markFailed bool) unwindResult {
+func (gs *gangs) unwind(logger klog.Logger, gang string, id uint64, cause string, markFailed bool) unwindResult {
 	var res unwindResult
-	c, ok := pl.store.Release(gang, id, func(c placement.Commitment) {
+	c, ok := gs.store.Release(gang, id, func(c placement.Commitment) {
 		if markFailed {
-			res.newFailed = pl.failed.Add(placement.GangOwner{Gang: gang, Owner: c.Owner}, placement.DomainRef{Key: c.Key, Value: c.Domain})
+			res.newFailed = gs.failed.Add(placement.GangOwner{Gang: gang, Owner: c.Owner}, placement.DomainRef{Key: c.Key, Value: c.Domain})
 		}
-		res.rejected = pl.rejectWaiters(gang, c.ID)
+		res.rejected = gs.rejectWaiters(gang, c.ID)
 	})
 	if !ok {
 		return res
 	}
 	res.released = true
-	pl.unwound(logger, c, cause, res.rejected)
+	gs.unwound(logger, c, cause, res.rejected)
 	return res
 }
 
 // unwound is what follows every unwind release: count, log, wake the blocked pods.
-func (pl *GangPack) unwound(logger klog.Logger, c placement.Commitment, cause string, rejected int) {
+func (gs *gangs) unwound(logger klog.Logger, c placement.Commitment, cause string, rejected int) {
 	unwindTotal.Inc()
 	logger.V(4).Info("gangpack.unwind", "gang", c.Gang, "domain", c.Domain, "cause", cause, "rejectedWaiters", rejected)
-	pl.wakeBlocked(logger)
+	gs.wakeBlocked(logger)
 }
 
 // releaseSilently is the silent release of a pin nobody waits under: no waiter rejection, no
 // unwind count.
-func (pl *GangPack) releaseSilently(logger klog.Logger, gang string, id uint64) {
-	if _, ok := pl.store.Release(gang, id, nil); ok {
-		pl.wakeBlocked(logger)
+func (gs *gangs) releaseSilently(logger klog.Logger, gang string, id uint64) {
+	if _, ok := gs.store.Release(gang, id, nil); ok {
+		gs.wakeBlocked(logger)
 	}
 }
 
 // forEachWaiter calls f for every framework waiting pod of gang that waits under attempt id.
-func (pl *GangPack) forEachWaiter(gang string, id uint64, f func(fwk.WaitingPod)) {
-	pl.handle.IterateOverWaitingPods(func(wp fwk.WaitingPod) {
+func (gs *gangs) forEachWaiter(gang string, id uint64, f func(fwk.WaitingPod)) {
+	gs.handle.IterateOverWaitingPods(func(wp fwk.WaitingPod) {
 		p := wp.GetPod()
 		if key, _, ok := gangOf(p); !ok || key != gang {
 			return
 		}
-		if got, ok := pl.attempts.get(podKey(p)); ok && got == id {
+		if got, ok := gs.attempts.get(podKey(p)); ok && got == id {
 			f(wp)
 		}
 	})
 }
 
 // rejectWaiters rejects the waiting pods of gang's attempt id and returns how many.
-func (pl *GangPack) rejectWaiters(gang string, id uint64) int {
+func (gs *gangs) rejectWaiters(gang string, id uint64) int {
 	n := 0
 	msg := msgUnwound(gang)
-	pl.forEachWaiter(gang, id, func(wp fwk.WaitingPod) {
+	gs.forEachWaiter(gang, id, func(wp fwk.WaitingPod) {
 		wp.Reject(Name, msg)
 		n++
 	})
@@ -90,8 +90,8 @@ func (pl *GangPack) rejectWaiters(gang string, id uint64) int {
 }
 
 // hasWaiters reports whether any waiting pod of gang waits under attempt id.
-func (pl *GangPack) hasWaiters(gang string, id uint64) bool {
+func (gs *gangs) hasWaiters(gang string, id uint64) bool {
 	found := false
-	pl.forEachWaiter(gang, id, func(fwk.WaitingPod) { found = true })
+	gs.forEachWaiter(gang, id, func(fwk.WaitingPod) { found = true })
 	return found
 }

@@ -102,7 +102,7 @@ func (p *planner) staleByRoom(c placement.Commitment, plans map[string]*topology
 // dropPin carries out a decision to drop a pin. Members of the attempt waiting at Permit are
 // rejected (an unwind): a silent release would strand them under a dead attempt while a new
 // one admits the rest. The cycle then ends with d.msg, and the gang re-plans on the next one.
-func (pl *GangPack) dropPin(logger klog.Logger, c placement.Commitment, d pinDecision) *fwk.Status {
+func (gs *gangs) dropPin(logger klog.Logger, c placement.Commitment, d pinDecision) *fwk.Status {
 	if d.stale != "" {
 		countPin(pinStaleReplan)
 		logger.V(4).Info("gangpack.pinGang.stale_replan", "gang", c.Gang, "domain", c.Domain, "cause", d.stale)
@@ -111,14 +111,14 @@ func (pl *GangPack) dropPin(logger klog.Logger, c placement.Commitment, d pinDec
 		countPin(pinTopologyReplan)
 		logger.V(4).Info("gangpack.pinGang.topology_replan", "gang", c.Gang, "oldKey", c.Key, "newKey", d.newKey)
 	}
-	waiters := pl.hasWaiters(c.Gang, c.ID)
+	waiters := gs.hasWaiters(c.Gang, c.ID)
 	if waiters || d.always {
-		pl.unwind(logger, c.Gang, c.ID, d.cause, false)
+		gs.unwind(logger, c.Gang, c.ID, d.cause, false)
 	} else {
-		pl.releaseSilently(logger, c.Gang, c.ID)
+		gs.releaseSilently(logger, c.Gang, c.ID)
 	}
 	if d.clearOwner {
-		pl.failed.Clear(placement.GangOwner{Gang: c.Gang, Owner: c.Owner})
+		gs.failed.Clear(placement.GangOwner{Gang: c.Gang, Owner: c.Owner})
 	}
 	if waiters {
 		return fwk.NewStatus(fwk.Unschedulable, d.msg)

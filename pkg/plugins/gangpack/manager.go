@@ -1,0 +1,60 @@
+package gangpack
+
+import (
+	"context"
+	"sync/atomic"
+
+	"k8s.io/klog/v2"
+	fwk "k8s.io/kube-scheduler/framework"
+
+	"github.com/moirai-internal/ome-scheduler/pkg/placement"
+)
+
+// gangs owns every piece of state that lives across scheduling cycles, and every change of
+// it: pins and holds (the store, which announces its changes through pinsChanged), failed
+// domains, the attempt each waiting member waits under, the nodes members were reserved on,
+// the pods refused because of a hold, the gangs waiting for members, bindings in doubt and the
+// quality gauges' memory. Its methods are the only writers:
+//
+//   - holds.go: a new pin (pinned), a hold's end (expire), a refused pod's parking;
+//   - release.go: unwinds and silent releases, the waiting members of an attempt;
+//   - revalidate.go (dropPin): carrying out a decision to drop a pin;
+//   - activate.go: waking pods; placed.go: a gang's placed members; doubt.go; quality.go.
+type gangs struct {
+	handle  fwk.Handle
+	members *memberLister
+	// ctx and logger are for work outside a scheduling cycle (timers, GC, supervision).
+	ctx    context.Context
+	logger klog.Logger
+
+	store      *placement.Store         // pins and holds
+	failed     *placement.FailedDomains // domains a gang's attempts failed in
+	attempts   *attemptMap              // pod → attempt id it waits under at Permit
+	reserved   *reservedNodes           // member → node it was reserved on, until bound
+	blocked    *podSet                  // pods refused because of a hold, woken when one lifts
+	incomplete *keySet                  // gangs waiting for all their members to exist
+	quality    *qualityTracker          // per-domain series and pending gangs of the quality gauges
+	doubts     *bindsInDoubt            // nodes of pods whose binding failed after admission
+
+	// active is set by the first PreFilter: a standby replica makes no activations.
+	active atomic.Bool
+}
+
+func newGangs(ctx context.Context, h fwk.Handle, ml *memberLister) *gangs {
+	gs := &gangs{
+		handle:     h,
+		members:    ml,
+		ctx:        ctx,
+		logger:     klog.FromContext(ctx),
+		store:      placement.NewStore(),
+		failed:     placement.NewFailedDomains(),
+		attempts:   newAttemptMap(),
+		reserved:   newReservedNodes(),
+		blocked:    newPodSet(),
+		incomplete: newKeySet(),
+		quality:    newQualityTracker(),
+		doubts:     newBindsInDoubt(),
+	}
+	gs.store.SetOnChange(gs.pinsChanged)
+	return gs
+}
