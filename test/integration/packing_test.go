@@ -65,9 +65,9 @@ func TestStandaloneOnUnlabelledNodes(t *testing.T) {
 func TestStandalonePodsAreBatched(t *testing.T) {
 	e := newEnv(t)
 	e.domain("a", 6, 1)
-	e.startScheduler(testenv.Profile{PluginConfig: `      - name: PodTopologySpread
-        args:
-          defaultingType: List`})
+	e.startScheduler(testenv.Profile{PluginConfig: []testenv.PluginArgs{
+		{Name: "PodTopologySpread", Args: map[string]any{"defaultingType": "List"}},
+	}})
 	hintUsed := map[string]string{"profile": testenv.SchedulerName, "result": "hint_used"}
 	before, _ := lookupMetric(t, "scheduler_batch_attempts_total", hintUsed)
 	var pods []string
