@@ -48,7 +48,8 @@ func newWorld(t *testing.T) *world {
 }
 
 // scheduler starts one bin/ome-scheduler replica with the profile; the process is killed at
-// cleanup, and its log printed if the test failed.
+// cleanup, and its log printed if the test failed (the whole log is kept in $OME_KEEP_LOGS
+// when set).
 func (w *world) scheduler(name string, p testenv.Profile) *testenv.Process {
 	w.t.Helper()
 	return w.schedulerVia(name, p, w.cp.KubeConfigPath)
@@ -69,6 +70,12 @@ func (w *world) schedulerVia(name string, p testenv.Profile, kubeconfig string) 
 		proc.Kill()
 		if w.t.Failed() {
 			b, _ := os.ReadFile(proc.LogPath)
+			if dir := os.Getenv("OME_KEEP_LOGS"); dir != "" {
+				kept := filepath.Join(dir, filepath.Base(proc.LogPath))
+				if err := os.WriteFile(kept, b, 0o644); err == nil {
+					w.t.Logf("full log kept in %s", kept)
+				}
+			}
 			lines := strings.Split(string(b), "\n")
 			if len(lines) > 40 {
 				lines = lines[len(lines)-40:]

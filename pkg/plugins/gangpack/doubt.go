@@ -35,6 +35,14 @@ func (b *bindsInDoubt) admit(uid types.UID) {
 	b.mu.Unlock()
 }
 
+// isAdmitted reports whether Permit admitted the pod and it has neither bound nor failed yet.
+func (b *bindsInDoubt) isAdmitted(uid types.UID) bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	_, ok := b.admitted[uid]
+	return ok
+}
+
 // bound forgets an admitted pod that bound.
 func (b *bindsInDoubt) bound(uid types.UID) {
 	b.mu.Lock()

@@ -71,6 +71,7 @@ func (gs *gangs) placedMembers(g gangInfo, all []fwk.NodeInfo) []placedMember {
 		return membersOnNodes(all, g)
 	}
 	names := map[string]struct{}{}
+	var dead map[string]struct{}
 	for _, p := range pods {
 		if p.Spec.NodeName != "" {
 			gs.reserved.forget(p.UID) // the informer is authoritative from here on
@@ -79,9 +80,18 @@ func (gs *gangs) placedMembers(g gangInfo, all []fwk.NodeInfo) []placedMember {
 			}
 			continue
 		}
-		if n, ok := gs.reserved.get(p.UID); ok && live(p) {
-			names[n] = struct{}{}
+		n, ok := gs.reserved.get(p.UID)
+		if !ok || !live(p) {
+			continue
 		}
+		if gs.deadAttempt(g.Key, p) {
+			if dead == nil {
+				dead = map[string]struct{}{}
+			}
+			dead[p.Name] = struct{}{}
+			continue
+		}
+		names[n] = struct{}{}
 	}
 	if len(names) == 0 {
 		return nil
@@ -94,5 +104,28 @@ func (gs *gangs) placedMembers(g gangInfo, all []fwk.NodeInfo) []placedMember {
 			subset = append(subset, ni)
 		}
 	}
-	return membersOnNodes(subset, g)
+	placed := membersOnNodes(subset, g)
+	if len(dead) == 0 {
+		return placed
+	}
+	out := placed[:0]
+	for _, m := range placed {
+		if _, skip := dead[m.pod.Name]; !skip {
+			out = append(out, m)
+		}
+	}
+	return out
+}
+
+// deadAttempt reports an assumed member whose attempt no longer owns the gang's pin and that
+// Permit did not admit: it was rejected (or is about to be) and will be unreserved. Until the
+// framework forgets it, it still sits on its node in the snapshot; counted as placed, it would
+// let a sibling re-plan around it and bind without it.
+func (gs *gangs) deadAttempt(gang string, p *v1.Pod) bool {
+	id, ok := gs.attempts.get(podKey(p))
+	if !ok || gs.doubts.isAdmitted(p.UID) {
+		return false
+	}
+	c, pinned := gs.store.Get(gang)
+	return !pinned || c.ID != id
 }

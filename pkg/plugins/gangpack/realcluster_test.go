@@ -366,3 +366,26 @@ func TestBindErrorPutsNodeInDoubt(t *testing.T) {
 		t.Fatal("an Unreserve without admission put the node in doubt")
 	}
 }
+
+// A member rejected at Permit stays assumed on its node until the framework unreserves it.
+// A sibling planning in that window must not count it as placed: it would adopt the domain
+// for the rest of the gang and bind without it.
+func TestRejectedWaiterIsNotPlaced(t *testing.T) {
+	nodes := []*v1.Node{testNode("a0", "a", 1), testNode("a1", "a", 1), testNode("a2", "a", 1)}
+	m0, m1 := gangMember("g-0", "g", 1), gangMember("g-1", "g", 1)
+	w := newWorld(t, nil, nodes, []*v1.Pod{m0, m1}, podGroup("g", 2))
+	c := w.mustPin(m0)
+	if st := c.reserveOn("a0"); st.Code() != fwk.Wait {
+		t.Fatalf("Permit(g-0) = %v, want Wait", st)
+	}
+	waiter := w.h.register(m0)
+	w.pl.unwind(klog.Background(), "ns/g", readPin(c.cs).ID, causeExpired, false)
+	if got := waiter.await(testWait); got != msgUnwound("ns/g") {
+		t.Fatalf("g-0 verdict %q, want rejection", got)
+	}
+	w.resnap(assumed(m0, "a0")) // not unreserved yet
+	c1 := w.mustPin(m1)
+	if st := c1.reserveOn("a1"); st.Code() != fwk.Wait {
+		t.Fatalf("Permit(g-1) = %v, want Wait for g-0 (not an admission next to a rejected member)", st)
+	}
+}
