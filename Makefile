@@ -4,11 +4,15 @@
 #   make test   unit, chart and integration tests, go vet (builds the tools when missing)
 
 SHELL        := /bin/bash
+comma        := ,
 GO           ?= go
 BIN          := $(CURDIR)/bin
 export GOFLAGS := -buildvcs=false
 export OME_BIN_DIR := $(BIN)
 
+# The release version: the chart's version and appVersion (`make chart`) and the image tag
+# (`make image`). Chart.yaml carries the same value (test/chart checks it).
+VERSION      := $(shell cat $(CURDIR)/VERSION)
 HELM_VERSION := v3.22.0
 KUBE_VERSION := v1.35.4
 # Stamp the Kubernetes version into the binaries built from the module proxy (a plain `go
@@ -25,7 +29,7 @@ TOOLS := $(BIN)/etcd $(BIN)/kube-apiserver $(BIN)/kube-controller-manager $(BIN)
 GO_TEST_FLAGS ?=
 INTEGRATION_TIMEOUT ?= 40m
 
-.PHONY: all build tools demo test unit test-chart test-integration test-e2e test-reliability soak fuzz vuln vet fmt-check race crd crd-check image clean
+.PHONY: all build tools demo test unit test-chart test-integration test-e2e test-reliability soak fuzz vuln vet fmt-check race crd crd-check image chart clean
 
 all: build
 
@@ -111,9 +115,31 @@ crd:
 crd-check:
 	@cmp -s $(CRD_SRC) $(CRD) || { echo "$(CRD) differs from the scheduler-plugins module: run make crd"; exit 1; }
 
-## image: the container image (needs a Docker engine; not available on the CI machines)
+## chart: the packaged chart bin/ome-scheduler-$(VERSION).tgz (version and appVersion from
+## VERSION; CHART_DIST changes the directory)
+CHART_DIST ?= $(BIN)
+chart: $(BIN)/helm
+	@mkdir -p $(CHART_DIST)
+	$(BIN)/helm package charts/ome-scheduler --version $(VERSION) --app-version $(VERSION) --destination $(CHART_DIST)
+
+## image: the container image IMAGE (default {HUB/}ome-scheduler:$(VERSION), the reference the
+## chart renders with global.hub=HUB). With docker buildx: for PLATFORMS (linux/amd64 and
+## linux/arm64), pushed with PUSH=1, else kept in the build cache (a single platform is loaded
+## into the local image store). Without buildx: docker build for the local platform, then
+## docker push with PUSH=1. Needs a Docker engine (not available on the CI machines).
+HUB       ?=
+IMAGE     ?= $(if $(HUB),$(patsubst %/,%,$(HUB))/)ome-scheduler:$(VERSION)
+PLATFORMS ?= linux/amd64,linux/arm64
+PUSH      ?=
+BUILDX    ?= $(shell docker buildx version >/dev/null 2>&1 && echo 1)
 image:
-	docker build -t ome-scheduler:latest .
+ifeq ($(BUILDX),1)
+	$(strip docker buildx build --platform $(PLATFORMS) -t $(IMAGE) \
+		$(if $(filter 1,$(PUSH)),--push,$(if $(findstring $(comma),$(PLATFORMS)),,--load)) .)
+else
+	docker build -t $(IMAGE) .
+	$(if $(filter 1,$(PUSH)),docker push $(IMAGE))
+endif
 
 clean:
 	rm -rf $(BIN)
