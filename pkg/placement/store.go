@@ -5,6 +5,7 @@ package placement
 
 import (
 	"sort"
+	"strings"
 	"sync"
 
 	"github.com/moirai-internal/ome-scheduler/pkg/topology"
@@ -406,6 +407,20 @@ func (s *Store) NodeHeld(node string, labels map[string]string) (string, bool) {
 		}
 	}
 	return "", false
+}
+
+// FormingWithPrefix counts the forming commitments whose gang key starts with prefix, other
+// than gang's own.
+func (s *Store) FormingWithPrefix(prefix, gang string) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	n := 0
+	for g, c := range s.pins {
+		if g != gang && c.Forming() && strings.HasPrefix(g, prefix) {
+			n++
+		}
+	}
+	return n
 }
 
 // HeldKeys returns the topology keys under which forming gangs hold domains.

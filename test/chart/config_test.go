@@ -124,6 +124,13 @@ func TestConfigVariations(t *testing.T) {
 			},
 		},
 		{
+			name: "allowed topology keys and the per-namespace hold cap",
+			args: []string{"--set", "scheduler.plugin.allowedTopologyKeys={nvidia.com/gpu.clique,example.com/rack}", "--set", "scheduler.plugin.maxHoldsPerNamespace=3"},
+			want: func(t *testing.T) string {
+				return replaceOnce(t, defaultConfig(t), "          standaloneDomainPacking: true\n", "          standaloneDomainPacking: true\n          allowedTopologyKeys:\n            - \"nvidia.com/gpu.clique\"\n            - \"example.com/rack\"\n          maxHoldsPerNamespace: 3\n")
+			},
+		},
+		{
 			name: "profiling on",
 			args: []string{"--set", "scheduler.enableProfiling=true"},
 			want: func(t *testing.T) string {

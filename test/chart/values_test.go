@@ -147,6 +147,8 @@ func TestSchemaRejections(t *testing.T) {
 		{"readiness timeoutSeconds 0", []string{"--set", "scheduler.probes.readiness.timeoutSeconds=0"}, "/scheduler/probes/readiness/timeoutSeconds", ""},
 		{"readiness failureThreshold 0", []string{"--set", "scheduler.probes.readiness.failureThreshold=0"}, "/scheduler/probes/readiness/failureThreshold", ""},
 		{"startup enabled not boolean", []string{"--set-string", "scheduler.probes.startup.enabled=true"}, "/scheduler/probes/startup/enabled", ""},
+		{"allowed topology key not a label key", []string{"--set", "scheduler.plugin.allowedTopologyKeys={not a key}"}, "/scheduler/plugin/allowedTopologyKeys/0", ""},
+		{"maxHoldsPerNamespace negative", []string{"--set", "scheduler.plugin.maxHoldsPerNamespace=-1"}, "/scheduler/plugin/maxHoldsPerNamespace", ""},
 		{"startup path without slash", []string{"--set", "scheduler.probes.startup.path=livez"}, "/scheduler/probes/startup/path", ""},
 		{"startup periodSeconds 0", []string{"--set", "scheduler.probes.startup.periodSeconds=0"}, "/scheduler/probes/startup/periodSeconds", ""},
 		{"startup timeoutSeconds 0", []string{"--set", "scheduler.probes.startup.timeoutSeconds=0"}, "/scheduler/probes/startup/timeoutSeconds", ""},

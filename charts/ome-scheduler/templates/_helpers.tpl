@@ -148,6 +148,15 @@ profiles:
 {{- if eq (toString $p.gangSoftSpread) "false" }}
           gangSoftSpread: false
 {{- end }}
+{{- with $p.allowedTopologyKeys }}
+          allowedTopologyKeys:
+{{- range . }}
+            - {{ toString . | quote }}
+{{- end }}
+{{- end }}
+{{- with $p.maxHoldsPerNamespace }}
+          maxHoldsPerNamespace: {{ int64 . }}
+{{- end }}
       - name: NodeResourcesFit
         args:
           scoringStrategy:

@@ -3,6 +3,7 @@ package gangpack
 import (
 	"errors"
 	"fmt"
+	"slices"
 
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/validation"
@@ -34,6 +35,25 @@ type Args struct {
 	// ties between equally fitting domains (default true); false = stock behaviour, where a
 	// ScheduleAnyway spread only acts through the PodTopologySpread score.
 	GangSoftSpread *bool `json:"gangSoftSpread,omitempty"`
+	// AllowedTopologyKeys restricts the topology keys a PodGroup may name through the
+	// annotation; empty = any key. TopologyKey is always allowed.
+	AllowedTopologyKeys []string `json:"allowedTopologyKeys,omitempty"`
+	// MaxHoldsPerNamespace caps the gangs of one namespace that may hold domains at once while
+	// they form; 0 or unset = no cap.
+	MaxHoldsPerNamespace *int64 `json:"maxHoldsPerNamespace,omitempty"`
+}
+
+// KeyAllowed reports whether a gang may use topology key key.
+func (a *Args) KeyAllowed(key string) bool {
+	return len(a.AllowedTopologyKeys) == 0 || key == a.TopologyKey || slices.Contains(a.AllowedTopologyKeys, key)
+}
+
+// HoldCap returns the per-namespace cap on forming gangs; 0 = none.
+func (a *Args) HoldCap() int {
+	if a.MaxHoldsPerNamespace == nil {
+		return 0
+	}
+	return int(*a.MaxHoldsPerNamespace)
 }
 
 // SoftSpread reports whether gang soft spread is on.
@@ -76,6 +96,14 @@ func ValidateArgs(a *Args) error {
 		if msgs := validation.IsQualifiedName(a.UnsupportedPlacementGroupLabel); len(msgs) > 0 {
 			return fmt.Errorf("unsupportedPlacementGroupLabel %q is not a valid metadata key: %s", a.UnsupportedPlacementGroupLabel, msgs[0])
 		}
+	}
+	for _, k := range a.AllowedTopologyKeys {
+		if msgs := validation.IsQualifiedName(k); len(msgs) > 0 {
+			return fmt.Errorf("allowedTopologyKeys: %q is not a valid node label key: %s", k, msgs[0])
+		}
+	}
+	if v := a.MaxHoldsPerNamespace; v != nil && (*v < 0 || *v > 1_000_000) {
+		return errors.New("maxHoldsPerNamespace must be between 0 and 1000000")
 	}
 	if err := checkSeconds("defaultPermitTimeoutSeconds", a.DefaultPermitTimeoutSeconds); err != nil {
 		return err

@@ -169,6 +169,9 @@ func (p *planner) narrow(cs fwk.CycleState, plans map[string]*topology.DomainPla
 // other gangs and (until the lap wraps) the gang's failed domains.
 func (p *planner) bestFit(cs fwk.CycleState, plans map[string]*topology.DomainPlan) (*fwk.PreFilterResult, *fwk.Status) {
 	pl, info := p.pl, p.info
+	if st := p.holdCapped(); st != nil {
+		return nil, st
+	}
 	rooms := topology.Rooms(plans)
 	failed := pl.failed.Values(info.owner(), info.TopologyKey)
 	req := placement.ChooseRequest{Gang: info.Key, Owner: info.UID, Key: info.TopologyKey, Need: p.need,
@@ -233,6 +236,11 @@ func (p *planner) adopt(cs fwk.CycleState, plans map[string]*topology.DomainPlan
 		return nil, fwk.NewStatus(fwk.Unschedulable, msgAdoptedShort(d, info.Key, room, p.need))
 	}
 	remaining := max(info.MinMember-len(p.placed), 0)
+	if remaining > 0 {
+		if st := p.holdCapped(); st != nil {
+			return nil, st
+		}
+	}
 	c, outcome := pl.store.Pin(placement.PinRequest{Gang: info.Key, Owner: info.UID, Key: info.TopologyKey, Domain: d,
 		Nodes: p.nodesFn()(d), Remaining: remaining, SoleFit: true, MinMember: info.MinMember})
 	switch outcome {
@@ -249,6 +257,26 @@ func (p *planner) adopt(cs fwk.CycleState, plans map[string]*topology.DomainPlan
 		return nil, fwk.NewStatus(fwk.Unschedulable, msgAdoptedShort(d, info.Key, room, p.need))
 	}
 	return p.narrow(cs, plans, c, "adopted")
+}
+
+// holdCapped returns the status that parks the gang when its namespace already has as many
+// forming gangs holding domains as maxHoldsPerNamespace allows (nil when under the cap, or
+// the gang is pinned already). The pod is woken when a hold ends.
+func (p *planner) holdCapped() *fwk.Status {
+	limit := p.pl.args.HoldCap()
+	if limit == 0 {
+		return nil
+	}
+	if _, pinned := p.pl.store.Get(p.info.Key); pinned {
+		return nil
+	}
+	n := p.pl.store.FormingWithPrefix(p.info.Namespace+"/", p.info.Key)
+	if n < limit {
+		return nil
+	}
+	p.park()
+	p.logger.V(4).Info("gangpack.pinGang.hold_cap", "pod", klog.KObj(p.pod), "gang", p.info.Key, "holds", n, "limit", limit)
+	return fwk.NewStatus(fwk.Unschedulable, msgHoldCap(p.info.Namespace, n))
 }
 
 // without returns rooms minus the excluded domains.

@@ -36,6 +36,9 @@ func readDeferred(cs fwk.CycleState) *deferredState {
 // deferredPlan plans the candidate domains of a spread anchor without pinning.
 func (p *planner) deferredPlan(cs fwk.CycleState, plans map[string]*topology.DomainPlan) (*fwk.PreFilterResult, *fwk.Status) {
 	pl, info := p.pl, p.info
+	if st := p.holdCapped(); st != nil {
+		return nil, st
+	}
 	rooms := topology.Rooms(plans)
 	eff := pl.store.Effective(info.Key, info.TopologyKey, rooms, p.nodesFn())
 	failed := pl.failed.Values(info.owner(), info.TopologyKey)

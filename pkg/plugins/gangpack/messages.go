@@ -1,6 +1,10 @@
 package gangpack
 
-import "fmt"
+import (
+	"fmt"
+	"slices"
+	"strings"
+)
 
 // Every status text OMEGangPack produces. Texts are an interface (docs/reference.md lists them):
 // tests and users match on these prefixes.
@@ -119,3 +123,18 @@ func msgMinMemberReleased(key string) string {
 
 // msgTwoProfiles is the startup error when two profiles of one scheduler enable the plugin.
 const msgTwoProfiles = "OMEGangPack is enabled in more than one scheduler profile: enable it in one profile only (its pins and holds would not see each other)"
+
+// msgKeyNotAllowed: the PodGroup names a topology key outside allowedTopologyKeys.
+func msgKeyNotAllowed(ns, name, key string, allowed []string, fallback string) string {
+	keys := slices.Clone(allowed)
+	if fallback != "" && !slices.Contains(keys, fallback) {
+		keys = append(keys, fallback)
+	}
+	slices.Sort(keys)
+	return fmt.Sprintf("PodGroup %s/%s names topology key %s, which the scheduler does not allow (allowed: %s)", ns, name, key, strings.Join(keys, ", "))
+}
+
+// msgHoldCap: the namespace already has as many forming gangs holding domains as allowed.
+func msgHoldCap(ns string, holds int) string {
+	return fmt.Sprintf("namespace %s already has %d forming gangs holding domains, the most maxHoldsPerNamespace allows", ns, holds)
+}

@@ -51,6 +51,9 @@ func interpretPodGroup(args *Args, pod *v1.Pod, pg *schedv1alpha1.PodGroup) (gan
 		}
 		return gangInfo{}, fwk.NewStatus(fwk.Unschedulable, msgMissingTopologyKey(pod.Namespace, name, args.PodGroupTopologyKeyAnnotation))
 	}
+	if !args.KeyAllowed(topologyKey) {
+		return gangInfo{}, fwk.NewStatus(fwk.Unschedulable, msgKeyNotAllowed(pod.Namespace, name, topologyKey, args.AllowedTopologyKeys, args.TopologyKey))
+	}
 	if l := args.UnsupportedPlacementGroupLabel; l != "" {
 		_, onPod := pod.Labels[l]
 		_, onGroup := pg.Labels[l]
