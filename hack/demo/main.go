@@ -1,5 +1,5 @@
 // Command demo is `make demo`: it starts a local control plane (etcd, kube-apiserver,
-// kube-controller-manager; no kubelets), installs the PodGroup CRD, creates fake GPU nodes in
+// kube-controller-manager; a fake kubelet marks bound pods Running), installs the PodGroup CRD, creates fake GPU nodes in
 // nvidia.com/gpu.clique domains across two zones, runs bin/ome-scheduler with the Helm chart's
 // default configuration, applies the demo gang of manifests/demo and shows where it landed.
 // It stops everything it started, also on Ctrl-C.
@@ -123,9 +123,7 @@ func run(ctx context.Context) (err error) {
 	}
 	fmt.Printf("ome-scheduler is serving https://127.0.0.1:%d and holds Lease ome/ome-scheduler (%s)\n", port, holder)
 
-	go fakeKubelet(ctx, cp)
-
-	step("Step 2 of the seed: run the demo gang")
+	step("Run the demo gang")
 	for _, f := range []string{"namespace.yaml", "podgroup.yaml", "gang.yaml"} {
 		fmt.Printf("$ kubectl apply -f manifests/demo/%s\n", f)
 		out, err := kubectl("apply", "-f", filepath.Join(root, "manifests", "demo", f))
@@ -140,7 +138,7 @@ func run(ctx context.Context) (err error) {
 		return err
 	}
 
-	step("Step 3 of the seed: check the placement")
+	step("Check the placement")
 	cmds := [][]string{
 		{"get", "pods", "-n", "gang-demo", "-l", "app=gang-demo", "-o", "custom-columns=NAME:.metadata.name,STATUS:.status.phase,NODE:.spec.nodeName"},
 		{"get", "nodes", "-L", testenv.CliqueKey},
@@ -224,30 +222,6 @@ func waitLease(ctx context.Context, cp *testenv.ControlPlane) (string, error) {
 		return "", fmt.Errorf("ome-scheduler did not take its Lease ome/ome-scheduler: %w", err)
 	}
 	return holder, nil
-}
-
-// fakeKubelet marks bound demo pods Running and Ready, as a kubelet would.
-func fakeKubelet(ctx context.Context, cp *testenv.ControlPlane) {
-	_ = wait.PollUntilContextCancel(ctx, 300*time.Millisecond, true, func(ctx context.Context) (bool, error) {
-		pods, err := cp.Client.CoreV1().Pods("gang-demo").List(ctx, metav1.ListOptions{})
-		if err != nil {
-			return false, nil
-		}
-		for i := range pods.Items {
-			p := &pods.Items[i]
-			if p.Spec.NodeName == "" || p.Status.Phase == v1.PodRunning {
-				continue
-			}
-			now := metav1.Now()
-			p.Status.Phase = v1.PodRunning
-			p.Status.StartTime = &now
-			p.Status.Conditions = append(p.Status.Conditions,
-				v1.PodCondition{Type: v1.PodReady, Status: v1.ConditionTrue, LastTransitionTime: now},
-				v1.PodCondition{Type: v1.ContainersReady, Status: v1.ConditionTrue, LastTransitionTime: now})
-			_, _ = cp.Client.CoreV1().Pods(p.Namespace).UpdateStatus(ctx, p, metav1.UpdateOptions{})
-		}
-		return false, nil
-	})
 }
 
 // waitGang waits for both demo pods to be bound and Running.
