@@ -3,6 +3,7 @@ package gangpack
 import (
 	"slices"
 
+	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
@@ -50,33 +51,88 @@ func (p *planner) logEnter(plans map[string]*topology.DomainPlan, pinnedDomain s
 	}
 }
 
-// buildGang groups the templates into shapes for the planner.
+// maxShapes caps the distinct member shapes one planning works with: planning costs grow
+// with shapes times nodes, and a PodGroup's members are tenant-controlled.
+var maxShapes = 16
+
+// shapeGroup is the templates of one shape (or, past maxShapes, of several merged shapes).
+type shapeGroup struct {
+	rep     *v1.Pod            // whose node constraints the group is planned with
+	request topology.Resources // the shape (elementwise maximum over a merged group)
+	current bool               // holds the pod being scheduled
+	count   int                // templates other than the current pod
+}
+
+// buildGang groups the templates into shapes for the planner. Past maxShapes, the shapes with
+// the fewest members are planned as one shape: the largest request of each resource, with the
+// node constraints of its largest member. The plan is then less tight, never wrong: every
+// member still passes the framework's filters on its own.
 func (p *planner) buildGang() {
-	index := map[string]int{}
+	groups := groupShapes(p.templates)
+	if len(groups) > maxShapes {
+		groups = mergeShapes(groups, maxShapes)
+	}
 	g := topology.Gang{Need: p.need, Apart: apart(p.templates)}
-	for i, t := range p.templates {
-		k := shapeKey(t)
-		s, ok := index[k]
-		if !ok {
-			s = len(g.Shapes)
-			index[k] = s
-			f := newPodFit(t)
-			p.shapeFits = append(p.shapeFits, f)
-			for r := range f.request {
-				if !slices.Contains(p.resources, r) {
-					p.resources = append(p.resources, r)
-				}
+	for i, sg := range groups {
+		f := newPodFit(sg.rep)
+		f.request = sg.request
+		p.shapeFits = append(p.shapeFits, f)
+		for r := range f.request {
+			if !slices.Contains(p.resources, r) {
+				p.resources = append(p.resources, r)
 			}
-			g.Shapes = append(g.Shapes, f.request)
-			g.Siblings = append(g.Siblings, 0)
 		}
-		if i == 0 {
-			g.Current = s
-		} else {
-			g.Siblings[s]++
+		g.Shapes = append(g.Shapes, f.request)
+		g.Siblings = append(g.Siblings, sg.count)
+		if sg.current {
+			g.Current = i
 		}
 	}
 	p.gang = g
+}
+
+// groupShapes groups templates by shape, in order of first appearance (the current pod's
+// shape first).
+func groupShapes(templates []*v1.Pod) []shapeGroup {
+	index := map[string]int{}
+	var groups []shapeGroup
+	for i, t := range templates {
+		k := shapeKey(t)
+		s, ok := index[k]
+		if !ok {
+			s = len(groups)
+			index[k] = s
+			groups = append(groups, shapeGroup{rep: t, request: podRequest(t)})
+		}
+		if i == 0 {
+			groups[s].current = true
+		} else {
+			groups[s].count++
+		}
+	}
+	return groups
+}
+
+// mergeShapes keeps the current pod's shape and the limit-2 most common other shapes, and
+// merges the rest into one.
+func mergeShapes(groups []shapeGroup, limit int) []shapeGroup {
+	rest := slices.Clone(groups[1:])
+	slices.SortStableFunc(rest, func(a, b shapeGroup) int { return b.count - a.count })
+	kept := append([]shapeGroup{groups[0]}, rest[:limit-2]...)
+	merged := shapeGroup{request: topology.Resources{}}
+	var repSize int64 = -1
+	for _, sg := range rest[limit-2:] {
+		merged.count += sg.count
+		var size int64
+		for r, q := range sg.request {
+			merged.request[r] = max(merged.request[r], q)
+			size += q
+		}
+		if size > repSize {
+			merged.rep, repSize = sg.rep, size
+		}
+	}
+	return append(kept, merged)
 }
 
 // nodesOfDomain returns the snapshot nodes whose label key has value domain.

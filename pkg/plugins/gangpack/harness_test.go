@@ -132,7 +132,7 @@ func (w *fakeWaiter) await(d time.Duration) string {
 
 // world is a plugin under test with its cluster.
 type world struct {
-	t      *testing.T
+	t      testing.TB
 	ctx    context.Context
 	pl     *GangPack
 	h      *fakeHandle
@@ -144,7 +144,7 @@ type world struct {
 
 // newWorld builds a plugin over the nodes and pods (pods with spec.nodeName sit on their
 // node in the snapshot) and the PodGroups.
-func newWorld(t *testing.T, args *Args, nodes []*v1.Node, pods []*v1.Pod, pgs ...*schedv1alpha1.PodGroup) *world {
+func newWorld(t testing.TB, args *Args, nodes []*v1.Node, pods []*v1.Pod, pgs ...*schedv1alpha1.PodGroup) *world {
 	t.Helper()
 	_, ctx := ktesting.NewTestContext(t)
 	ctx, cancel := context.WithCancel(ctx)

@@ -1,12 +1,17 @@
 package gangpack
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	fwk "k8s.io/kube-scheduler/framework"
+	"k8s.io/kubernetes/pkg/scheduler/framework"
 	"k8s.io/utils/ptr"
+
+	"github.com/moirai-internal/ome-scheduler/pkg/placement"
 )
 
 // Multi-tenant limits: which topology keys a PodGroup may name, and how many gangs of one
@@ -78,4 +83,75 @@ func TestHoldCapPerNamespace(t *testing.T) {
 		t.Fatal("the capped pod is not parked for the next hold lift")
 	}
 	w.mustPin(x1) // x's own members are not capped
+}
+
+// shapedMembers returns n members of gang g whose CPU requests all differ (n shapes).
+func shapedMembers(g string, n int) []*v1.Pod {
+	out := make([]*v1.Pod, n)
+	for i := range out {
+		p := gangMember(fmt.Sprintf("%s-%03d", g, i), g, 0)
+		p.Spec.Containers[0].Resources.Requests = v1.ResourceList{v1.ResourceCPU: *resource.NewMilliQuantity(int64(10+i), resource.DecimalSI)}
+		out[i] = p
+	}
+	return out
+}
+
+// Past maxShapes, the least common shapes are planned as one shape with the largest request
+// of each resource; the current pod's shape is always its own.
+func TestShapeCap(t *testing.T) {
+	members := shapedMembers("g", 40)
+	groups := groupShapes(members)
+	if len(groups) != 40 {
+		t.Fatalf("%d shapes, want 40", len(groups))
+	}
+	capped := mergeShapes(groups, 16)
+	if len(capped) != 16 || !capped[0].current {
+		t.Fatalf("%d shapes (current first: %v), want 16 with the current pod's first", len(capped), capped[0].current)
+	}
+	total := 0
+	for _, sg := range capped {
+		total += sg.count
+	}
+	if total != 39 {
+		t.Fatalf("capped shapes count %d siblings, want 39", total)
+	}
+	last := capped[15]
+	if got := last.request["cpu"]; got != 49 {
+		t.Fatalf("merged shape requests %d mCPU, want the largest, 49", got)
+	}
+	if last.rep.Name != "g-039" {
+		t.Fatalf("merged shape planned with %s's constraints, want the largest member g-039", last.rep.Name)
+	}
+	// A gang with many shapes still plans and pins.
+	nodes := []*v1.Node{testNode("a0", "a", 0), testNode("a1", "a", 0)}
+	w := newWorld(t, nil, nodes, members, podGroup("g", 40))
+	if _, st := w.preFilter(members[0]); !st.IsSuccess() {
+		t.Fatalf("PreFilter of a 40-shape gang = %v, want a pin", st)
+	}
+}
+
+// BenchmarkPlanManyShapes measures PreFilter of a gang whose 200 members all differ in shape,
+// with the shape cap and without it (maxShapes raised above the count).
+func BenchmarkPlanManyShapes(b *testing.B) {
+	for _, limit := range []int{16, 1000} {
+		b.Run(fmt.Sprintf("maxShapes=%d", limit), func(b *testing.B) {
+			old := maxShapes
+			maxShapes = limit
+			defer func() { maxShapes = old }()
+			var nodes []*v1.Node
+			for d := 0; d < 8; d++ {
+				for i := 0; i < 8; i++ {
+					nodes = append(nodes, testNode(fmt.Sprintf("d%d-%d", d, i), fmt.Sprintf("d%d", d), 0))
+				}
+			}
+			members := shapedMembers("g", 200)
+			w := newWorld(b, nil, nodes, members, podGroup("g", 200))
+			infos := w.nodeInfos()
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				w.pl.PreFilter(w.ctx, framework.NewCycleState(), members[0], infos)
+				w.pl.store.Release("ns/g", placement.AnyID, nil)
+			}
+		})
+	}
 }
