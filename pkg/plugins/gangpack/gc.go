@@ -44,6 +44,7 @@ func (pl *GangPack) gcOnce(logger klog.Logger) {
 		}
 	}
 	pl.quality.pruneParked(pl.gangPending)
+	pl.quality.forgetStaleKeys(pl.store, time.Now())
 	pl.doubts.prune(time.Now())
 	pl.reserved.prune(func(ns, name string, uid types.UID) bool {
 		cur, err := pl.members.lister.Pods(ns).Get(name)

@@ -39,13 +39,22 @@ type qualityTracker struct {
 	held map[placement.DomainRef]struct{}
 	// parked: topology key → gang key → need, for gangs parked with "no domain has room".
 	parked map[string]map[string]int
+	// resources: topology key → the resource of its stranded_capacity series.
+	resources map[string]string
+	// seen: topology key → when a planning last recorded it.
+	seen map[string]time.Time
 }
+
+// keyRetention is how long the series of a topology key outlive its last planning.
+const keyRetention = 10 * time.Minute
 
 func newQualityTracker() *qualityTracker {
 	return &qualityTracker{
-		known:  map[string]map[string]struct{}{},
-		held:   map[placement.DomainRef]struct{}{},
-		parked: map[string]map[string]int{},
+		known:     map[string]map[string]struct{}{},
+		held:      map[placement.DomainRef]struct{}{},
+		parked:    map[string]map[string]int{},
+		resources: map[string]string{},
+		seen:      map[string]time.Time{},
 	}
 }
 
@@ -111,9 +120,37 @@ func (q *qualityTracker) record(store *placement.Store, key string, rooms map[st
 		}
 	}
 	q.known[key] = seen
+	q.seen[key] = time.Now()
 	largestPlaceableGang.WithLabelValues(key).Set(float64(largest))
 	if hasResource {
+		if old, ok := q.resources[key]; ok && old != resource {
+			strandedCapacity.DeleteLabelValues(key, old)
+		}
 		strandedCapacity.WithLabelValues(key, resource).Set(float64(stranded))
+		q.resources[key] = resource
+	}
+	q.refreshHeldLocked(store)
+}
+
+// forgetStaleKeys deletes every series of the topology keys no planning recorded for
+// keyRetention (GC): tenant-chosen keys and resource names do not pile up as series.
+func (q *qualityTracker) forgetStaleKeys(store *placement.Store, now time.Time) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	for key, at := range q.seen {
+		if now.Sub(at) < keyRetention {
+			continue
+		}
+		for d := range q.known[key] {
+			domainMemberRoom.DeleteLabelValues(key, d)
+		}
+		delete(q.known, key)
+		largestPlaceableGang.DeleteLabelValues(key)
+		if r, ok := q.resources[key]; ok {
+			strandedCapacity.DeleteLabelValues(key, r)
+			delete(q.resources, key)
+		}
+		delete(q.seen, key)
 	}
 	q.refreshHeldLocked(store)
 }

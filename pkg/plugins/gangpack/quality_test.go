@@ -257,3 +257,27 @@ func TestQualityTrackerSeries(t *testing.T) {
 		t.Fatalf("held after release = %v, want %v", got, want)
 	}
 }
+
+// The series of a topology key no planning used for keyRetention are deleted (tenant-chosen
+// keys and resource names do not pile up), and a key's stranded series follows its resource.
+func TestQualityTrackerForgetsStaleKeys(t *testing.T) {
+	registerMetrics()
+	const key = "unit.test/stale"
+	q := newQualityTracker()
+	s := placement.NewStore()
+	q.record(s, key, map[string]int{"a": 1}, 1, "example.com/old", true, 2)
+	q.record(s, key, map[string]int{"a": 1}, 1, gpu, true, 3)
+	if got, want := series(t, "ome_scheduler_stranded_capacity", key, "resource"), map[string]float64{gpu: 3}; !reflect.DeepEqual(got, want) {
+		t.Fatalf("stranded = %v, want %v (the old resource's series deleted)", got, want)
+	}
+	q.forgetStaleKeys(s, time.Now())
+	if len(series(t, "ome_scheduler_domain_member_room", key, "domain")) != 1 {
+		t.Fatal("a key planned just now lost its series")
+	}
+	q.forgetStaleKeys(s, time.Now().Add(keyRetention+time.Second))
+	for _, name := range []string{"ome_scheduler_domain_member_room", "ome_scheduler_domain_held", "ome_scheduler_stranded_capacity", "ome_scheduler_largest_placeable_gang"} {
+		if got := series(t, name, key, "topology_key"); len(got) != 0 {
+			t.Errorf("%s still has series for the stale key: %v", name, got)
+		}
+	}
+}
