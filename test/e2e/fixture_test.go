@@ -205,7 +205,13 @@ func ensureServiceAccount(t *testing.T, ctx context.Context, ns, name string) {
 // serviceAccountToken mints a one-hour token for the ServiceAccount (TokenRequest API).
 func serviceAccountToken(t *testing.T, ctx context.Context, ns, name string) string {
 	t.Helper()
-	tr, err := cp.Client.CoreV1().ServiceAccounts(ns).CreateToken(ctx, name, &authenticationv1.TokenRequest{
+	return serviceAccountTokenOn(t, ctx, cp, ns, name)
+}
+
+// serviceAccountTokenOn is serviceAccountToken on another control plane.
+func serviceAccountTokenOn(t *testing.T, ctx context.Context, c *testenv.ControlPlane, ns, name string) string {
+	t.Helper()
+	tr, err := c.Client.CoreV1().ServiceAccounts(ns).CreateToken(ctx, name, &authenticationv1.TokenRequest{
 		Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: ptr.To[int64](3600)},
 	}, metav1.CreateOptions{})
 	if err != nil {
@@ -221,7 +227,13 @@ func serviceAccountToken(t *testing.T, ctx context.Context, ns, name string) str
 // bearer token as the only credential.
 func writeTokenKubeconfig(t *testing.T, path, token string) {
 	t.Helper()
-	admin, err := clientcmd.LoadFromFile(cp.KubeConfigPath)
+	writeTokenKubeconfigOn(t, cp, path, token)
+}
+
+// writeTokenKubeconfigOn is writeTokenKubeconfig for another control plane.
+func writeTokenKubeconfigOn(t *testing.T, c *testenv.ControlPlane, path, token string) {
+	t.Helper()
+	admin, err := clientcmd.LoadFromFile(c.KubeConfigPath)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,0 +1,311 @@
+package e2e
+
+import (
+	"bufio"
+	"bytes"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/moirai-internal/ome-scheduler/test/testenv"
+)
+
+// A guide is a Markdown page whose fenced blocks are run by a test: docs/install.md. Every
+// fenced block is preceded by an HTML comment `<!-- guide: NAME -->`. A `sh` block holds
+// commands (one per line, `\` continues a line); a block of another language is a file the
+// reader saves as NAME. A command that cannot run on the test machines ends in
+// `# not run by the tests: <reason>`. The test runs commands by block name and, at the end,
+// checks that it ran every command and wrote every file of the page.
+type guide struct {
+	path   string
+	blocks map[string]*guideBlock
+	order  []string
+}
+
+type guideBlock struct {
+	name, lang string
+	line       int // of the opening fence
+	body       string
+	commands   []guideCommand
+}
+
+type guideCommand struct {
+	text   string // as written, continuation lines joined
+	skip string // the reason after "# not run by the tests: ", if any
+	ran  bool
+}
+
+var (
+	guideMarker = regexp.MustCompile(`^\s*<!-- guide: (\S+) -->\s*$`)
+	guideFence  = regexp.MustCompile("^(\\s*)```(\\S*)\\s*$")
+	guideSkip   = regexp.MustCompile(`\s+# not run by the tests: (.+)$`)
+)
+
+// guideSkipReasons are the only reasons a command of a guide may be left out.
+var guideSkipReasons = map[string]bool{"needs a Docker engine": true, "needs a kubelet": true}
+
+// loadGuide parses a guide; every fenced block must carry a unique marker.
+func loadGuide(t *testing.T, path string) *guide {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := &guide{path: path, blocks: map[string]*guideBlock{}}
+	sc := bufio.NewScanner(bytes.NewReader(b))
+	lineNo, pending := 0, ""
+	var cur *guideBlock
+	var indent string
+	var body strings.Builder
+	for sc.Scan() {
+		lineNo++
+		line := sc.Text()
+		if cur != nil {
+			if m := guideFence.FindStringSubmatch(line); m != nil && m[2] == "" {
+				cur.body = body.String()
+				g.finish(t, cur)
+				cur = nil
+				continue
+			}
+			body.WriteString(strings.TrimPrefix(line, indent) + "\n")
+			continue
+		}
+		if m := guideMarker.FindStringSubmatch(line); m != nil {
+			pending = m[1]
+			continue
+		}
+		if m := guideFence.FindStringSubmatch(line); m != nil {
+			if pending == "" {
+				t.Fatalf("%s:%d: fenced block without a preceding <!-- guide: NAME --> marker", path, lineNo)
+			}
+			if _, dup := g.blocks[pending]; dup {
+				t.Fatalf("%s:%d: second block named %q", path, lineNo, pending)
+			}
+			cur = &guideBlock{name: pending, lang: m[2], line: lineNo}
+			indent = m[1]
+			body.Reset()
+			pending = ""
+			continue
+		}
+		if strings.TrimSpace(line) != "" && pending != "" {
+			t.Fatalf("%s:%d: marker %q is not followed by a fenced block", path, lineNo-1, pending)
+		}
+	}
+	if cur != nil {
+		t.Fatalf("%s:%d: unterminated fenced block", path, cur.line)
+	}
+	return g
+}
+
+func (g *guide) finish(t *testing.T, b *guideBlock) {
+	t.Helper()
+	g.blocks[b.name] = b
+	g.order = append(g.order, b.name)
+	if b.lang != "sh" {
+		return
+	}
+	var joined strings.Builder
+	for _, l := range strings.Split(b.body, "\n") {
+		trimmed := strings.TrimSpace(l)
+		if joined.Len() == 0 && (trimmed == "" || strings.HasPrefix(trimmed, "#")) {
+			continue
+		}
+		if strings.HasSuffix(l, "\\") {
+			joined.WriteString(strings.TrimSuffix(l, "\\"))
+			continue
+		}
+		joined.WriteString(l)
+		c := guideCommand{text: joined.String()}
+		joined.Reset()
+		if m := guideSkip.FindStringSubmatch(c.text); m != nil {
+			if !guideSkipReasons[m[1]] {
+				t.Fatalf("%s:%d: block %s: unknown reason for not running a command: %q", g.path, b.line, b.name, m[1])
+			}
+			c.skip = m[1]
+		}
+		b.commands = append(b.commands, c)
+	}
+	if joined.Len() > 0 {
+		t.Fatalf("%s:%d: block %s ends in a continuation line", g.path, b.line, b.name)
+	}
+	if len(b.commands) == 0 {
+		t.Fatalf("%s:%d: block %s has no command", g.path, b.line, b.name)
+	}
+}
+
+func (g *guide) block(t *testing.T, name string) *guideBlock {
+	t.Helper()
+	b, ok := g.blocks[name]
+	if !ok {
+		t.Fatalf("%s has no block named %q (blocks: %v)", g.path, name, g.order)
+	}
+	return b
+}
+
+// guideShell runs the commands of a guide the way a reader would: bash in a directory that
+// looks like a clone of the repository, with bin/ first on PATH, KUBECONFIG set and helm's
+// directories private to the test.
+type guideShell struct {
+	dir string
+	env []string
+	// subst rewrites a command before it runs (old -> new), e.g. a port number.
+	subst map[string]string
+}
+
+// newGuideShell lays out dir: a symbolic link to every top-level entry of the repository
+// (bin/ is testenv.BinDir), so that the guide's relative paths resolve and files it writes
+// (my-values.yaml) stay out of the repository.
+func newGuideShell(t *testing.T, kubeconfig string) *guideShell {
+	t.Helper()
+	root := repoRoot(t)
+	bin, err := testenv.BinDir()
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	entries, err := os.ReadDir(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range entries {
+		if e.Name() == ".git" || e.Name() == "bin" {
+			continue
+		}
+		if err := os.Symlink(filepath.Join(root, e.Name()), filepath.Join(dir, e.Name())); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.Symlink(bin, filepath.Join(dir, "bin")); err != nil {
+		t.Fatal(err)
+	}
+	home := t.TempDir()
+	env := []string{}
+	for _, kv := range os.Environ() {
+		k, _, _ := strings.Cut(kv, "=")
+		switch k {
+		case "PATH", "KUBECONFIG", "MAKEFLAGS", "MAKELEVEL", "MFLAGS", "HELM_CONFIG_HOME", "HELM_CACHE_HOME", "HELM_DATA_HOME", "HOME":
+			continue
+		}
+		env = append(env, kv)
+	}
+	env = append(env,
+		"PATH="+bin+string(os.PathListSeparator)+os.Getenv("PATH"),
+		"KUBECONFIG="+kubeconfig,
+		"HOME="+home,
+		"HELM_CONFIG_HOME="+filepath.Join(home, "helm-config"),
+		"HELM_CACHE_HOME="+filepath.Join(home, "helm-cache"),
+		"HELM_DATA_HOME="+filepath.Join(home, "helm-data"),
+	)
+	return &guideShell{dir: dir, env: env, subst: map[string]string{}}
+}
+
+// sh runs one command with bash -o pipefail and returns its combined output.
+func (s *guideShell) sh(t *testing.T, command string, timeout time.Duration) (string, error) {
+	t.Helper()
+	for old, repl := range s.subst {
+		command = strings.ReplaceAll(command, old, repl)
+	}
+	cmd := exec.Command("bash", "-o", "pipefail", "-c", command)
+	cmd.Dir, cmd.Env = s.dir, s.env
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Start(); err != nil {
+		return "", err
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	select {
+	case err := <-done:
+		return out.String(), err
+	case <-time.After(timeout):
+		_ = cmd.Process.Kill()
+		<-done
+		return out.String(), fmt.Errorf("timed out after %s", timeout)
+	}
+}
+
+// run runs the commands i of block name (all when none is given), each of which must
+// succeed, and returns their outputs.
+func (g *guide) run(t *testing.T, s *guideShell, name string, idx ...int) []string {
+	t.Helper()
+	b := g.block(t, name)
+	if b.lang != "sh" {
+		t.Fatalf("block %s is a %q file, not commands", name, b.lang)
+	}
+	if len(idx) == 0 {
+		for i := range b.commands {
+			idx = append(idx, i)
+		}
+	}
+	var outs []string
+	for _, i := range idx {
+		c := &b.commands[i]
+		if c.skip != "" {
+			c.ran = true
+			t.Logf("[%s] not run (%s): %s", name, c.skip, c.text)
+			outs = append(outs, "")
+			continue
+		}
+		out, err := s.sh(t, c.text, 5*time.Minute)
+		c.ran = true
+		t.Logf("[%s] $ %s\n%s", name, c.text, out)
+		if err != nil {
+			t.Fatalf("%s block %s, command %d failed: %v\n$ %s\n%s", filepath.Base(g.path), name, i+1, err, c.text, out)
+		}
+		outs = append(outs, out)
+	}
+	return outs
+}
+
+// runFailing runs command i of block name, which must fail, and returns its output.
+func (g *guide) runFailing(t *testing.T, s *guideShell, name string, i int) string {
+	t.Helper()
+	c := g.block(t, name).commands[i]
+	out, err := s.sh(t, c.text, 5*time.Minute)
+	t.Logf("[%s] $ %s (expected to fail)\n%s", name, c.text, out)
+	if err == nil {
+		t.Fatalf("block %s, command %d succeeded, want a failure:\n$ %s\n%s", name, i+1, c.text, out)
+	}
+	return out
+}
+
+// write saves the file block name under its name in the shell's directory.
+func (g *guide) write(t *testing.T, s *guideShell, name string) {
+	t.Helper()
+	b := g.block(t, name)
+	if b.lang == "sh" {
+		t.Fatalf("block %s holds commands, not a file", name)
+	}
+	if err := os.WriteFile(filepath.Join(s.dir, name), []byte(b.body), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	b.commands = []guideCommand{{text: "(file " + name + ")", ran: true}}
+}
+
+// checkAllRan fails the test for every command of the guide that was not run (or
+// deliberately left out) and every file that was not written.
+func (g *guide) checkAllRan(t *testing.T) {
+	t.Helper()
+	var missing []string
+	for _, name := range g.order {
+		b := g.blocks[name]
+		if b.lang != "sh" && len(b.commands) == 0 {
+			missing = append(missing, fmt.Sprintf("%s (file, line %d)", name, b.line))
+		}
+		for i, c := range b.commands {
+			if !c.ran {
+				missing = append(missing, fmt.Sprintf("%s #%d (line %d): %s", name, i+1, b.line, c.text))
+			}
+		}
+	}
+	sort.Strings(missing)
+	if len(missing) > 0 {
+		t.Errorf("%s: not exercised by the test:\n%s", g.path, strings.Join(missing, "\n"))
+	}
+}
