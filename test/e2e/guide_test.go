@@ -36,7 +36,7 @@ type guideBlock struct {
 }
 
 type guideCommand struct {
-	text   string // as written, continuation lines joined
+	text string // as written, continuation lines joined
 	skip string // the reason after "# not run by the tests: ", if any
 	ran  bool
 }

@@ -305,7 +305,10 @@ func TestInstallGuide(t *testing.T) {
 	wantIn(t, "helm uninstall", out[0], `release "ome-scheduler" uninstalled`)
 	chartPod.stop()
 	for _, get := range []func() error{
-		func() error { _, err := c2.Client.AppsV1().Deployments("ome").Get(ctx, "ome-scheduler", metav1.GetOptions{}); return err },
+		func() error {
+			_, err := c2.Client.AppsV1().Deployments("ome").Get(ctx, "ome-scheduler", metav1.GetOptions{})
+			return err
+		},
 		func() error {
 			_, err := c2.Client.RbacV1().ClusterRoles().Get(ctx, "ome-scheduler-metrics-reader", metav1.GetOptions{})
 			return err
