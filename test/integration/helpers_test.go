@@ -1,14 +1,13 @@
 package integration
 
 import (
-	"context"
 	"fmt"
 	"testing"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/util/retry"
 	"k8s.io/component-base/metrics/legacyregistry"
 
 	schedv1alpha1 "sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
@@ -164,14 +163,14 @@ func (e *env) gone(timeout time.Duration, pods ...string) {
 
 func (e *env) updatePod(name string, mutate func(*v1.Pod)) {
 	e.t.Helper()
-	err := wait.PollUntilContextTimeout(e.ctx, 50*time.Millisecond, 10*time.Second, true, func(ctx context.Context) (bool, error) {
-		p, err := e.cp.Client.CoreV1().Pods(e.ns).Get(ctx, name, metav1.GetOptions{})
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		p, err := e.cp.Client.CoreV1().Pods(e.ns).Get(e.ctx, name, metav1.GetOptions{})
 		if err != nil {
-			return false, err
+			return err
 		}
 		mutate(p)
-		_, err = e.cp.Client.CoreV1().Pods(e.ns).Update(ctx, p, metav1.UpdateOptions{})
-		return err == nil, nil
+		_, err = e.cp.Client.CoreV1().Pods(e.ns).Update(e.ctx, p, metav1.UpdateOptions{})
+		return err
 	})
 	if err != nil {
 		e.t.Fatalf("update pod %s: %v", name, err)
@@ -180,14 +179,14 @@ func (e *env) updatePod(name string, mutate func(*v1.Pod)) {
 
 func (e *env) updatePodGroup(name string, mutate func(*schedv1alpha1.PodGroup)) {
 	e.t.Helper()
-	err := wait.PollUntilContextTimeout(e.ctx, 50*time.Millisecond, 10*time.Second, true, func(ctx context.Context) (bool, error) {
-		pg, err := e.cp.PodGroups.SchedulingV1alpha1().PodGroups(e.ns).Get(ctx, name, metav1.GetOptions{})
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		pg, err := e.cp.PodGroups.SchedulingV1alpha1().PodGroups(e.ns).Get(e.ctx, name, metav1.GetOptions{})
 		if err != nil {
-			return false, err
+			return err
 		}
 		mutate(pg)
-		_, err = e.cp.PodGroups.SchedulingV1alpha1().PodGroups(e.ns).Update(ctx, pg, metav1.UpdateOptions{})
-		return err == nil, nil
+		_, err = e.cp.PodGroups.SchedulingV1alpha1().PodGroups(e.ns).Update(e.ctx, pg, metav1.UpdateOptions{})
+		return err
 	})
 	if err != nil {
 		e.t.Fatalf("update PodGroup %s: %v", name, err)
@@ -196,14 +195,14 @@ func (e *env) updatePodGroup(name string, mutate func(*schedv1alpha1.PodGroup)) 
 
 func (e *env) updateNode(name string, mutate func(*v1.Node)) {
 	e.t.Helper()
-	err := wait.PollUntilContextTimeout(e.ctx, 50*time.Millisecond, 10*time.Second, true, func(ctx context.Context) (bool, error) {
-		n, err := e.cp.Client.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		n, err := e.cp.Client.CoreV1().Nodes().Get(e.ctx, name, metav1.GetOptions{})
 		if err != nil {
-			return false, err
+			return err
 		}
 		mutate(n)
-		_, err = e.cp.Client.CoreV1().Nodes().Update(ctx, n, metav1.UpdateOptions{})
-		return err == nil, nil
+		_, err = e.cp.Client.CoreV1().Nodes().Update(e.ctx, n, metav1.UpdateOptions{})
+		return err
 	})
 	if err != nil {
 		e.t.Fatalf("update node %s: %v", name, err)
