@@ -15,6 +15,8 @@ export OME_BIN_DIR := $(BIN)
 VERSION      := $(shell cat $(CURDIR)/VERSION)
 HELM_VERSION := v3.22.0
 KUBE_VERSION := v1.35.4
+# Prometheus and promtool for the e2e scrape test and the alert rule unit tests.
+PROMETHEUS_VERSION := v0.316.0
 # Stamp the Kubernetes version into the binaries built from the module proxy (a plain `go
 # build` reports v0.0.0-master, which Helm's kubeVersion check and kubectl would see).
 VERSION_PKG  := k8s.io/component-base/version
@@ -24,7 +26,8 @@ KUBE_LDFLAGS := -X $(VERSION_PKG).gitVersion=$(KUBE_VERSION) -X $(VERSION_PKG).g
 CRD_SRC       = $(shell $(GO) list -m -f '{{.Dir}}' sigs.k8s.io/scheduler-plugins)/config/crd/bases/scheduling.x-k8s.io_podgroups.yaml
 CRD           := manifests/crds/scheduling.x-k8s.io_podgroups.yaml
 
-TOOLS := $(BIN)/etcd $(BIN)/kube-apiserver $(BIN)/kube-controller-manager $(BIN)/kubectl $(BIN)/helm
+TOOLS := $(BIN)/etcd $(BIN)/kube-apiserver $(BIN)/kube-controller-manager $(BIN)/kubectl $(BIN)/helm \
+         $(BIN)/prometheus $(BIN)/promtool
 
 GO_TEST_FLAGS ?=
 INTEGRATION_TIMEOUT ?= 40m
@@ -54,6 +57,13 @@ $(BIN)/kubectl: go.mod go.sum Makefile
 
 $(BIN)/helm:
 	GOBIN=$(BIN) $(GO) install helm.sh/helm/v3/cmd/helm@$(HELM_VERSION)
+
+# Built outside this module (go install pkg@version uses Prometheus's own go.mod).
+$(BIN)/prometheus:
+	GOBIN=$(BIN) $(GO) install github.com/prometheus/prometheus/cmd/prometheus@$(PROMETHEUS_VERSION)
+
+$(BIN)/promtool:
+	GOBIN=$(BIN) $(GO) install github.com/prometheus/prometheus/cmd/promtool@$(PROMETHEUS_VERSION)
 
 ## demo: the main job (see README)
 demo: build tools

@@ -149,7 +149,7 @@ func TestPrometheusRule(t *testing.T) {
 		}
 		for name, want := range map[string]string{
 			"OMESchedulerDown":      `absent(up{` + sel + `} == 1)`,
-			"OMESchedulerNoLeader":  `leader_election_master_status{` + sel + `,name="ome-scheduler"}`,
+			"OMESchedulerNoLeader":  `leader_election_master_status{` + sel + `,name="kube-scheduler"}`,
 			"OMEGangSplitPlacement": `ome_scheduler_gang_placement_total{` + sel + `,outcome="split"}[1h]`,
 			"OMEGangAlreadySplit":   `outcome="split_refused"`,
 			"OMEGangNoFit":          `ome_scheduler_gang_pin_total{` + sel + `,result="no_fit"}[15m]`,
