@@ -26,8 +26,9 @@ KUBE_LDFLAGS := -X $(VERSION_PKG).gitVersion=$(KUBE_VERSION) -X $(VERSION_PKG).g
 CRD_SRC       = $(shell $(GO) list -m -f '{{.Dir}}' sigs.k8s.io/scheduler-plugins)/config/crd/bases/scheduling.x-k8s.io_podgroups.yaml
 CRD           := manifests/crds/scheduling.x-k8s.io_podgroups.yaml
 
-TOOLS := $(BIN)/etcd $(BIN)/kube-apiserver $(BIN)/kube-controller-manager $(BIN)/kubectl $(BIN)/helm \
-         $(BIN)/prometheus $(BIN)/promtool
+# The control plane and helm (all make demo needs), then Prometheus for the tests.
+CLUSTER_TOOLS := $(BIN)/etcd $(BIN)/kube-apiserver $(BIN)/kube-controller-manager $(BIN)/kubectl $(BIN)/helm
+TOOLS := $(CLUSTER_TOOLS) $(BIN)/prometheus $(BIN)/promtool
 
 GO_TEST_FLAGS ?=
 INTEGRATION_TIMEOUT ?= 40m
@@ -66,7 +67,7 @@ $(BIN)/promtool:
 	GOBIN=$(BIN) $(GO) install github.com/prometheus/prometheus/cmd/promtool@$(PROMETHEUS_VERSION)
 
 ## demo: the main job (see README)
-demo: build tools
+demo: build $(CLUSTER_TOOLS)
 	$(GO) run ./hack/demo
 
 ## test: everything CI runs
