@@ -1,0 +1,107 @@
+package gangpack
+
+import (
+	"sort"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/klog/v2"
+	fwk "k8s.io/kube-scheduler/framework"
+)
+
+// Observation at admission (gang_placement_total{single_domain|split} and the formation
+// time): no function here changes a scheduling decision.
+
+// gangAdmitted is the Permit hook after an admit. Only the member that completed the gang
+// (once per attempt) counts: surplus members and adoptions that were committed at once do not.
+// It verifies from the scheduling snapshot that every placed member of the gang, the current
+// one on nodeName included, sits in the pinned domain, and observes the formation duration.
+func (gs *gangs) gangAdmitted(logger klog.Logger, cs fwk.CycleState, pod *v1.Pod, pin *pinState, nodeName string) {
+	if !formed(cs) {
+		return
+	}
+	placed := gs.placedDomains(pod, pin, nodeName)
+	if placementOutcome(placed, pin.Domain) == outcomeSplit {
+		placementTotal.WithLabelValues(outcomeSplit).Inc()
+		logger.Error(nil, "Gang admitted with members outside its pinned domain", "gang", pin.Gang.Key,
+			"topologyKey", pin.Gang.TopologyKey, "domain", pin.Domain, "placed", placed)
+	} else {
+		placementTotal.WithLabelValues(outcomeSingleDomain).Inc()
+	}
+	if start, ok := gs.formationStart(pin.Gang); ok {
+		formationDuration.Observe(formationSeconds(start, time.Now()))
+	}
+}
+
+// placedDomains maps every member of the gang on a snapshot node (bound or assumed, as
+// planner.findPlaced), plus the current pod on nodeName, to its domain under the gang's key.
+func (gs *gangs) placedDomains(pod *v1.Pod, pin *pinState, nodeName string) map[string]string {
+	out := map[string]string{}
+	infos := gs.handle.SnapshotSharedLister().NodeInfos()
+	if all, err := infos.List(); err == nil {
+		for _, m := range gs.placedMembers(pin.Gang, all) {
+			out[m.pod.Name] = m.domain
+		}
+	}
+	domain := ""
+	if ni, err := infos.Get(nodeName); err == nil && ni.Node() != nil {
+		domain = ni.Node().Labels[pin.Gang.TopologyKey]
+	}
+	out[pod.Name] = domain
+	return out
+}
+
+// placementOutcome is single_domain when every member's domain is the pinned domain (which is
+// never empty), else split.
+func placementOutcome(placed map[string]string, pinned string) string {
+	if pinned == "" {
+		return outcomeSplit
+	}
+	for _, d := range placed {
+		if d != pinned {
+			return outcomeSplit
+		}
+	}
+	return outcomeSingleDomain
+}
+
+// formationStart is the creation time of the gang's minMember-th oldest live member (the
+// newest when fewer exist).
+func (gs *gangs) formationStart(g gangInfo) (time.Time, bool) {
+	pods, err := gs.members.list(g.Namespace, g.Name)
+	if err != nil {
+		return time.Time{}, false
+	}
+	return nthCreated(pods, g.MinMember)
+}
+
+// nthCreated returns the creation time of the n-th oldest live pod, or of the
+// newest live pod when fewer than n exist; ok is false without live pods.
+func nthCreated(pods []*v1.Pod, n int) (time.Time, bool) {
+	var ts []time.Time
+	for _, p := range pods {
+		if live(p) {
+			ts = append(ts, p.CreationTimestamp.Time)
+		}
+	}
+	if len(ts) == 0 {
+		return time.Time{}, false
+	}
+	sort.Slice(ts, func(i, j int) bool { return ts[i].Before(ts[j]) })
+	if n < 1 {
+		n = 1
+	}
+	if n > len(ts) {
+		n = len(ts)
+	}
+	return ts[n-1], true
+}
+
+// formationSeconds is now − start in seconds, never negative (clock skew between the API
+// server, which stamps creationTimestamp with one-second resolution, and the scheduler).
+func formationSeconds(start, now time.Time) float64 {
+	if d := now.Sub(start).Seconds(); d > 0 {
+		return d
+	}
+	return 0
+}
