@@ -4,6 +4,8 @@ import (
 	"testing"
 	"time"
 
+	schedv1alpha1 "sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
+
 	"github.com/moirai-internal/ome-scheduler/test/testenv"
 )
 
@@ -111,4 +113,41 @@ func TestAdoptedHoldEndsAtTimeout(t *testing.T) {
 	if got["solo"] != a[1] {
 		t.Fatalf("solo on %s, want %s", got["solo"], a[1])
 	}
+}
+
+// A forming gang whose PodGroup turns invalid (minMember 0) stops planning, but the hold it
+// already had ends at its timeout: a standalone pod then gets the domain.
+func TestHoldOfInvalidatedPodGroupEndsAtTimeout(t *testing.T) {
+	e := newEnv(t)
+	a := e.domain("a", 2, 1)
+	e.startScheduler(testenv.Profile{})
+	e.podGroup("g", 2, domainKey, 4)
+	e.waitWithGatedSibling("g", "g-0", "g-1", true)
+	e.updatePodGroup("g", func(pg *schedv1alpha1.PodGroup) { pg.Spec.MinMember = 0 })
+	e.pod(testenv.PodSpec{Name: "solo", GPUs: 1})
+	got := e.bound(30*time.Second, "solo")
+	if got["solo"] != a[0] && got["solo"] != a[1] {
+		t.Fatalf("solo on %s, want a node of domain a", got["solo"])
+	}
+	e.staysPending(time.Second, "g-0")
+}
+
+// A pinned gang that lost its room ("pinned domain ... cannot fit all remaining gang members")
+// holds its domain at most its timeout: a standalone pod then gets the room left.
+func TestPinnedShortHoldEndsAtTimeout(t *testing.T) {
+	e := newEnv(t)
+	a := e.domain("a", 3, 1)
+	e.startScheduler(testenv.Profile{})
+	e.podGroup("g", 3, domainKey, 4)
+	gw := newGateWatch(t)
+	e.pod(testenv.PodSpec{Name: "g-2", Group: "g", GPUs: 1, Apart: true, Gates: []string{"example.com/later"}})
+	e.pod(testenv.PodSpec{Name: "g-1", Group: "g", GPUs: 1, Apart: true, Gates: []string{"example.com/later"}})
+	e.pod(testenv.PodSpec{Name: "g-0", Group: "g", GPUs: 1, Apart: true, NodeSelector: map[string]string{"kubernetes.io/hostname": a[0]}})
+	gw.wait()
+	// Another scheduler takes one of the two nodes the gang still needs.
+	e.occupy("other", a[2], 1)
+	e.ungate("g-1")
+	e.message("g-1", "cannot fit all remaining gang members", 20*time.Second)
+	e.pod(testenv.PodSpec{Name: "solo", GPUs: 1})
+	e.bound(30*time.Second, "solo")
 }

@@ -118,6 +118,13 @@ func (w *fakeWaiter) decide(v string) {
 	})
 }
 
+// now returns the verdict so far ("" = none yet).
+func (w *fakeWaiter) now() string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.verdict
+}
+
 // await returns the verdict, or "" if none came within d.
 func (w *fakeWaiter) await(d time.Duration) string {
 	select {

@@ -1,7 +1,6 @@
 package gangpack
 
 import (
-	"time"
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/klog/v2"
@@ -18,7 +17,7 @@ func (gs *gangs) pinned(c placement.Commitment, info gangInfo) {
 	if !c.Forming() || info.Timeout <= 0 {
 		return
 	}
-	time.AfterFunc(info.Timeout, func() { gs.expire(c.Gang, c.ID) })
+	gs.after(info.Timeout, func() { gs.expire(c.Gang, c.ID) })
 }
 
 // expire ends a hold that outlived its deadline: the attempt is unwound (its waiters, if

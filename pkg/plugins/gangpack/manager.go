@@ -3,6 +3,7 @@ package gangpack
 import (
 	"context"
 	"sync/atomic"
+	"time"
 
 	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
@@ -38,6 +39,8 @@ type gangs struct {
 
 	// active is set by the first PreFilter: a standby replica makes no activations.
 	active atomic.Bool
+	// after runs f once d has passed (time.AfterFunc; tests drive it by hand).
+	after func(d time.Duration, f func())
 }
 
 func newGangs(ctx context.Context, h fwk.Handle, ml *memberLister) *gangs {
@@ -54,6 +57,7 @@ func newGangs(ctx context.Context, h fwk.Handle, ml *memberLister) *gangs {
 		incomplete: newKeySet(),
 		quality:    newQualityTracker(),
 		doubts:     newBindsInDoubt(),
+		after:      func(d time.Duration, f func()) { time.AfterFunc(d, f) },
 	}
 	gs.store.SetOnChange(gs.pinsChanged)
 	return gs
