@@ -1,7 +1,6 @@
 package gangpack
 
 import (
-
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/klog/v2"
 
