@@ -2,6 +2,7 @@ package gangpack
 
 import (
 	"sync"
+	"sync/atomic"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
@@ -22,6 +23,8 @@ type bindsInDoubt struct {
 	admitted map[types.UID]struct{} // past Permit, not yet bound or unreserved
 	byNode   map[string]map[types.UID]time.Time
 	nodeOf   map[types.UID]string
+	// doubts mirrors len(nodeOf), so Filter skips the lock while nothing is in doubt.
+	doubts atomic.Int64
 }
 
 func newBindsInDoubt() *bindsInDoubt {
@@ -64,6 +67,7 @@ func (b *bindsInDoubt) unreserved(uid types.UID, node string, now time.Time) boo
 	}
 	b.byNode[node][uid] = now
 	b.nodeOf[uid] = node
+	b.doubts.Store(int64(len(b.nodeOf)))
 	return true
 }
 
@@ -81,11 +85,15 @@ func (b *bindsInDoubt) resolve(uid types.UID) bool {
 	if len(b.byNode[node]) == 0 {
 		delete(b.byNode, node)
 	}
+	b.doubts.Store(int64(len(b.nodeOf)))
 	return true
 }
 
 // blocks reports whether node is in doubt for a pod other than uid.
 func (b *bindsInDoubt) blocks(node string, uid types.UID, now time.Time) bool {
+	if b.doubts.Load() == 0 {
+		return false
+	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	for other, since := range b.byNode[node] {
@@ -109,6 +117,7 @@ func (b *bindsInDoubt) prune(now time.Time) {
 			}
 		}
 	}
+	b.doubts.Store(int64(len(b.nodeOf)))
 }
 
 // watchDoubts resolves a doubt whenever the pod informer reports the pod again, and wakes
