@@ -48,7 +48,8 @@ func TestConfigVariations(t *testing.T) {
 			name: "preemption enabled",
 			args: []string{"--set", "scheduler.disablePreemption=false"},
 			want: func(t *testing.T) string {
-				return replaceOnce(t, defaultConfig(t), "        disabled:\n          - name: DefaultPreemption\n", "")
+				// DefaultPreemption stays disabled: it is blind to domains and gangs.
+				return replaceOnce(t, defaultConfig(t), "          standaloneDomainPacking: true\n", "          standaloneDomainPacking: true\n          preemption: true\n")
 			},
 		},
 		{

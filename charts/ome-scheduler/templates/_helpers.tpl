@@ -119,10 +119,8 @@ profiles:
       multiPoint:
         enabled:
           - name: OMEGangPack
-{{- if $s.disablePreemption }}
         disabled:
           - name: DefaultPreemption
-{{- end }}
       score:
         enabled:
           - name: NodeResourcesFit
@@ -156,6 +154,9 @@ profiles:
 {{- end }}
 {{- with $p.maxHoldsPerNamespace }}
           maxHoldsPerNamespace: {{ int64 . }}
+{{- end }}
+{{- if not $s.disablePreemption }}
+          preemption: true
 {{- end }}
       - name: NodeResourcesFit
         args:

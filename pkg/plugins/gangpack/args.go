@@ -41,6 +41,9 @@ type Args struct {
 	// MaxHoldsPerNamespace caps the gangs of one namespace that may hold domains at once while
 	// they form; 0 or unset = no cap.
 	MaxHoldsPerNamespace *int64 `json:"maxHoldsPerNamespace,omitempty"`
+	// Preemption asks for gang-aware, topology-aware preemption. Accepted, not implemented
+	// yet: New logs so, and a gang that fits in no domain waits.
+	Preemption bool `json:"preemption,omitempty"`
 }
 
 // KeyAllowed reports whether a gang may use topology key key.

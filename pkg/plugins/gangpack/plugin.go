@@ -72,6 +72,9 @@ func New(ctx context.Context, obj runtime.Object, h fwk.Handle) (fwk.Plugin, err
 	}
 	registerMetrics()
 	logger := klog.FromContext(ctx).WithValues("plugin", Name)
+	if args.Preemption {
+		logger.Info("Warning: preemption: true is accepted but gang-aware preemption is not implemented yet; gangs that fit in no domain wait, and DefaultPreemption must stay disabled")
+	}
 	ml, err := newMemberLister(h.SharedInformerFactory().Core().V1().Pods())
 	if err != nil {
 		return nil, fmt.Errorf("add pod-group index to the pod informer: %w", err)

@@ -7,6 +7,7 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/apimachinery/pkg/runtime"
 	fwk "k8s.io/kube-scheduler/framework"
 	"k8s.io/kubernetes/pkg/scheduler/framework"
 	"k8s.io/utils/ptr"
@@ -153,5 +154,14 @@ func BenchmarkPlanManyShapes(b *testing.B) {
 				w.pl.store.Release("ns/g", placement.AnyID, nil)
 			}
 		})
+	}
+}
+
+// The preemption switch is accepted (the chart renders it) and changes nothing yet.
+func TestPreemptionArgumentAccepted(t *testing.T) {
+	args, err := DecodeArgs(&runtime.Unknown{ContentType: runtime.ContentTypeJSON,
+		Raw: []byte(`{"gcIntervalSeconds":60,"preemption":true}`)})
+	if err != nil || !args.Preemption {
+		t.Fatalf("DecodeArgs = %+v, %v; want preemption true accepted", args, err)
 	}
 }
