@@ -73,19 +73,8 @@ func decodeGroupInstance(data []byte) ([]Partner, []GroupNode) {
 	partners := make([]Partner, P)
 	budget := 7
 	for p := range partners {
-		nShapes := 1 + s.next()%2
-		g := &Gang{Shapes: make([]Resources, nShapes), Siblings: make([]int, nShapes)}
-		for k := range g.Shapes {
-			r := Resources{}
-			if v := s.next() % 4; v > 0 {
-				r["gpu"] = int64(v)
-			}
-			if v := s.next() % 3; v > 0 {
-				r["cpu"] = int64(v)
-			}
-			g.Shapes[k] = r
-		}
-		g.Current = s.next() % nShapes
+		gang := decodeShapes(s, 2)
+		g := &gang
 		for k := range g.Siblings {
 			g.Siblings[k] = s.next() % 3
 		}

@@ -131,19 +131,8 @@ func refCompare(a, b *PreemptionCandidate) int {
 // outside the instance.
 func decodePreemptInstance(data []byte) (Gang, int32, []Node, []VictimUnit) {
 	s := &byteSource{b: data}
-	nShapes := 1 + s.next()%2
-	g := Gang{Shapes: make([]Resources, nShapes), Siblings: make([]int, nShapes)}
-	for k := range g.Shapes {
-		r := Resources{}
-		if v := s.next() % 4; v > 0 {
-			r["gpu"] = int64(v)
-		}
-		if v := s.next() % 3; v > 0 {
-			r["cpu"] = int64(v)
-		}
-		g.Shapes[k] = r
-	}
-	g.Current = s.next() % nShapes
+	g := decodeShapes(s, 2)
+	nShapes := len(g.Shapes)
 	for k := range g.Siblings {
 		g.Siblings[k] = s.next() % 3
 	}

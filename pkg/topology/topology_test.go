@@ -704,11 +704,10 @@ func (s *byteSource) next() int {
 	return int(v)
 }
 
-// decodeInstance turns bytes into a small planning instance: 1..3 shapes, 0..6 siblings in
-// total, need 1..4, 1..5 nodes across domains "", "a", "b".
-func decodeInstance(data []byte) (Gang, []Node) {
-	s := &byteSource{b: data}
-	nShapes := 1 + s.next()%3
+// decodeShapes reads a gang's shapes (1..max, each 0..3 gpu and 0..2 cpu) and its current
+// shape; siblings and need are left to the caller.
+func decodeShapes(s *byteSource, max int) Gang {
+	nShapes := 1 + s.next()%max
 	g := Gang{Shapes: make([]Resources, nShapes), Siblings: make([]int, nShapes)}
 	for k := range g.Shapes {
 		r := Resources{}
@@ -721,6 +720,15 @@ func decodeInstance(data []byte) (Gang, []Node) {
 		g.Shapes[k] = r
 	}
 	g.Current = s.next() % nShapes
+	return g
+}
+
+// decodeInstance turns bytes into a small planning instance: 1..3 shapes, 0..6 siblings in
+// total, need 1..4, 1..5 nodes across domains "", "a", "b".
+func decodeInstance(data []byte) (Gang, []Node) {
+	s := &byteSource{b: data}
+	g := decodeShapes(s, 3)
+	nShapes := len(g.Shapes)
 	budget := 6
 	for k := range g.Siblings {
 		v := s.next() % 4
