@@ -7,6 +7,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"github.com/moirai-internal/ome-scheduler/pkg/topology"
 )
@@ -54,7 +55,7 @@ type Store struct {
 	// generation counts hold lifts (releases of forming commitments, drains to 0): a caller
 	// that parks a pod because of a hold compares it before and after parking, so a hold
 	// lifted in between is never missed.
-	generation uint64
+	generation atomic.Uint64
 	onChange   func()
 }
 
@@ -76,12 +77,9 @@ func (s *Store) changed() {
 	}
 }
 
-// Generation returns the number of hold lifts so far.
-func (s *Store) Generation() uint64 {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.generation
-}
+// Generation returns the number of hold lifts so far. It takes no lock: Filter reads it for
+// every node.
+func (s *Store) Generation() uint64 { return s.generation.Load() }
 
 // NewStore returns an empty store.
 func NewStore() *Store {
@@ -114,7 +112,7 @@ func (s *Store) unhold(c *Commitment) {
 	if s.heldKeys[c.Key]--; s.heldKeys[c.Key] <= 0 {
 		delete(s.heldKeys, c.Key)
 	}
-	s.generation++
+	s.generation.Add(1)
 }
 
 func (s *Store) add(c *Commitment) Commitment {
@@ -350,18 +348,15 @@ const AnyID uint64 = 0
 // Release deletes the gang's commitment if id owns it (or id is AnyID). onRelease, when not
 // nil, runs under the store lock with the released commitment, before anyone can pin again.
 func (s *Store) Release(gang string, id uint64, onRelease func(Commitment)) (Commitment, bool) {
-	c, ok := s.release(gang, id, onRelease)
+	c, ok := s.releaseIf(gang, id, nil, onRelease)
 	if ok {
 		s.changed()
 	}
 	return c, ok
 }
 
-func (s *Store) release(gang string, id uint64, onRelease func(Commitment)) (Commitment, bool) {
-	return s.releaseIf(gang, id, nil, onRelease)
-}
-
-// releaseIf is release with an extra condition on the commitment, checked under the lock.
+// releaseIf drops the gang's commitment if id owns it (or is AnyID) and cond, when not nil,
+// holds for it; both are checked under the lock.
 func (s *Store) releaseIf(gang string, id uint64, cond func(*Commitment) bool, onRelease func(Commitment)) (Commitment, bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()

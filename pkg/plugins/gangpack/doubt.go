@@ -77,16 +77,20 @@ func (b *bindsInDoubt) resolve(uid types.UID) bool {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	node, ok := b.nodeOf[uid]
-	if !ok {
-		return false
+	if ok {
+		b.forgetLocked(uid, node)
 	}
+	return ok
+}
+
+// forgetLocked drops the doubt about uid on node; callers hold b.mu.
+func (b *bindsInDoubt) forgetLocked(uid types.UID, node string) {
 	delete(b.nodeOf, uid)
 	delete(b.byNode[node], uid)
 	if len(b.byNode[node]) == 0 {
 		delete(b.byNode, node)
 	}
 	b.doubts.Store(int64(len(b.nodeOf)))
-	return true
 }
 
 // blocks reports whether node is in doubt for a pod other than uid.
@@ -110,14 +114,9 @@ func (b *bindsInDoubt) prune(now time.Time) {
 	defer b.mu.Unlock()
 	for uid, node := range b.nodeOf {
 		if now.Sub(b.byNode[node][uid]) >= maxDoubt {
-			delete(b.nodeOf, uid)
-			delete(b.byNode[node], uid)
-			if len(b.byNode[node]) == 0 {
-				delete(b.byNode, node)
-			}
+			b.forgetLocked(uid, node)
 		}
 	}
-	b.doubts.Store(int64(len(b.nodeOf)))
 }
 
 // watchDoubts resolves a doubt whenever the pod informer reports the pod again, and wakes

@@ -23,15 +23,7 @@ func (gs *gangs) pinned(c placement.Commitment, info gangInfo) {
 // any, are rejected) and its domain is remembered as failed, so the gang tries elsewhere
 // before it holds the same domain again. A commitment that committed meanwhile is kept.
 func (gs *gangs) expire(gang string, id uint64) {
-	var res unwindResult
-	c, ok := gs.store.Expire(gang, id, func(c placement.Commitment) {
-		res.newFailed = gs.failed.Add(placement.GangOwner{Gang: gang, Owner: c.Owner}, placement.DomainRef{Key: c.Key, Value: c.Domain})
-		res.rejected = gs.rejectWaiters(gang, c.ID)
-	})
-	if !ok {
-		return
-	}
-	gs.unwound(gs.logger, c, causeExpired, res.rejected)
+	gs.unwindWith(gs.logger, gs.store.Expire, gang, id, causeExpired, true)
 }
 
 // pinsChanged is the store's change hook: the pinned-groups gauge and the per-domain held

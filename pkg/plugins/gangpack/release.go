@@ -35,8 +35,17 @@ type unwindResult struct {
 // optionally remembers its domain as failed, and rejects the waiters of that attempt, all
 // under the store lock; then counts, wakes reservation-blocked pods and logs.
 func (gs *gangs) unwind(logger klog.Logger, gang string, id uint64, cause string, markFailed bool) unwindResult {
+	return gs.unwindWith(logger, gs.store.Release, gang, id, cause, markFailed)
+}
+
+// releaser is a store operation that drops a commitment and runs onRelease under its lock
+// (Store.Release, Store.Expire).
+type releaser func(gang string, id uint64, onRelease func(placement.Commitment)) (placement.Commitment, bool)
+
+// unwindWith is unwind with the store operation that decides whether the commitment goes.
+func (gs *gangs) unwindWith(logger klog.Logger, release releaser, gang string, id uint64, cause string, markFailed bool) unwindResult {
 	var res unwindResult
-	c, ok := gs.store.Release(gang, id, func(c placement.Commitment) {
+	c, ok := release(gang, id, func(c placement.Commitment) {
 		if markFailed {
 			res.newFailed = gs.failed.Add(placement.GangOwner{Gang: gang, Owner: c.Owner}, placement.DomainRef{Key: c.Key, Value: c.Domain})
 		}
@@ -46,15 +55,10 @@ func (gs *gangs) unwind(logger klog.Logger, gang string, id uint64, cause string
 		return res
 	}
 	res.released = true
-	gs.unwound(logger, c, cause, res.rejected)
-	return res
-}
-
-// unwound is what follows every unwind release: count, log, wake the blocked pods.
-func (gs *gangs) unwound(logger klog.Logger, c placement.Commitment, cause string, rejected int) {
 	unwindTotal.Inc()
-	logger.V(4).Info("gangpack.unwind", "gang", c.Gang, "domain", c.Domain, "cause", cause, "rejectedWaiters", rejected)
+	logger.V(4).Info("gangpack.unwind", "gang", c.Gang, "domain", c.Domain, "cause", cause, "rejectedWaiters", res.rejected)
 	gs.wakeBlocked(logger)
+	return res
 }
 
 // releaseSilently is the silent release of a pin nobody waits under: no waiter rejection, no
