@@ -50,7 +50,7 @@ func (gs *gangs) wakeBlocked(logger klog.Logger) {
 			list = append(list, p)
 			continue
 		}
-		if !gs.stillPending(p) {
+		if !gs.members.pending(p.Namespace, p.Name, p.UID) {
 			continue
 		}
 		if cur, ok := first[key]; !ok || p.Name < cur.Name {
@@ -66,10 +66,4 @@ func (gs *gangs) wakeBlocked(logger klog.Logger) {
 		list = append(list, p)
 	}
 	gs.activate(logger, triggerReservationReleased, list)
-}
-
-// stillPending reports whether the informer still shows the pod (same UID) live and unbound.
-func (gs *gangs) stillPending(p *v1.Pod) bool {
-	cur, err := gs.members.lister.Pods(p.Namespace).Get(p.Name)
-	return err == nil && cur.UID == p.UID && live(cur) && cur.Spec.NodeName == ""
 }

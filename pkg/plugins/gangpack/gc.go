@@ -4,8 +4,6 @@ import (
 	"context"
 	"time"
 
-	"k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
@@ -38,18 +36,14 @@ func (pl *GangPack) gcOnce(logger klog.Logger) {
 		}
 	}
 	for _, p := range pl.blocked.snapshot() {
-		cur, err := pl.members.lister.Pods(p.Namespace).Get(p.Name)
-		if errors.IsNotFound(err) || (err == nil && (cur.Spec.NodeName != "" || !live(cur))) {
+		if !pl.members.pending(p.Namespace, p.Name, p.UID) {
 			pl.blocked.remove(p)
 		}
 	}
 	pl.quality.pruneParked(pl.gangPending)
 	pl.quality.forgetStaleKeys(pl.store, time.Now())
 	pl.doubts.prune(time.Now())
-	pl.reserved.prune(func(ns, name string, uid types.UID) bool {
-		cur, err := pl.members.lister.Pods(ns).Get(name)
-		return err == nil && cur.UID == uid && cur.Spec.NodeName == "" && live(cur)
-	})
+	pl.reserved.prune(pl.members.pending)
 	synced := pl.podGroups != nil && pl.podGroups.synced()
 	for _, c := range pl.store.List() {
 		stale := false

@@ -5,6 +5,7 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
 	coreinformers "k8s.io/client-go/informers/core/v1"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/cache"
@@ -59,6 +60,12 @@ func (m *memberLister) list(ns, name string) ([]*v1.Pod, error) {
 // live reports whether a pod counts as a living member: not being deleted, not finished.
 func live(p *v1.Pod) bool {
 	return p.DeletionTimestamp == nil && p.Status.Phase != v1.PodSucceeded && p.Status.Phase != v1.PodFailed
+}
+
+// pending reports whether the informer still shows the pod (same UID) live and unbound.
+func (m *memberLister) pending(ns, name string, uid types.UID) bool {
+	cur, err := m.lister.Pods(ns).Get(name)
+	return err == nil && cur.UID == uid && live(cur) && cur.Spec.NodeName == ""
 }
 
 // liveUnbound returns the gang's live members without spec.nodeName, except the pod named
