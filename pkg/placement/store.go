@@ -1,6 +1,8 @@
 // Package placement keeps OMEGangPack's pins: which gang is committed to which domain, and the
-// exclusive hold a forming gang has on its whole domain. Every read-modify operation is
-// atomic under one mutex. It has no Kubernetes dependencies.
+// member room a forming gang reserves there (which nodes, how many members each). Other gangs
+// and pods may use whatever lies outside every reservation; no two gangs ever count the same
+// free slot. Every read-modify operation is atomic under one mutex. It has no Kubernetes
+// dependencies.
 package placement
 
 import (
@@ -20,12 +22,14 @@ type DomainRef struct {
 
 // Commitment is a gang's pin.
 type Commitment struct {
-	Gang      string // gang key {ns}/{name}
-	Key       string // topology key
-	Domain    string // domain value
-	Owner     string // PodGroup UID
-	ID        uint64 // attempt id
-	Nodes     []string
+	Gang   string // gang key {ns}/{name}
+	Key    string // topology key
+	Domain string // domain value
+	Owner  string // PodGroup UID
+	ID     uint64 // attempt id
+	// Reserved is the member room the forming gang holds: one slot per node of its plan,
+	// consumed as members pass Reserve. Empty once committed.
+	Reserved  Reservation
 	Remaining int
 	SoleFit   bool
 	// MinMember is the gang size the commitment was planned for: a PodGroup whose minMember
@@ -33,13 +37,13 @@ type Commitment struct {
 	MinMember int
 }
 
-// Forming reports whether the commitment still holds its domain.
+// Forming reports whether the gang still forms (and so may hold reserved room).
 func (c *Commitment) Forming() bool { return c.Remaining > 0 }
 
 // clone returns a copy that shares nothing with the store.
 func (c *Commitment) clone() Commitment {
 	out := *c
-	out.Nodes = append([]string(nil), c.Nodes...)
+	out.Reserved = c.Reserved.clone()
 	return out
 }
 
@@ -48,13 +52,15 @@ type Store struct {
 	mu     sync.Mutex
 	nextID uint64
 	pins   map[string]*Commitment
-	// aggregates over forming commitments, for O(1) hold queries
-	heldNodes   map[string]string    // node → gang key
-	heldDomains map[DomainRef]string // domain → gang key
-	heldKeys    map[string]int       // topology key → number of forming commitments
-	// generation counts hold lifts (releases of forming commitments, drains to 0): a caller
-	// that parks a pod because of a hold compares it before and after parking, so a hold
-	// lifted in between is never missed.
+	// aggregates over forming commitments
+	byNode      map[string]map[string]struct{} // node → gangs with a slot there
+	heldDomains map[DomainRef]int              // domain → forming commitments in it
+	heldKeys    map[string]int                 // topology key → forming commitments under it
+	forming     atomic.Int64                   // forming commitments, read without the lock
+	// generation counts hold lifts (reserved room given back: releases of forming
+	// commitments, drains to 0, smaller reservations): a caller that parks a pod because of
+	// a reservation compares it before and after parking, so room given back in between is
+	// never missed.
 	generation atomic.Uint64
 	onChange   func()
 }
@@ -85,59 +91,46 @@ func (s *Store) Generation() uint64 { return s.generation.Load() }
 func NewStore() *Store {
 	return &Store{
 		pins:        map[string]*Commitment{},
-		heldNodes:   map[string]string{},
-		heldDomains: map[DomainRef]string{},
+		byNode:      map[string]map[string]struct{}{},
+		heldDomains: map[DomainRef]int{},
 		heldKeys:    map[string]int{},
 	}
 }
 
 func (s *Store) hold(c *Commitment) {
-	for _, n := range c.Nodes {
-		s.heldNodes[n] = c.Gang
-	}
-	s.heldDomains[DomainRef{c.Key, c.Domain}] = c.Gang
+	s.index(c)
+	s.heldDomains[DomainRef{c.Key, c.Domain}]++
 	s.heldKeys[c.Key]++
+	s.forming.Add(1)
 }
 
+// unhold ends a forming commitment's hold: its remaining slots return to everyone.
 func (s *Store) unhold(c *Commitment) {
-	for _, n := range c.Nodes {
-		if s.heldNodes[n] == c.Gang {
-			delete(s.heldNodes, n)
-		}
-	}
+	s.unindex(c)
+	c.Reserved = nil
 	ref := DomainRef{c.Key, c.Domain}
-	if s.heldDomains[ref] == c.Gang {
+	if s.heldDomains[ref]--; s.heldDomains[ref] <= 0 {
 		delete(s.heldDomains, ref)
 	}
 	if s.heldKeys[c.Key]--; s.heldKeys[c.Key] <= 0 {
 		delete(s.heldKeys, c.Key)
 	}
+	s.forming.Add(-1)
 	s.generation.Add(1)
 }
 
 func (s *Store) add(c *Commitment) Commitment {
 	s.nextID++
 	c.ID = s.nextID
-	c.Nodes = append([]string(nil), c.Nodes...)
+	c.Reserved = c.Reserved.clone()
+	if !c.Forming() {
+		c.Reserved = nil
+	}
 	s.pins[c.Gang] = c
 	if c.Forming() {
 		s.hold(c)
 	}
 	return c.clone()
-}
-
-// heldByOther reports whether domain ref (with the given nodes) is held by a forming
-// commitment of a gang other than gang. Callers hold s.mu.
-func (s *Store) heldByOther(gang string, ref DomainRef, nodes []string) bool {
-	if g, ok := s.heldDomains[ref]; ok && g != gang {
-		return true
-	}
-	for _, n := range nodes {
-		if g, ok := s.heldNodes[n]; ok && g != gang {
-			return true
-		}
-	}
-	return false
 }
 
 // Get returns a copy of the gang's commitment.
@@ -177,10 +170,13 @@ type ChooseRequest struct {
 	Key       string
 	Need      int
 	MinMember int
-	// Rooms is the member room per domain value (already without excluded domains).
+	// Rooms is the member room per domain value, counted outside every other gang's
+	// reservation (and already without excluded domains).
 	Rooms map[string]int
-	// Nodes returns the nodes of a domain value.
-	Nodes func(domain string) []string
+	// Reserve returns the room the gang reserves in a domain value.
+	Reserve func(domain string) Reservation
+	// Capacity is the free room of the nodes as the planning's snapshot saw it.
+	Capacity Capacity
 	// Rank, when set, breaks ties among equally fitting domains (lower wins).
 	Rank func(domain string) int
 }
@@ -191,12 +187,13 @@ type ChooseResult struct {
 	// Existing is true when the gang was already pinned (no new commitment).
 	Existing bool
 	OK       bool
-	// Effective is the room map with domains held by other gangs set to 0.
-	Effective map[string]int
+	// Conflict is true when the best-fitting domain's reservation no longer fits next to the
+	// other gangs' (the rooms were counted before another gang reserved).
+	Conflict bool
 }
 
-// Choose pins the gang by best fit over the domains not held by other gangs. If the gang is
-// already pinned it returns that pin when the owner matches, else nothing.
+// Choose pins the gang by best fit over the rooms and records its reservation there. If the
+// gang is already pinned it returns that pin when the owner matches, else nothing.
 func (s *Store) Choose(r ChooseRequest) ChooseResult {
 	res := s.choose(r)
 	if res.OK && !res.Existing {
@@ -211,43 +208,33 @@ func (s *Store) choose(r ChooseRequest) ChooseResult {
 	if c, ok := s.pins[r.Gang]; ok {
 		return ChooseResult{Commitment: c.clone(), Existing: true, OK: c.Owner == r.Owner}
 	}
-	eff := s.effective(r.Gang, r.Key, r.Rooms, r.Nodes)
-	d, ok := topology.BestFitRanked(eff, r.Need, r.Rank)
+	d, ok := topology.BestFitRanked(r.Rooms, r.Need, r.Rank)
 	if !ok {
-		return ChooseResult{Effective: eff}
+		return ChooseResult{}
+	}
+	var res Reservation
+	if r.Reserve != nil {
+		res = r.Reserve(d)
+	}
+	if !s.fits(r.Gang, res, r.Capacity) {
+		return ChooseResult{Conflict: true}
 	}
 	c := s.add(&Commitment{
-		Gang: r.Gang, Key: r.Key, Domain: d, Owner: r.Owner, Nodes: r.Nodes(d),
-		Remaining: r.Need, SoleFit: topology.CountFitting(eff, r.Need) < 2, MinMember: r.MinMember,
+		Gang: r.Gang, Key: r.Key, Domain: d, Owner: r.Owner, Reserved: res,
+		Remaining: r.Need, SoleFit: topology.CountFitting(r.Rooms, r.Need) < 2, MinMember: r.MinMember,
 	})
-	return ChooseResult{Commitment: c, OK: true, Effective: eff}
-}
-
-// Effective returns rooms with every domain held by another gang set to 0.
-func (s *Store) Effective(gang, key string, rooms map[string]int, nodes func(string) []string) map[string]int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.effective(gang, key, rooms, nodes)
-}
-
-func (s *Store) effective(gang, key string, rooms map[string]int, nodes func(string) []string) map[string]int {
-	eff := make(map[string]int, len(rooms))
-	for d, room := range rooms {
-		if room > 0 && s.heldByOther(gang, DomainRef{key, d}, nodes(d)) {
-			room = 0
-		}
-		eff[d] = room
-	}
-	return eff
+	return ChooseResult{Commitment: c, OK: true}
 }
 
 // PinRequest asks for a pin on one given domain (adoption or a deferred plan at Reserve).
 type PinRequest struct {
-	Gang      string
-	Owner     string
-	Key       string
-	Domain    string
-	Nodes     []string
+	Gang   string
+	Owner  string
+	Key    string
+	Domain string
+	// Reserved is the room the gang reserves in the domain; Capacity checks it.
+	Reserved  Reservation
+	Capacity  Capacity
 	Remaining int
 	SoleFit   bool
 	MinMember int
@@ -261,12 +248,12 @@ const (
 	Pinned PinOutcome = iota
 	// AlreadyPinned: the gang already has a commitment; nothing changed.
 	AlreadyPinned
-	// HeldByOther: the domain is held by another forming gang.
+	// HeldByOther: the reservation does not fit next to the other forming gangs'.
 	HeldByOther
 )
 
-// Pin records a commitment for one given domain unless the gang is already pinned or the
-// domain is held by another gang.
+// Pin records a commitment for one given domain unless the gang is already pinned or its
+// reservation does not fit next to the other gangs'.
 func (s *Store) Pin(r PinRequest) (Commitment, PinOutcome) {
 	c, out := s.pin(r)
 	if out == Pinned {
@@ -281,7 +268,7 @@ func (s *Store) pin(r PinRequest) (Commitment, PinOutcome) {
 	if c, ok := s.pins[r.Gang]; ok {
 		return c.clone(), AlreadyPinned
 	}
-	if s.heldByOther(r.Gang, DomainRef{r.Key, r.Domain}, r.Nodes) {
+	if !s.fits(r.Gang, r.Reserved, r.Capacity) {
 		return Commitment{}, HeldByOther
 	}
 	rem := r.Remaining
@@ -289,7 +276,7 @@ func (s *Store) pin(r PinRequest) (Commitment, PinOutcome) {
 		rem = 0
 	}
 	c := s.add(&Commitment{Gang: r.Gang, Key: r.Key, Domain: r.Domain, Owner: r.Owner,
-		Nodes: r.Nodes, Remaining: rem, SoleFit: r.SoleFit, MinMember: r.MinMember})
+		Reserved: r.Reserved, Remaining: rem, SoleFit: r.SoleFit, MinMember: r.MinMember})
 	return c, Pinned
 }
 
@@ -302,17 +289,18 @@ type DrainResult struct {
 	Remaining int
 }
 
-// Drain decrements remaining of the gang's commitment if id still owns it and it is forming.
+// Drain decrements remaining of the gang's commitment if id still owns it and it is forming:
+// a member passed Reserve on node, so one slot of the reservation is consumed (see consume).
 // Reaching 0 lifts the hold.
-func (s *Store) Drain(gang string, id uint64) DrainResult {
-	r := s.drain(gang, id)
+func (s *Store) Drain(gang string, id uint64, node string) DrainResult {
+	r := s.drain(gang, id, node)
 	if r.Committed {
 		s.changed()
 	}
 	return r
 }
 
-func (s *Store) drain(gang string, id uint64) DrainResult {
+func (s *Store) drain(gang string, id uint64, node string) DrainResult {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	c, ok := s.pins[gang]
@@ -323,6 +311,7 @@ func (s *Store) drain(gang string, id uint64) DrainResult {
 		return DrainResult{Owned: true}
 	}
 	c.Remaining--
+	s.consume(c, node)
 	if c.Remaining == 0 {
 		s.unhold(c)
 		return DrainResult{Owned: true, Committed: true}
@@ -382,26 +371,6 @@ func (s *Store) Expire(gang string, id uint64, onRelease func(Commitment)) (Comm
 		s.changed()
 	}
 	return c, released
-}
-
-// NodeHeld reports whether a node (with its labels) is held by a forming commitment, and by
-// which gang.
-func (s *Store) NodeHeld(node string, labels map[string]string) (string, bool) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if g, ok := s.heldNodes[node]; ok {
-		return g, true
-	}
-	for key := range s.heldKeys {
-		v, ok := labels[key]
-		if !ok || v == "" {
-			continue
-		}
-		if g, ok := s.heldDomains[DomainRef{key, v}]; ok {
-			return g, true
-		}
-	}
-	return "", false
 }
 
 // FormingWithPrefix counts the forming commitments whose gang key starts with prefix, other

@@ -50,19 +50,7 @@ func NodeRoom(g *Gang, n *Node) int {
 	if perNode < 1 {
 		perNode = 1
 	}
-	perCopy := Resources{}
-	anyFit := false
-	for s, req := range g.Shapes {
-		if s >= len(n.Fits) || !n.Fits[s] {
-			continue
-		}
-		anyFit = true
-		for r, q := range req {
-			if q > perCopy[r] {
-				perCopy[r] = q
-			}
-		}
-	}
+	perCopy, anyFit := PerCopy(g, n)
 	if !anyFit {
 		return 0
 	}

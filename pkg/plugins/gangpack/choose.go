@@ -22,6 +22,7 @@ func (p *planner) choose(cs fwk.CycleState, c *placement.Commitment) (*fwk.PreFi
 		p.logEnter(plans, c.Domain)
 		d, stale := p.staleByRoom(*c, plans)
 		if !stale {
+			p.reReserve(c)
 			if dp := plans[c.Domain]; len(p.placed) > 0 && dp.Room < p.need {
 				return nil, fwk.NewStatus(fwk.Unschedulable, msgPinnedShort(c.Domain, p.info.Key, dp.Room, p.need))
 			}
@@ -148,29 +149,17 @@ func (p *planner) nodesOfDomain(key, domain string) []fwk.NodeInfo {
 
 // planOver computes the per-domain plans over a node set under the gang's topology key.
 func (p *planner) planOver(set []fwk.NodeInfo) map[string]*topology.DomainPlan {
-	return topology.Plan(&p.gang, p.topologyNodes(set))
+	p.tnodes = p.topologyNodes(set)
+	return topology.Plan(&p.gang, p.tnodes)
 }
 
 // planAll plans over every snapshot node and records the quality gauges of that planning.
 func (p *planner) planAll() map[string]*topology.DomainPlan {
 	nodes := p.topologyNodes(p.all)
-	if p.domainNodes == nil {
-		// nodesFn's index, from the labelled nodes just translated: no second pass over the
-		// snapshot's label maps.
-		p.domainNodes = domainIndex(nodes)
-	}
+	p.tnodes = nodes
 	plans := topology.Plan(&p.gang, nodes)
 	p.recordQuality(nodes)
 	return plans
-}
-
-// domainIndex maps each domain to its nodes' names.
-func domainIndex(nodes []topology.Node) map[string][]string {
-	out := map[string][]string{}
-	for i := range nodes {
-		out[nodes[i].Domain] = append(out[nodes[i].Domain], nodes[i].Name)
-	}
-	return out
 }
 
 // topologyNodes translates the labelled nodes of set for the planner.
@@ -186,6 +175,7 @@ func (p *planner) topologyNodes(set []fwk.NodeInfo) []topology.Node {
 			continue
 		}
 		free, freePods := nodeFreeOf(ni, p.resources)
+		freePods = p.setAsideReserved(node.Name, free, freePods)
 		fits := make([]bool, len(p.shapeFits))
 		for s, f := range p.shapeFits {
 			fits[s] = f.fits(ni, free, freePods)
@@ -193,20 +183,6 @@ func (p *planner) topologyNodes(set []fwk.NodeInfo) []topology.Node {
 		tn = append(tn, topology.Node{Name: node.Name, Domain: d, Free: free, FreePods: freePods, Fits: fits})
 	}
 	return tn
-}
-
-// nodesFn returns node names of a domain over all snapshot nodes under the gang's key.
-func (p *planner) nodesFn() func(string) []string {
-	if p.domainNodes == nil {
-		p.domainNodes = map[string][]string{}
-		for _, ni := range p.all {
-			if n := ni.Node(); n != nil && n.Labels[p.info.TopologyKey] != "" {
-				d := n.Labels[p.info.TopologyKey]
-				p.domainNodes[d] = append(p.domainNodes[d], n.Name)
-			}
-		}
-	}
-	return func(d string) []string { return p.domainNodes[d] }
 }
 
 // narrow restricts the framework to the candidates of the pinned domain.
@@ -231,10 +207,10 @@ func (p *planner) bestFit(cs fwk.CycleState, plans map[string]*topology.DomainPl
 	rooms := topology.Rooms(plans)
 	failed := pl.failed.Values(info.owner(), info.TopologyKey)
 	req := placement.ChooseRequest{Gang: info.Key, Owner: info.UID, Key: info.TopologyKey, Need: p.need,
-		MinMember: info.MinMember, Nodes: p.nodesFn(), Rank: p.softSpreadRank()}
+		MinMember: info.MinMember, Reserve: p.reservation, Capacity: p.capacity(), Rank: p.softSpreadRank()}
 	req.Rooms = without(rooms, failed)
 	res := pl.store.Choose(req)
-	if !res.OK && !res.Existing && len(req.Rooms) < len(rooms) {
+	if !res.OK && !res.Existing && !res.Conflict && len(req.Rooms) < len(rooms) {
 		pl.failed.Clear(info.owner()) // the lap wraps
 		failed = nil
 		req.Rooms = rooms
@@ -251,11 +227,15 @@ func (p *planner) bestFit(cs fwk.CycleState, plans map[string]*topology.DomainPl
 }
 
 // noFit returns "no domain has room", with the reserved suffix when capacity exists but every
-// fitting domain is held, counting and logging the decision. reason overrides the logged
+// fitting domain's room is reserved by forming gangs, counting and logging the decision.
+// rooms are counted outside the other gangs' reservations; reason overrides the logged
 // reason when non-empty.
 func (p *planner) noFit(rooms map[string]int, failed map[string]struct{}, reason string) *fwk.Status {
 	key := p.info.Key
 	p.parked()
+	if _, fit := topology.BestFit(rooms, p.need); !fit {
+		rooms = p.rawRooms(rooms)
+	}
 	if _, ok := topology.BestFit(rooms, p.need); ok {
 		p.park()
 		countPin(pinReserved)
@@ -291,6 +271,10 @@ func (p *planner) adopt(cs fwk.CycleState, plans map[string]*topology.DomainPlan
 	if room < p.need && pl.failed.Has(info.owner(), placement.DomainRef{Key: info.TopologyKey, Value: d}) {
 		return nil, fwk.NewStatus(fwk.Unschedulable, msgAdoptedShort(d, info.Key, room, p.need))
 	}
+	if room < p.need && p.rawRooms(map[string]int{d: room})[d] >= p.need {
+		// The room is there but another forming gang reserved it: wait for it.
+		return nil, p.adoptBlocked(d)
+	}
 	remaining := max(info.MinMember-len(p.placed), 0)
 	if remaining > 0 {
 		if st := p.holdCapped(); st != nil {
@@ -298,13 +282,10 @@ func (p *planner) adopt(cs fwk.CycleState, plans map[string]*topology.DomainPlan
 		}
 	}
 	c, outcome := pl.store.Pin(placement.PinRequest{Gang: info.Key, Owner: info.UID, Key: info.TopologyKey, Domain: d,
-		Nodes: p.nodesFn()(d), Remaining: remaining, SoleFit: true, MinMember: info.MinMember})
+		Reserved: p.reservation(d), Capacity: p.capacity(), Remaining: remaining, SoleFit: true, MinMember: info.MinMember})
 	switch outcome {
 	case placement.HeldByOther:
-		p.park()
-		countPin(pinReserved)
-		p.logger.V(4).Info("gangpack.pinGang.adopt_blocked", "pod", klog.KObj(p.pod), "gang", info.Key, "domain", d)
-		return nil, fwk.NewStatus(fwk.Unschedulable, msgAdoptReserved(d, info.Key))
+		return nil, p.adoptBlocked(d)
 	case placement.Pinned:
 		countPin(pinAdopted)
 		pl.pinned(c, info)
@@ -313,6 +294,15 @@ func (p *planner) adopt(cs fwk.CycleState, plans map[string]*topology.DomainPlan
 		return nil, fwk.NewStatus(fwk.Unschedulable, msgAdoptedShort(d, info.Key, room, p.need))
 	}
 	return p.narrow(cs, plans, c, "adopted")
+}
+
+// adoptBlocked parks a gang whose placed members' domain has room only inside other forming
+// gangs' reservations; it is woken when reserved room is given back.
+func (p *planner) adoptBlocked(d string) *fwk.Status {
+	p.park()
+	countPin(pinReserved)
+	p.logger.V(4).Info("gangpack.pinGang.adopt_blocked", "pod", klog.KObj(p.pod), "gang", p.info.Key, "domain", d)
+	return fwk.NewStatus(fwk.Unschedulable, msgAdoptReserved(d, p.info.Key))
 }
 
 // holdCapped returns the status that parks the gang when its namespace already has as many

@@ -24,6 +24,8 @@ type deferredState struct {
 	Gang    gangInfo
 	Need    int
 	Planned map[string]*topology.DomainPlan
+	// Reserve is the room the gang would reserve in each planned domain.
+	Reserve map[string]placement.Reservation
 }
 
 func (s *deferredState) Clone() fwk.StateData { return s }
@@ -40,7 +42,7 @@ func (p *planner) deferredPlan(cs fwk.CycleState, plans map[string]*topology.Dom
 		return nil, st
 	}
 	rooms := topology.Rooms(plans)
-	eff := pl.store.Effective(info.Key, info.TopologyKey, rooms, p.nodesFn())
+	eff := rooms // counted outside the other gangs' reservations
 	failed := pl.failed.Values(info.owner(), info.TopologyKey)
 	eff1 := without(eff, failed)
 	if topology.CountFitting(eff1, p.need) == 0 && len(eff1) < len(eff) {
@@ -49,10 +51,12 @@ func (p *planner) deferredPlan(cs fwk.CycleState, plans map[string]*topology.Dom
 		eff1 = eff
 	}
 	planned := map[string]*topology.DomainPlan{}
+	reserve := map[string]placement.Reservation{}
 	cands := sets.New[string]()
 	for d, room := range eff1 {
 		if room >= p.need {
 			planned[d] = plans[d]
+			reserve[d] = p.reservation(d)
 			cands.Insert(plans[d].Candidates...)
 		}
 	}
@@ -64,7 +68,7 @@ func (p *planner) deferredPlan(cs fwk.CycleState, plans map[string]*topology.Dom
 		p.logNoFit(rooms, failed, "no_candidates")
 		return nil, fwk.NewStatus(fwk.Unschedulable, msgNoCandidates(info.Key, len(planned)))
 	}
-	cs.Write(deferredStateKey, &deferredState{Gang: info, Need: p.need, Planned: planned})
+	cs.Write(deferredStateKey, &deferredState{Gang: info, Need: p.need, Planned: planned, Reserve: reserve})
 	if v := p.logger.V(4); v.Enabled() {
 		plannedRooms := make(map[string]int, len(planned))
 		for d, dp := range planned {
@@ -87,7 +91,7 @@ func (pl *GangPack) pinDeferred(logger klog.Logger, cs fwk.CycleState, pod *v1.P
 		return nil, fwk.NewStatus(fwk.Error, msgOutsideDeferredPlan)
 	}
 	c, outcome := pl.store.Pin(placement.PinRequest{Gang: plan.Gang.Key, Owner: plan.Gang.UID, Key: plan.Gang.TopologyKey,
-		Domain: domain, Nodes: dp.Nodes, Remaining: plan.Need, SoleFit: len(plan.Planned) < 2, MinMember: plan.Gang.MinMember})
+		Domain: domain, Reserved: plan.Reserve[domain], Capacity: pl.snapshotCapacity(), Remaining: plan.Need, SoleFit: len(plan.Planned) < 2, MinMember: plan.Gang.MinMember})
 	if outcome != placement.Pinned {
 		return nil, fwk.NewStatus(fwk.Error, msgDomainUnavailable)
 	}

@@ -7,12 +7,14 @@ import (
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
+
+	"github.com/moirai-internal/ome-scheduler/pkg/topology"
 )
 
-// Filter enforces the pinned domain for pinned members and the hold barrier for everyone:
-// no pod may use a node held by another gang's forming commitment (a pinned member of a
-// committed gang, placed beyond minMember, included). Messages carry no per-node numbers so
-// the framework aggregates them.
+// Filter enforces the pinned domain for pinned members and the reservations for everyone: a
+// pod may use a node only when it fits the room left there outside the other forming gangs'
+// reservations (a pinned member of a committed gang, placed beyond minMember, included).
+// Messages carry no per-node numbers so the framework aggregates them.
 func (pl *GangPack) Filter(ctx context.Context, cs fwk.CycleState, pod *v1.Pod, ni fwk.NodeInfo) *fwk.Status {
 	node := ni.Node()
 	if node == nil {
@@ -31,15 +33,32 @@ func (pl *GangPack) Filter(ctx context.Context, cs fwk.CycleState, pod *v1.Pod, 
 		pl.parkBlocked(klog.FromContext(ctx), pod, generation)
 		return fwk.NewStatus(fwk.Unschedulable, msgBindInDoubt)
 	}
-	gang, held := pl.store.NodeHeld(node.Name, node.Labels)
-	if !held || gang == own {
+	reserved := pl.store.ReservedOn(node.Name, own)
+	if len(reserved.Gangs) == 0 {
+		return nil
+	}
+	free, freePods := nodeFreeAll(ni)
+	if reserved.Leaves(free, freePods, requestOf(cs, pod)) {
 		return nil
 	}
 	logger := klog.FromContext(ctx)
 	pl.parkBlocked(logger, pod, generation)
-	if v := logger.V(4); v.Enabled() {
-		c, _ := pl.store.Get(gang)
-		v.Info("gangpack.Filter.reject", "pod", klog.KObj(pod), "node", node.Name, "reason", "reserved", "domain", c.Domain, "heldBy", gang)
-	}
+	logger.V(4).Info("gangpack.Filter.reject", "pod", klog.KObj(pod), "node", node.Name, "reason", "reserved", "heldBy", reserved.Gangs)
 	return fwk.NewStatus(fwk.UnschedulableAndUnresolvable, msgNodeReserved)
+}
+
+// requestStateKey holds the pod's request in the planner's units, written by PreFilter for
+// every pod and read by Filter on nodes where other gangs reserve room.
+const requestStateKey fwk.StateKey = "gangpack.request"
+
+type requestState struct{ request topology.Resources }
+
+func (s *requestState) Clone() fwk.StateData { return s }
+
+// requestOf returns the request PreFilter recorded, or computes it.
+func requestOf(cs fwk.CycleState, pod *v1.Pod) topology.Resources {
+	if s, ok := readState[*requestState](cs, requestStateKey); ok {
+		return s.request
+	}
+	return podRequest(pod)
 }

@@ -8,6 +8,7 @@ import (
 	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
 
+	"github.com/moirai-internal/ome-scheduler/pkg/placement"
 	"github.com/moirai-internal/ome-scheduler/pkg/topology"
 )
 
@@ -37,10 +38,15 @@ type planner struct {
 	templates []*v1.Pod
 	need      int
 
-	domainNodes map[string][]string // domain value → node names, over all nodes
-	shapeFits   []*podFit
-	resources   []string // every resource some shape requests: all a plan reads of a node
-	gang        topology.Gang
+	// others is what other forming gangs reserve, per node (room.go); ignoreReserved makes
+	// topologyNodes count room as if nobody reserved any.
+	others         map[string]placement.Reserved
+	ignoreReserved bool
+	tnodes         []topology.Node         // the nodes of the last planning, as the planner saw them
+	byName         map[string]fwk.NodeInfo // snapshot nodes by name, built by capacity
+	shapeFits      []*podFit
+	resources      []string // every resource some shape requests: all a plan reads of a node
+	gang           topology.Gang
 	// generation is the store's hold generation when planning started (see park).
 	generation uint64
 }
@@ -48,6 +54,7 @@ type planner struct {
 // plan is PreFilter's planning for a validated gang member.
 func (pl *GangPack) plan(_ context.Context, logger klog.Logger, cs fwk.CycleState, pod *v1.Pod, info gangInfo, nodes []fwk.NodeInfo) (*fwk.PreFilterResult, *fwk.Status) {
 	p := &planner{pl: pl, logger: logger, pod: pod, info: info, all: nodes, generation: pl.store.Generation()}
+	p.others = pl.store.ReservedExcept(info.Key)
 	p.findPlaced()
 	pin, st := p.revalidate()
 	if st != nil {

@@ -214,7 +214,6 @@ func TestQualityTrackerSeries(t *testing.T) {
 	const key = "unit.test/quality"
 	q := newQualityTracker()
 	s := placement.NewStore()
-	nodes := func(d string) []string { return []string{d + "-0"} }
 
 	q.record(s, key, map[string]int{"a": 2, "b": 3, "c": 0}, 3, gpu, true, 5)
 	if got, want := series(t, "ome_scheduler_domain_member_room", key, "domain"), map[string]float64{"a": 2, "b": 3, "c": 0}; !reflect.DeepEqual(got, want) {
@@ -230,7 +229,7 @@ func TestQualityTrackerSeries(t *testing.T) {
 		t.Fatalf("stranded = %v, want 5", got)
 	}
 
-	res := s.Choose(placement.ChooseRequest{Gang: "ns/g", Owner: "u", Key: key, Need: 2, Rooms: map[string]int{"a": 2, "b": 3}, Nodes: nodes})
+	res := s.Choose(placement.ChooseRequest{Gang: "ns/g", Owner: "u", Key: key, Need: 2, Rooms: map[string]int{"a": 2, "b": 3}})
 	if !res.OK || res.Commitment.Domain != "a" {
 		t.Fatalf("choose: %+v", res)
 	}

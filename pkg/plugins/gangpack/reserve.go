@@ -27,7 +27,7 @@ func (pl *GangPack) Reserve(ctx context.Context, cs fwk.CycleState, pod *v1.Pod,
 			return st
 		}
 	}
-	if r := pl.store.Drain(pin.Gang.Key, pin.ID); r.Committed {
+	if r := pl.store.Drain(pin.Gang.Key, pin.ID, nodeName); r.Committed {
 		markFormed(cs)
 		pl.failed.Clear(pin.Gang.owner())
 		pl.wakeBlocked(logger)

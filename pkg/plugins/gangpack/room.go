@@ -1,0 +1,137 @@
+package gangpack
+
+import (
+	"k8s.io/klog/v2"
+
+	v1 "k8s.io/api/core/v1"
+	fwk "k8s.io/kube-scheduler/framework"
+
+	"github.com/moirai-internal/ome-scheduler/pkg/placement"
+	"github.com/moirai-internal/ome-scheduler/pkg/topology"
+)
+
+// Room reservations. A forming gang reserves the member room of its plan (which nodes, how
+// many members each, each member's size) in the store; everyone else counts room outside
+// every reservation but their own:
+//
+//   - planning sets the other gangs' reservations aside before it counts a node's room
+//     (topologyNodes), so two gangs may form in one domain when both fit;
+//   - Filter refuses a node to a pod only when the pod does not fit the room left there
+//     outside the other gangs' reservations;
+//   - a pin records its reservation (reservation) and the store checks it against the
+//     snapshot's free room (capacity): no two gangs ever count the same slot.
+
+// setAsideReserved subtracts what other gangs reserve on the node from its free room.
+func (p *planner) setAsideReserved(name string, free topology.Resources, freePods int64) int64 {
+	r, ok := p.others[name]
+	if !ok || p.ignoreReserved {
+		return freePods
+	}
+	for res := range free {
+		free[res] -= r.Resources[res]
+	}
+	return freePods - r.Pods
+}
+
+// reservation is the room the gang reserves in a domain of its last planning: up to need
+// members spread over the domain's nodes by the planner's matching, packed in node order.
+func (p *planner) reservation(domain string) placement.Reservation {
+	var nodes []topology.Node
+	for _, n := range p.tnodes {
+		if n.Domain == domain {
+			nodes = append(nodes, n)
+		}
+	}
+	counts, _ := topology.Assign(&p.gang, nodes, p.need)
+	out := make(placement.Reservation, len(counts))
+	for i := range nodes {
+		k := counts[nodes[i].Name]
+		if k <= 0 {
+			continue
+		}
+		each, _ := topology.PerCopy(&p.gang, &nodes[i])
+		out[nodes[i].Name] = placement.Slot{Count: k, Each: each}
+	}
+	return out
+}
+
+// capacity reports the snapshot's free room of a node, reservations not set aside.
+func (p *planner) capacity() placement.Capacity {
+	if p.byName == nil {
+		p.byName = make(map[string]fwk.NodeInfo, len(p.all))
+		for _, ni := range p.all {
+			if n := ni.Node(); n != nil {
+				p.byName[n.Name] = ni
+			}
+		}
+	}
+	return func(name string) (topology.Resources, int64, bool) {
+		ni, ok := p.byName[name]
+		if !ok {
+			return nil, 0, false
+		}
+		free, pods := nodeFreeAll(ni)
+		return free, pods, true
+	}
+}
+
+// snapshotCapacity is capacity over the framework's snapshot (Reserve has no planner).
+func (pl *GangPack) snapshotCapacity() placement.Capacity {
+	lister := pl.handle.SnapshotSharedLister().NodeInfos()
+	return func(name string) (topology.Resources, int64, bool) {
+		ni, err := lister.Get(name)
+		if err != nil || ni.Node() == nil {
+			return nil, 0, false
+		}
+		free, pods := nodeFreeAll(ni)
+		return free, pods, true
+	}
+}
+
+// nodeFreeAll is nodeFreeOf for every resource the node has.
+func nodeFreeAll(ni fwk.NodeInfo) (topology.Resources, int64) {
+	names := []string{string(v1.ResourceCPU), string(v1.ResourceMemory), string(v1.ResourceEphemeralStorage)}
+	for r := range ni.GetAllocatable().GetScalarResources() {
+		names = append(names, string(r))
+	}
+	return nodeFreeOf(ni, names)
+}
+
+// rawRooms plans every node again without setting reservations aside: the room the gang
+// would have if no other gang formed. Only the "no room" explanation needs it.
+func (p *planner) rawRooms(rooms map[string]int) map[string]int {
+	if len(p.others) == 0 {
+		return rooms
+	}
+	p.ignoreReserved = true
+	defer func() { p.ignoreReserved = false }()
+	return topology.Rooms(topology.Plan(&p.gang, p.topologyNodes(p.all)))
+}
+
+// reReserve brings a pinned gang's reservation up to date with its plan of the domain: a
+// member that went to another node than its slot, room freed for an adopted gang.
+func (p *planner) reReserve(c *placement.Commitment) {
+	if !c.Forming() {
+		return
+	}
+	res := p.reservation(c.Domain)
+	if res.Members() == c.Reserved.Members() && sameNodes(res, c.Reserved) {
+		return
+	}
+	if ok := p.pl.store.Reserve(c.Gang, c.ID, res, p.capacity()); ok {
+		c.Reserved = res
+		p.logger.V(5).Info("gangpack.pinGang.reserve", "pod", klog.KObj(p.pod), "gang", c.Gang, "domain", c.Domain, "members", res.Members(), "nodes", len(res))
+	}
+}
+
+func sameNodes(a, b placement.Reservation) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for n, s := range a {
+		if b[n].Count != s.Count {
+			return false
+		}
+	}
+	return true
+}
