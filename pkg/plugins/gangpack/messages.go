@@ -80,7 +80,7 @@ func msgAdoptedShort(domain, key string, room, need int) string {
 }
 
 func msgAdoptReserved(domain, key string) string {
-	return fmt.Sprintf("adopted domain %s for gang %s is reserved for another forming gang", domain, key)
+	return fmt.Sprintf("adopted domain %s for gang %s", domain, key) + adoptReservedInfix
 }
 
 func msgNoRoomPrefix(key string) string {
@@ -93,6 +93,27 @@ func msgNoRoomBest(key, domain string, room, need int) string {
 
 func msgNoRoomNoLabel(key, topologyKey string) string {
 	return fmt.Sprintf("%s: no node has label %s", msgNoRoomPrefix(key), topologyKey)
+}
+
+// adoptReservedInfix identifies msgAdoptReserved.
+const adoptReservedInfix = " is reserved for another forming gang"
+
+// msgGangReserves is one reserving gang in msgReservedBy.
+func msgGangReserves(gang string, members, nodes int, domain string) string {
+	unit := "nodes"
+	if nodes == 1 {
+		unit = "node"
+	}
+	return fmt.Sprintf("%s reserves %d members on %d %s of %s", gang, members, nodes, unit, domain)
+}
+
+// msgReservedBy is PostFilter's explanation of a wait caused by other gangs' reservations.
+func msgReservedBy(parts []string, more int) string {
+	s := "Room is reserved for forming gangs: " + strings.Join(parts, "; ")
+	if more > 0 {
+		s += fmt.Sprintf("; and %d more", more)
+	}
+	return s + "."
 }
 
 func msgNoRoomReserved(key string) string {

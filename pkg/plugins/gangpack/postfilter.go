@@ -11,10 +11,10 @@ import (
 // PostFilter unwinds a pinned attempt whose candidates were all filtered out, remembers the
 // domain as failed, and retries promptly in another domain. It never
 // nominates a node.
-func (pl *GangPack) PostFilter(ctx context.Context, cs fwk.CycleState, pod *v1.Pod, _ fwk.NodeToStatusReader) (*fwk.PostFilterResult, *fwk.Status) {
+func (pl *GangPack) PostFilter(ctx context.Context, cs fwk.CycleState, pod *v1.Pod, statuses fwk.NodeToStatusReader) (*fwk.PostFilterResult, *fwk.Status) {
 	pin := readPin(cs)
-	if pin == nil { // not pinned: nothing of ours to release
-		return nil, fwk.NewStatus(fwk.Unschedulable)
+	if pin == nil { // not pinned: nothing of ours to release; explain reservations
+		return nil, fwk.NewStatus(fwk.Unschedulable, pl.explainReserved(pod, statuses))
 	}
 	logger := klog.FromContext(ctx)
 	res := pl.unwind(logger, pin.Gang.Key, pin.ID, causePostFilter, true)

@@ -1,9 +1,11 @@
 package gangpack
 
 import (
-	"k8s.io/klog/v2"
+	"strings"
 
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/sets"
+	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
 
 	"github.com/moirai-internal/ome-scheduler/pkg/placement"
@@ -134,4 +136,40 @@ func sameNodes(a, b placement.Reservation) bool {
 		}
 	}
 	return true
+}
+
+// maxExplained caps how many reserving gangs a wait message names.
+const maxExplained = 3
+
+// explainReserved names the forming gangs whose reservations refused the pod, with the room
+// each reserves, for PostFilter's message (empty when no reservation was the reason): the
+// nodes Filter refused as reserved, or, when PreFilter found every fitting domain reserved,
+// every other forming gang.
+func (pl *GangPack) explainReserved(pod *v1.Pod, statuses fwk.NodeToStatusReader) string {
+	own, _, _ := gangOf(pod)
+	gangs := sets.New[string]()
+	if st := statuses.Get(""); st != nil && (strings.HasSuffix(st.Message(), reservedSuffix) || strings.Contains(st.Message(), adoptReservedInfix)) {
+		for _, c := range pl.store.List() {
+			if c.Forming() && c.Gang != own && len(c.Reserved) > 0 {
+				gangs.Insert(c.Gang)
+			}
+		}
+	} else if nodes, err := statuses.NodesForStatusCode(pl.handle.SnapshotSharedLister().NodeInfos(), fwk.UnschedulableAndUnresolvable); err == nil {
+		for _, ni := range nodes {
+			if n := ni.Node(); n != nil && statuses.Get(n.Name).Message() == msgNodeReserved {
+				gangs.Insert(pl.store.ReservedOn(n.Name, own).Gangs...)
+			}
+		}
+	}
+	if gangs.Len() == 0 {
+		return ""
+	}
+	var parts []string
+	names := sets.List(gangs)
+	for _, g := range names[:min(len(names), maxExplained)] {
+		if c, ok := pl.store.Get(g); ok {
+			parts = append(parts, msgGangReserves(g, c.Reserved.Members(), len(c.Reserved), c.Domain))
+		}
+	}
+	return msgReservedBy(parts, len(names)-len(parts))
 }

@@ -1,0 +1,146 @@
+package gangpack
+
+import (
+	"fmt"
+	"sort"
+	"testing"
+
+	v1 "k8s.io/api/core/v1"
+	fwk "k8s.io/kube-scheduler/framework"
+	"k8s.io/kubernetes/pkg/scheduler/framework"
+)
+
+// Room reservations: a forming gang reserves the room of its plan, not its whole domain.
+
+// scheduleOne runs one member's cycle on the first candidate no pod of the world uses yet
+// and assumes it there; it returns the node and Permit's status.
+func (w *world) scheduleOne(p *v1.Pod, used map[string]bool, assumedSoFar *[]*v1.Pod) (string, *fwk.Status) {
+	w.t.Helper()
+	c := w.mustPin(p)
+	cands := c.res.NodeNames.UnsortedList()
+	sort.Strings(cands)
+	for _, n := range cands {
+		if used[n] {
+			continue
+		}
+		st := c.reserveOn(n)
+		used[n] = true
+		*assumedSoFar = append(*assumedSoFar, assumed(p, n))
+		w.resnap(*assumedSoFar...)
+		return n, st
+	}
+	w.t.Fatalf("no free candidate for %s in %v", p.Name, cands)
+	return "", nil
+}
+
+// Two gangs of 4 one-GPU members into one clique of 8 one-GPU nodes, their members
+// interleaved: both form at once, in disjoint room, and both are admitted.
+func TestTwoGangsFormConcurrentlyInOneDomain(t *testing.T) {
+	var nodes []*v1.Node
+	for i := 0; i < 8; i++ {
+		nodes = append(nodes, testNode(fmt.Sprintf("a%d", i), "a", 1))
+	}
+	var xs, ys, pods []*v1.Pod
+	for i := 0; i < 4; i++ {
+		xs = append(xs, gangMember(fmt.Sprintf("x-%d", i), "x", 1))
+		ys = append(ys, gangMember(fmt.Sprintf("y-%d", i), "y", 1))
+	}
+	pods = append(append(pods, xs...), ys...)
+	w := newWorld(t, nil, nodes, pods, podGroup("x", 4), podGroup("y", 4))
+	used := map[string]bool{}
+	var placed []*v1.Pod
+	byGang := map[string]map[string]bool{"x": {}, "y": {}}
+	for i := 0; i < 4; i++ {
+		for _, p := range []*v1.Pod{xs[i], ys[i]} {
+			node, st := w.scheduleOne(p, used, &placed)
+			byGang[p.Labels[PodGroupLabel]][node] = true
+			want := fwk.Wait
+			if i == 3 {
+				want = fwk.Success
+			}
+			if st.Code() != want {
+				t.Fatalf("Permit(%s on %s) = %v, want %v", p.Name, node, st, want)
+			}
+		}
+		if i == 0 {
+			x, _ := w.pl.store.Get("ns/x")
+			y, _ := w.pl.store.Get("ns/y")
+			if x.Domain != "a" || y.Domain != "a" || x.Reserved.Members() != 3 || y.Reserved.Members() != 3 {
+				t.Fatalf("after one member each: x %+v, y %+v; want both forming in a with 3 members reserved", x, y)
+			}
+			for n := range x.Reserved {
+				if _, ok := y.Reserved[n]; ok {
+					t.Fatalf("x and y both reserve node %s", n)
+				}
+			}
+		}
+	}
+	if len(byGang["x"]) != 4 || len(byGang["y"]) != 4 || len(used) != 8 {
+		t.Fatalf("placements x=%v y=%v, want 4 distinct nodes each", byGang["x"], byGang["y"])
+	}
+}
+
+// With both gangs' room reserved, a third gang waits with the reserved message, and its
+// wait names the reserving gangs and their room.
+func TestThirdGangWaitsForReservedRoom(t *testing.T) {
+	var nodes []*v1.Node
+	for i := 0; i < 8; i++ {
+		nodes = append(nodes, testNode(fmt.Sprintf("a%d", i), "a", 1))
+	}
+	x0, y0, z0 := gangMember("x-0", "x", 1), gangMember("y-0", "y", 1), gangMember("z-0", "z", 1)
+	var pods []*v1.Pod
+	for _, g := range []string{"x", "y", "z"} {
+		for i := 0; i < 4; i++ {
+			pods = append(pods, gangMember(fmt.Sprintf("%s-%d", g, i), g, 1))
+		}
+	}
+	w := newWorld(t, nil, nodes, pods, podGroup("x", 4), podGroup("y", 4), podGroup("z", 4))
+	w.mustPin(x0)
+	w.mustPin(y0)
+	c, st := w.preFilter(z0)
+	if st.Code() != fwk.Unschedulable || st.Message() != msgNoRoomReserved("ns/z") {
+		t.Fatalf("PreFilter(z-0) = %v, want %q", st, msgNoRoomReserved("ns/z"))
+	}
+	statuses := framework.NewDefaultNodeToStatus()
+	statuses.SetAbsentNodesStatus(st)
+	_, pst := w.pl.PostFilter(w.ctx, c.cs, z0, statuses)
+	want := "Room is reserved for forming gangs: ns/x reserves 4 members on 4 nodes of a; ns/y reserves 4 members on 4 nodes of a."
+	if pst.Message() != want {
+		t.Fatalf("PostFilter(z-0) = %q, want %q", pst.Message(), want)
+	}
+}
+
+// A standalone pod may use a node of a domain where a gang forms, outside the gang's
+// reserved room; on the reserved node it is refused and told which gang reserves it.
+func TestStandaloneUsesRoomOutsideReservations(t *testing.T) {
+	nodes := []*v1.Node{testNode("a0", "a", 8), testNode("a1", "a", 8)}
+	x0, x1 := gangMember("x-0", "x", 4), gangMember("x-1", "x", 4)
+	solo := standalone("solo")
+	w := newWorld(t, nil, nodes, []*v1.Pod{x0, x1, solo}, podGroup("x", 2))
+	w.mustPin(x0)
+	if c, _ := w.pl.store.Get("ns/x"); c.Reserved["a0"].Count != 2 || len(c.Reserved) != 1 {
+		t.Fatalf("x reserves %+v, want both members packed on a0", c.Reserved)
+	}
+	cs := framework.NewCycleState()
+	if _, st := w.pl.PreFilter(w.ctx, cs, solo, w.nodeInfos()); !st.IsSuccess() {
+		t.Fatalf("PreFilter(solo) = %v", st)
+	}
+	statuses := framework.NewDefaultNodeToStatus()
+	for _, tc := range []struct {
+		node string
+		code fwk.Code
+	}{{"a0", fwk.UnschedulableAndUnresolvable}, {"a1", fwk.Success}} {
+		ni, _ := w.h.snapshot.NodeInfos().Get(tc.node)
+		st := w.pl.Filter(w.ctx, cs, solo, ni)
+		if st.Code() != tc.code || (tc.code != fwk.Success && st.Message() != msgNodeReserved) {
+			t.Fatalf("Filter(solo on %s) = %v, want %v", tc.node, st, tc.code)
+		}
+		if !st.IsSuccess() {
+			statuses.Set(tc.node, st)
+		}
+	}
+	_, pst := w.pl.PostFilter(w.ctx, cs, solo, statuses)
+	if want := "Room is reserved for forming gangs: ns/x reserves 2 members on 1 node of a."; pst.Message() != want {
+		t.Fatalf("PostFilter(solo) = %q, want %q", pst.Message(), want)
+	}
+}
