@@ -230,21 +230,30 @@ func TestSmallMembersShareANode(t *testing.T) {
 // the holder completes.
 func TestHoldAndReservedWake(t *testing.T) {
 	e := newEnv(t)
-	e.domain("a", 2, 4)
+	e.domain("a", 2, 2)
 	e.startScheduler(testenv.Profile{})
 	e.podGroup("holder", 2, domainKey, 120)
-	// holder-1 is gated but is a live unbound member: the gang plans and holder-0 waits at
-	// Permit.
-	e.waitWithGatedSibling("holder", "holder-0", "holder-1", false)
-	e.podGroup("second", 2, domainKey, 120)
-	sp := e.gang("second", 2, 1, false)
+	// holder-1 is gated but is a live unbound member: the gang plans, holder-0 waits at
+	// Permit on one node and the gang reserves one GPU on the other for holder-1.
+	e.waitWithGatedSibling("holder", "holder-0", "holder-1", true)
+	// A gang of one 2-GPU member would fit the other node but for that reservation.
+	e.podGroup("second", 1, domainKey, 120)
+	sp := e.gang("second", 1, 2, false)
 	e.message(sp[0], "no domain has room for gang "+e.ns+"/second: every fitting domain is reserved for a forming gang", 20*time.Second)
-	// Standalone pods cannot use the held nodes either.
-	e.pod(testenv.PodSpec{Name: "solo", GPUs: 1})
+	e.message(sp[0], "Room is reserved for forming gangs: "+e.ns+"/holder reserves 1 members on 1 node of a.", 20*time.Second)
+	// A standalone pod cannot use the reserved GPU either.
+	e.pod(testenv.PodSpec{Name: "solo", GPUs: 2})
 	e.message("solo", "node is reserved for a forming gang", 20*time.Second)
 	e.ungate("holder-1")
-	got := e.bound(15*time.Second, "holder-0", "holder-1", sp[0], sp[1])
+	got := e.bound(15*time.Second, "holder-0", "holder-1")
 	e.oneDomain(got, domainKey)
+	// The reservation became holder-1's pod: the second gang is woken and now lacks room.
+	e.message(sp[0], "no domain has room for gang "+e.ns+"/second: the best domain a has room for 0 of 1 members", 20*time.Second)
+	e.domain("b", 2, 2)
+	got = e.bound(20*time.Second, sp[0], "solo")
+	if d := e.labelOf(got[sp[0]], domainKey); d != "b" {
+		t.Fatalf("%s in %s, want b", sp[0], d)
+	}
 }
 
 // gateWatch remembers gate_total{wait} now; its wait method then waits until a gang member
