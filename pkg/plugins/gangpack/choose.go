@@ -211,9 +211,9 @@ func (p *planner) bestFit(cs fwk.CycleState, plans map[string]*topology.DomainPl
 	req.Rooms = without(rooms, failed)
 	res := pl.store.Choose(req)
 	if !res.OK && !res.Existing && !res.Conflict && len(req.Rooms) < len(rooms) {
-		pl.failed.Clear(info.owner()) // the lap wraps
-		failed = nil
-		req.Rooms = rooms
+		pl.failed.Wrap(info.owner()) // the lap wraps; resting domains stay out
+		failed = pl.failed.Values(info.owner(), info.TopologyKey)
+		req.Rooms = without(rooms, failed)
 		res = pl.store.Choose(req)
 	}
 	if res.OK {
@@ -222,6 +222,9 @@ func (p *planner) bestFit(cs fwk.CycleState, plans map[string]*topology.DomainPl
 			pl.pinned(res.Commitment, info)
 		}
 		return p.narrow(cs, plans, res.Commitment, "pinned")
+	}
+	if st := p.resting(rooms, failed); st != nil {
+		return nil, st
 	}
 	return nil, p.noFit(rooms, failed, "")
 }
@@ -294,6 +297,27 @@ func (p *planner) adopt(cs fwk.CycleState, plans map[string]*topology.DomainPlan
 		return nil, fwk.NewStatus(fwk.Unschedulable, msgAdoptedShort(d, info.Key, room, p.need))
 	}
 	return p.narrow(cs, plans, c, "adopted")
+}
+
+// resting returns the wait of a gang whose only fitting domains rest after its reservation
+// expired there (nil otherwise); it is woken when the rest ends.
+func (p *planner) resting(rooms map[string]int, failed map[string]struct{}) *fwk.Status {
+	if len(failed) == 0 {
+		return nil
+	}
+	if _, fits := topology.BestFit(without(rooms, failed), p.need); fits {
+		return nil
+	}
+	d, ok := topology.BestFit(rooms, p.need)
+	if !ok {
+		return nil
+	}
+	if _, rests := p.pl.failed.Resting(p.info.owner(), p.info.TopologyKey)[d]; !rests {
+		return nil
+	}
+	countPin(pinNoFit)
+	p.logNoFit(rooms, failed, "resting")
+	return fwk.NewStatus(fwk.Unschedulable, msgNoRoomResting(p.info.Key, d))
 }
 
 // adoptBlocked parks a gang whose placed members' domain has room only inside other forming

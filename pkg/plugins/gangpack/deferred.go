@@ -46,9 +46,9 @@ func (p *planner) deferredPlan(cs fwk.CycleState, plans map[string]*topology.Dom
 	failed := pl.failed.Values(info.owner(), info.TopologyKey)
 	eff1 := without(eff, failed)
 	if topology.CountFitting(eff1, p.need) == 0 && len(eff1) < len(eff) {
-		pl.failed.Clear(info.owner())
-		failed = nil
-		eff1 = eff
+		pl.failed.Wrap(info.owner()) // resting domains stay out
+		failed = pl.failed.Values(info.owner(), info.TopologyKey)
+		eff1 = without(eff, failed)
 	}
 	planned := map[string]*topology.DomainPlan{}
 	reserve := map[string]placement.Reservation{}
@@ -61,6 +61,9 @@ func (p *planner) deferredPlan(cs fwk.CycleState, plans map[string]*topology.Dom
 		}
 	}
 	if len(planned) == 0 {
+		if st := p.resting(rooms, failed); st != nil {
+			return nil, st
+		}
 		return nil, p.noFit(rooms, failed, "")
 	}
 	if cands.Len() == 0 {

@@ -1,6 +1,8 @@
 package gangpack
 
 import (
+	"time"
+
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/klog/v2"
 
@@ -16,14 +18,23 @@ func (gs *gangs) pinned(c placement.Commitment, info gangInfo) {
 	if !c.Forming() || info.Timeout <= 0 {
 		return
 	}
-	gs.after(info.Timeout, func() { gs.expire(c.Gang, c.ID) })
+	gs.after(info.Timeout, func() { gs.expire(c, info) })
 }
 
-// expire ends a hold that outlived its deadline: the attempt is unwound (its waiters, if
-// any, are rejected) and its domain is remembered as failed, so the gang tries elsewhere
-// before it holds the same domain again. A commitment that committed meanwhile is kept.
-func (gs *gangs) expire(gang string, id uint64) {
-	gs.unwindWith(gs.logger, gs.store.Expire, gang, id, causeExpired, true)
+// expire ends a reservation that outlived its deadline: the attempt is unwound (its waiters,
+// if any, are rejected) and its domain rests for another timeout: the gang does not reserve
+// there again before then, even when no other domain fits, so a gang that never becomes
+// ready cannot keep room reserved by renewing. When the rest ends the gang is woken. A
+// commitment that committed meanwhile is kept.
+func (gs *gangs) expire(c placement.Commitment, info gangInfo) {
+	res := gs.unwindWith(gs.logger, gs.store.Expire, c.Gang, c.ID, causeExpired, true)
+	if !res.released {
+		return
+	}
+	gs.failed.Rest(info.owner(), placement.DomainRef{Key: c.Key, Value: c.Domain}, time.Now().Add(info.Timeout))
+	gs.after(info.Timeout, func() {
+		gs.activateGang(gs.logger, triggerReservationReleased, info.Namespace, info.Name, "")
+	})
 }
 
 // pinsChanged is the store's change hook: the pinned-groups gauge and the per-domain held

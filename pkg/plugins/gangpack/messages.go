@@ -116,6 +116,10 @@ func msgReservedBy(parts []string, more int) string {
 	return s + "."
 }
 
+func msgNoRoomResting(key, domain string) string {
+	return fmt.Sprintf("%s: domain %s rests after the gang's reservation there expired", msgNoRoomPrefix(key), domain)
+}
+
 func msgNoRoomReserved(key string) string {
 	return msgNoRoomPrefix(key) + reservedSuffix
 }

@@ -2,12 +2,17 @@ package gangpack
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"testing"
+	"time"
 
 	v1 "k8s.io/api/core/v1"
 	fwk "k8s.io/kube-scheduler/framework"
 	"k8s.io/kubernetes/pkg/scheduler/framework"
+	"k8s.io/utils/ptr"
+
+	"github.com/moirai-internal/ome-scheduler/pkg/placement"
 )
 
 // Room reservations: a forming gang reserves the room of its plan, not its whole domain.
@@ -143,4 +148,44 @@ func TestStandaloneUsesRoomOutsideReservations(t *testing.T) {
 	if want := "Room is reserved for forming gangs: ns/x reserves 2 members on 1 node of a."; pst.Message() != want {
 		t.Fatalf("PostFilter(solo) = %q, want %q", pst.Message(), want)
 	}
+}
+
+// A gang whose reservation expired (a member never became ready) does not reserve the same
+// domain again at once, even though no other domain fits: the domain rests for another
+// timeout, the wait says so, and the gang is woken when the rest ends.
+func TestExpiredDomainRests(t *testing.T) {
+	nodes := []*v1.Node{testNode("a0", "a", 1), testNode("a1", "a", 1)}
+	m0, m1 := gangMember("g-0", "g", 1), gangMember("g-1", "g", 1)
+	pg := podGroup("g", 2)
+	pg.Spec.ScheduleTimeoutSeconds = ptr.To[int32](1)
+	w := newWorld(t, nil, nodes, []*v1.Pod{m0, m1}, pg)
+	var timers []func()
+	w.pl.after = func(_ time.Duration, f func()) { timers = append(timers, f) }
+	w.mustPin(m0)
+	if len(timers) != 1 {
+		t.Fatalf("%d timers after the pin, want the hold's", len(timers))
+	}
+	timers[0]() // the gang's timeout passes: the reservation expires
+	if w.pl.store.HeldDomains() != 0 {
+		t.Fatal("the reservation outlived its timeout")
+	}
+	if _, st := w.preFilter(m0); st.Code() != fwk.Unschedulable || st.Message() != msgNoRoomResting("ns/g", "a") {
+		t.Fatalf("PreFilter after expiry = %v, want %q", st, msgNoRoomResting("ns/g", "a"))
+	}
+	if w.pl.store.HeldDomains() != 0 {
+		t.Fatal("the gang reserved the resting domain again")
+	}
+	if len(timers) != 2 {
+		t.Fatalf("%d timers, want the rest's wake-up", len(timers))
+	}
+	owner := placement.GangOwner{Gang: "ns/g", Owner: "uid-g"}
+	w.pl.failed.Rest(owner, placement.DomainRef{Key: testKey, Value: "a"}, time.Now()) // the rest ends
+	timers[1]()
+	w.h.mu.Lock()
+	got := slices.Clone(w.h.activated)
+	w.h.mu.Unlock()
+	if len(got) == 0 {
+		t.Fatal("nothing activated when the rest ended")
+	}
+	w.mustPin(m0)
 }
