@@ -31,9 +31,33 @@ func (r Reservation) clone() Reservation {
 	}
 	out := make(Reservation, len(r))
 	for n, s := range r {
+		if s.Each != nil {
+			each := make(topology.Resources, len(s.Each))
+			for name, q := range s.Each {
+				each[name] = q
+			}
+			s.Each = each
+		}
 		out[n] = s
 	}
 	return out
+}
+
+// givesBack reports whether slot next holds less of the node than old: fewer pod slots, or
+// less of some resource in total.
+func givesBack(old, next Slot) bool {
+	if old.Count <= 0 {
+		return false
+	}
+	if next.Count < old.Count {
+		return true
+	}
+	for name, q := range old.Each {
+		if q*int64(old.Count) > next.Each[name]*int64(next.Count) {
+			return true
+		}
+	}
+	return false
 }
 
 // Capacity reports what a node has free as the caller's snapshot sees it (allocatable minus
@@ -182,7 +206,7 @@ func (s *Store) Reserve(gang string, id uint64, res Reservation, capacity Capaci
 	}
 	shrank := false
 	for n, old := range c.Reserved {
-		if res[n].Count < old.Count {
+		if givesBack(old, res[n]) {
 			shrank = true
 		}
 	}

@@ -268,12 +268,13 @@ func (s *Store) pin(r PinRequest) (Commitment, PinOutcome) {
 	if c, ok := s.pins[r.Gang]; ok {
 		return c.clone(), AlreadyPinned
 	}
-	if !s.fits(r.Gang, r.Reserved, r.Capacity) {
-		return Commitment{}, HeldByOther
-	}
 	rem := r.Remaining
 	if rem < 0 {
 		rem = 0
+	}
+	// A committed pin (remaining 0) holds no room: its reservation is dropped, not checked.
+	if rem > 0 && !s.fits(r.Gang, r.Reserved, r.Capacity) {
+		return Commitment{}, HeldByOther
 	}
 	c := s.add(&Commitment{Gang: r.Gang, Key: r.Key, Domain: r.Domain, Owner: r.Owner,
 		Reserved: r.Reserved, Remaining: rem, SoleFit: r.SoleFit, MinMember: r.MinMember})

@@ -9,15 +9,21 @@ import (
 	"time"
 
 	"github.com/moirai-internal/ome-scheduler/pkg/placement"
+	"github.com/moirai-internal/ome-scheduler/pkg/topology"
 )
 
 // Test cluster: six nodes partitioned two ways.
 //
 //	key "clique": a = {n0,n1}, b = {n2,n3}, c = {n4,n5}
 //	key "rack":   x = {n0,n2,n4}, y = {n1,n3}, z = {n5}
+//
+// Unless a test says otherwise every node has 8 GPUs and 4 free pod slots (roomy), and a gang
+// reserves its members one GPU each, round-robin over its domain's nodes (spread).
 const (
 	clique = "clique"
 	rack   = "rack"
+	gpu    = "nvidia.com/gpu"
+	cpu    = "cpu"
 )
 
 var domains = map[string]map[string][]string{
@@ -27,62 +33,118 @@ var domains = map[string]map[string][]string{
 
 var allNodes = []string{"n0", "n1", "n2", "n3", "n4", "n5"}
 
-func nodesOf(key string) func(string) []string {
-	return func(d string) []string { return append([]string(nil), domains[key][d]...) }
+// room is a node's free room: resources and pod slots.
+type room struct {
+	free topology.Resources
+	pods int64
 }
 
-// labelsOf returns the labels of one of the test nodes.
-func labelsOf(node string) map[string]string {
-	l := map[string]string{}
-	for key, ds := range domains {
-		for d, ns := range ds {
-			for _, n := range ns {
-				if n == node {
-					l[key] = d
-				}
-			}
+// cluster is the free room of the test nodes; a node it does not list is unknown.
+type cluster map[string]room
+
+func (c cluster) capacity() placement.Capacity {
+	return func(n string) (topology.Resources, int64, bool) {
+		r, ok := c[n]
+		if !ok {
+			return nil, 0, false
 		}
+		return r.free, r.pods, true
 	}
-	return l
+}
+
+// uniform is a cluster whose nodes have gpus GPUs and pods free pod slots each.
+func uniform(gpus, pods int64, nodes ...string) cluster {
+	c := cluster{}
+	for _, n := range nodes {
+		c[n] = room{free: topology.Resources{gpu: gpus}, pods: pods}
+	}
+	return c
+}
+
+func roomy() placement.Capacity { return uniform(8, 4, allNodes...).capacity() }
+
+// spread reserves need members of one GPU each, round-robin over the domain's nodes.
+func spread(key string, need int) func(string) placement.Reservation {
+	return func(d string) placement.Reservation {
+		ns := domains[key][d]
+		if len(ns) == 0 || need <= 0 {
+			return nil
+		}
+		res := placement.Reservation{}
+		for i := 0; i < need; i++ {
+			n := ns[i%len(ns)]
+			sl := res[n]
+			sl.Count++
+			sl.Each = topology.Resources{gpu: 1}
+			res[n] = sl
+		}
+		return res
+	}
+}
+
+// slots builds a reservation of count members of each GPUs on every node listed.
+func slots(count int, each int64, nodes ...string) placement.Reservation {
+	res := placement.Reservation{}
+	for _, n := range nodes {
+		res[n] = placement.Slot{Count: count, Each: topology.Resources{gpu: each}}
+	}
+	return res
 }
 
 func choose(s *placement.Store, gang, owner, key string, need int, rooms map[string]int) placement.ChooseResult {
-	return s.Choose(placement.ChooseRequest{Gang: gang, Owner: owner, Key: key, Need: need, Rooms: rooms, Nodes: nodesOf(key)})
+	return s.Choose(placement.ChooseRequest{Gang: gang, Owner: owner, Key: key, Need: need, Rooms: rooms,
+		Reserve: spread(key, need), Capacity: roomy()})
 }
 
 func mustChoose(t *testing.T, s *placement.Store, gang, key string, need int, rooms map[string]int, wantDomain string) placement.Commitment {
 	t.Helper()
 	res := choose(s, gang, "uid-"+gang, key, need, rooms)
-	if !res.OK || res.Existing || res.Commitment.Domain != wantDomain {
-		t.Fatalf("Choose(%s, need %d, %v) = ok %v existing %v domain %q; want new pin on %q",
-			gang, need, rooms, res.OK, res.Existing, res.Commitment.Domain, wantDomain)
+	if !res.OK || res.Existing || res.Conflict || res.Commitment.Domain != wantDomain {
+		t.Fatalf("Choose(%s, need %d, %v) = %+v; want new pin on %q", gang, need, rooms, res, wantDomain)
 	}
 	return res.Commitment
 }
 
+// mustPin pins gang on key/domain with the reservation against the capacity.
+func mustPin(t *testing.T, s *placement.Store, gang, key, domain string, res placement.Reservation, remaining int, capacity placement.Capacity) placement.Commitment {
+	t.Helper()
+	c, out := s.Pin(placement.PinRequest{Gang: gang, Owner: "uid-" + gang, Key: key, Domain: domain,
+		Reserved: res, Capacity: capacity, Remaining: remaining})
+	if out != placement.Pinned {
+		t.Fatalf("Pin(%s on %s/%s, %v) = %v; want Pinned", gang, key, domain, res, out)
+	}
+	return c
+}
+
+// withoutReserved drops the reservation, which a release or a commit gives back.
+func withoutReserved(c placement.Commitment) placement.Commitment {
+	c.Reserved = nil
+	return c
+}
+
 func TestChoosePicksBestFit(t *testing.T) {
 	cases := []struct {
-		name     string
-		rooms    map[string]int
-		need     int
-		want     string // "" = none
-		soleFit  bool
-		wantEffs map[string]int
+		name    string
+		rooms   map[string]int
+		need    int
+		want    string // "" = none
+		soleFit bool
 	}{
-		{"smallest fitting room", map[string]int{"a": 18, "b": 6, "c": 4}, 4, "c", false, nil},
-		{"skips too-small domains", map[string]int{"a": 18, "b": 5, "c": 2}, 4, "b", false, nil},
-		{"tie → byte-wise smallest", map[string]int{"c": 6, "a": 6, "b": 6}, 4, "a", false, nil},
-		{"sole fitting domain", map[string]int{"a": 2, "b": 3, "c": 4}, 4, "c", true, nil},
-		{"no fitting domain", map[string]int{"a": 2, "b": 3}, 4, "", false, nil},
-		{"empty room map", map[string]int{}, 1, "", false, nil},
-		{"need 0 never pins", map[string]int{"a": 4}, 0, "", false, nil},
+		{"smallest fitting room", map[string]int{"a": 18, "b": 6, "c": 4}, 4, "c", false},
+		{"skips too-small domains", map[string]int{"a": 18, "b": 5, "c": 2}, 4, "b", false},
+		{"tie → byte-wise smallest", map[string]int{"c": 6, "a": 6, "b": 6}, 4, "a", false},
+		{"sole fitting domain", map[string]int{"a": 2, "b": 3, "c": 4}, 4, "c", true},
+		{"no fitting domain", map[string]int{"a": 2, "b": 3}, 4, "", false},
+		{"empty room map", map[string]int{}, 1, "", false},
+		{"need 0 never pins", map[string]int{"a": 4}, 0, "", false},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			s := placement.NewStore()
+			gen := s.Generation()
 			res := choose(s, "ns/g", "uid1", clique, tc.need, tc.rooms)
-			if !reflect.DeepEqual(res.Effective, tc.rooms) && !(len(res.Effective) == 0 && len(tc.rooms) == 0) {
-				t.Errorf("Effective = %v, want %v (nothing held)", res.Effective, tc.rooms)
+			if res.Conflict {
+				t.Fatalf("Choose = %+v; nothing reserved, no conflict possible", res)
 			}
 			if tc.want == "" {
 				if res.OK || res.Existing || s.Len() != 0 {
@@ -95,7 +157,7 @@ func TestChoosePicksBestFit(t *testing.T) {
 				t.Fatalf("Choose = %+v; want a new pin", res)
 			}
 			want := placement.Commitment{Gang: "ns/g", Key: clique, Domain: tc.want, Owner: "uid1",
-				ID: c.ID, Nodes: domains[clique][tc.want], Remaining: tc.need, SoleFit: tc.soleFit}
+				ID: c.ID, Reserved: spread(clique, tc.need)(tc.want), Remaining: tc.need, SoleFit: tc.soleFit}
 			if !reflect.DeepEqual(c, want) {
 				t.Fatalf("commitment = %+v, want %+v", c, want)
 			}
@@ -108,98 +170,22 @@ func TestChoosePicksBestFit(t *testing.T) {
 			if !c.Forming() || s.HeldDomains() != 1 {
 				t.Fatalf("forming=%v heldDomains=%d; want a forming hold", c.Forming(), s.HeldDomains())
 			}
+			if s.Generation() != gen {
+				t.Fatalf("a new pin moved the generation %d → %d", gen, s.Generation())
+			}
 		})
 	}
 }
 
-func TestChooseZeroesDomainsHeldByOtherGangs(t *testing.T) {
-	t.Run("same key", func(t *testing.T) {
-		s := placement.NewStore()
-		rooms := map[string]int{"a": 18, "b": 6, "c": 4}
-		mustChoose(t, s, "ns/g1", clique, 4, rooms, "c")
-		res := choose(s, "ns/g2", "uid-ns/g2", clique, 4, rooms)
-		if want := map[string]int{"a": 18, "b": 6, "c": 0}; !reflect.DeepEqual(res.Effective, want) {
-			t.Fatalf("Effective = %v, want %v", res.Effective, want)
-		}
-		if !res.OK || res.Commitment.Domain != "b" {
-			t.Fatalf("g2 pinned %q ok=%v; want b", res.Commitment.Domain, res.OK)
-		}
-		if res.Commitment.SoleFit {
-			t.Fatalf("g2 SoleFit = true; a and b both fit")
-		}
-		if got := s.Effective("ns/g3", clique, rooms, nodesOf(clique)); !reflect.DeepEqual(got, map[string]int{"a": 18, "b": 0, "c": 0}) {
-			t.Fatalf("Effective for g3 = %v", got)
-		}
-		// The gang's own hold is never zeroed for itself.
-		if got := s.Effective("ns/g1", clique, rooms, nodesOf(clique)); !reflect.DeepEqual(got, map[string]int{"a": 18, "b": 0, "c": 4}) {
-			t.Fatalf("Effective for g1 = %v", got)
-		}
-	})
-	t.Run("different key sharing nodes", func(t *testing.T) {
-		s := placement.NewStore()
-		// g1 holds clique a = {n0,n1}: rack x (n0) and rack y (n1) share nodes with it.
-		mustChoose(t, s, "ns/g1", clique, 2, map[string]int{"a": 2, "b": 4}, "a")
-		rooms := map[string]int{"x": 3, "y": 2, "z": 4}
-		res := choose(s, "ns/g2", "uid-ns/g2", rack, 2, rooms)
-		if want := map[string]int{"x": 0, "y": 0, "z": 4}; !reflect.DeepEqual(res.Effective, want) {
-			t.Fatalf("Effective = %v, want %v", res.Effective, want)
-		}
-		if !res.OK || res.Commitment.Domain != "z" || !res.Commitment.SoleFit {
-			t.Fatalf("g2 = %+v; want sole-fit pin on z", res)
-		}
-	})
-	t.Run("same value under a different key does not collide", func(t *testing.T) {
-		s := placement.NewStore()
-		if _, out := s.Pin(placement.PinRequest{Gang: "ns/g1", Owner: "u", Key: "k1", Domain: "d", Nodes: []string{"p1"}, Remaining: 2}); out != placement.Pinned {
-			t.Fatalf("pin outcome %v", out)
-		}
-		res := s.Choose(placement.ChooseRequest{Gang: "ns/g2", Owner: "u2", Key: "k2", Need: 1,
-			Rooms: map[string]int{"d": 1}, Nodes: func(string) []string { return []string{"q1"} }})
-		if !res.OK || res.Commitment.Domain != "d" || res.Commitment.Key != "k2" {
-			t.Fatalf("Choose = %+v; want k2/d pinned (k1/d is a different domain)", res)
-		}
-	})
-	t.Run("zero rooms stay zero and held zero rooms are not reported", func(t *testing.T) {
-		s := placement.NewStore()
-		mustChoose(t, s, "ns/g1", clique, 1, map[string]int{"a": 1}, "a")
-		got := s.Effective("ns/g2", clique, map[string]int{"a": 0, "b": 0}, nodesOf(clique))
-		if want := map[string]int{"a": 0, "b": 0}; !reflect.DeepEqual(got, want) {
-			t.Fatalf("Effective = %v, want %v", got, want)
-		}
-	})
-	t.Run("every fitting domain held → none although capacity exists", func(t *testing.T) {
-		s := placement.NewStore()
-		rooms := map[string]int{"a": 3, "b": 1}
-		mustChoose(t, s, "ns/g1", clique, 3, rooms, "a")
-		res := choose(s, "ns/g2", "u2", clique, 3, rooms)
-		if res.OK || res.Existing {
-			t.Fatalf("Choose = %+v; want none (reserved)", res)
-		}
-		if want := map[string]int{"a": 0, "b": 1}; !reflect.DeepEqual(res.Effective, want) {
-			t.Fatalf("Effective = %v, want %v", res.Effective, want)
-		}
-		if s.Len() != 1 {
-			t.Fatalf("Len = %d, want 1", s.Len())
-		}
-	})
-	t.Run("committed pins do not hold", func(t *testing.T) {
-		s := placement.NewStore()
-		c := mustChoose(t, s, "ns/g1", clique, 1, map[string]int{"a": 1}, "a")
-		if r := s.Drain("ns/g1", c.ID); !r.Committed {
-			t.Fatalf("Drain = %+v", r)
-		}
-		mustChoose(t, s, "ns/g2", clique, 1, map[string]int{"a": 1}, "a")
-	})
-}
-
-// TestChooseRank: the optional rank breaks ties among equally fitting effective domains;
-// it never overrides best fit or a hold.
+// TestChooseRank: the optional rank breaks ties among equally fitting domains; it never
+// overrides best fit, and a conflict on the chosen domain does not fall back to another.
 func TestChooseRank(t *testing.T) {
 	rank := func(m map[string]int) func(string) int { return func(d string) int { return m[d] } }
 	t.Run("rank breaks a tie", func(t *testing.T) {
 		s := placement.NewStore()
 		res := s.Choose(placement.ChooseRequest{Gang: "ns/g", Owner: "u", Key: clique, Need: 2,
-			Rooms: map[string]int{"a": 4, "b": 4, "c": 4}, Nodes: nodesOf(clique), Rank: rank(map[string]int{"a": 2, "b": 1, "c": 1})})
+			Rooms: map[string]int{"a": 4, "b": 4, "c": 4}, Reserve: spread(clique, 2), Capacity: roomy(),
+			Rank: rank(map[string]int{"a": 2, "b": 1, "c": 1})})
 		if !res.OK || res.Commitment.Domain != "b" || res.Commitment.SoleFit {
 			t.Fatalf("Choose = %+v; want b (lowest rank, then name), not sole fit", res)
 		}
@@ -207,47 +193,59 @@ func TestChooseRank(t *testing.T) {
 	t.Run("rank never beats a tighter fit", func(t *testing.T) {
 		s := placement.NewStore()
 		res := s.Choose(placement.ChooseRequest{Gang: "ns/g", Owner: "u", Key: clique, Need: 2,
-			Rooms: map[string]int{"a": 2, "b": 4}, Nodes: nodesOf(clique), Rank: rank(map[string]int{"a": 9, "b": 0})})
+			Rooms: map[string]int{"a": 2, "b": 4}, Reserve: spread(clique, 2), Capacity: roomy(),
+			Rank: rank(map[string]int{"a": 9, "b": 0})})
 		if !res.OK || res.Commitment.Domain != "a" {
 			t.Fatalf("Choose = %+v; want a", res)
 		}
 	})
-	t.Run("a held domain is excluded whatever its rank", func(t *testing.T) {
+	t.Run("a conflict on the best domain does not fall back", func(t *testing.T) {
 		s := placement.NewStore()
-		mustChoose(t, s, "ns/h", clique, 2, map[string]int{"a": 2}, "a")
+		capacity := uniform(1, 1, allNodes...).capacity() // one member per node
+		mustPin(t, s, "ns/h", clique, "a", slots(1, 1, "n0", "n1"), 2, capacity)
+		// Rooms counted before h reserved: a still looks free and ranks first.
 		res := s.Choose(placement.ChooseRequest{Gang: "ns/g", Owner: "u", Key: clique, Need: 2,
-			Rooms: map[string]int{"a": 4, "b": 4, "c": 4}, Nodes: nodesOf(clique), Rank: rank(map[string]int{"a": 0, "b": 2, "c": 1})})
-		if !res.OK || res.Commitment.Domain != "c" {
-			t.Fatalf("Choose = %+v; want c", res)
+			Rooms: map[string]int{"a": 2, "b": 2, "c": 2}, Reserve: spread(clique, 2), Capacity: capacity,
+			Rank: rank(map[string]int{"a": 0, "b": 2, "c": 1})})
+		if res.OK || !res.Conflict || res.Existing || s.Len() != 1 {
+			t.Fatalf("Choose = %+v (len %d); want Conflict on a and no pin", res, s.Len())
 		}
 	})
 }
 
-// TestTraces replays the example traces of placement.md §4.8 at the store level.
+// TestTraces replays example traces at the store level.
 func TestTraces(t *testing.T) {
 	t.Run("two gangs of 3", func(t *testing.T) {
 		s := placement.NewStore()
-		rooms := map[string]int{"a": 3, "b": 4}
-		mustChoose(t, s, "ns/first", clique, 3, rooms, "a")
-		mustChoose(t, s, "ns/second", clique, 3, rooms, "b")
+		mustChoose(t, s, "ns/first", clique, 3, map[string]int{"a": 3, "b": 4}, "a")
+		// The second gang's planning counts the room outside the first one's reservation.
+		mustChoose(t, s, "ns/second", clique, 3, map[string]int{"a": 0, "b": 4}, "b")
 	})
-	t.Run("reserved then drained", func(t *testing.T) {
+	t.Run("conflict, then the holder is released", func(t *testing.T) {
 		s := placement.NewStore()
+		capacity := uniform(8, 1, allNodes...).capacity() // one pod slot per node
 		rooms := map[string]int{"a": 2}
-		h := mustChoose(t, s, "ns/holder", clique, 2, rooms, "a")
-		if res := choose(s, "ns/second", "u", clique, 2, rooms); res.OK {
-			t.Fatalf("second pinned %+v while a is held", res)
+		req := func(gang string) placement.ChooseRequest {
+			return placement.ChooseRequest{Gang: gang, Owner: "u", Key: clique, Need: 2, Rooms: rooms,
+				Reserve: spread(clique, 2), Capacity: capacity}
 		}
-		if r := s.Drain("ns/holder", h.ID); !r.Owned || r.Committed || r.Remaining != 1 {
-			t.Fatalf("first drain = %+v", r)
+		h := s.Choose(req("ns/holder"))
+		if !h.OK {
+			t.Fatalf("holder = %+v", h)
 		}
-		if res := choose(s, "ns/second", "u", clique, 2, rooms); res.OK {
-			t.Fatalf("second pinned %+v while holder still forming", res)
+		gen := s.Generation()
+		if res := s.Choose(req("ns/second")); res.OK || !res.Conflict {
+			t.Fatalf("second = %+v while a is reserved; want Conflict", res)
 		}
-		if r := s.Drain("ns/holder", h.ID); !r.Owned || !r.Committed || r.Remaining != 0 {
-			t.Fatalf("last drain = %+v", r)
+		if _, ok := s.Release("ns/holder", h.Commitment.ID, nil); !ok {
+			t.Fatal("release holder")
 		}
-		mustChoose(t, s, "ns/second", clique, 2, rooms, "a")
+		if s.Generation() == gen {
+			t.Fatal("releasing the holder's reservation did not move the generation")
+		}
+		if res := s.Choose(req("ns/second")); !res.OK || res.Commitment.Domain != "a" {
+			t.Fatalf("second after release = %+v; want a", res)
+		}
 	})
 }
 
@@ -275,9 +273,11 @@ func TestChooseAlreadyPinned(t *testing.T) {
 	}
 }
 
-// TestConcurrentChooseNeverOverlaps races many gangs for a few domains under both keys: the
-// forming pins that result never share a domain or a node.
-func TestConcurrentChooseNeverOverlaps(t *testing.T) {
+// TestConcurrentChooseNeverOversubscribes races many gangs, all planning from the same stale
+// rooms, for nodes of one pod slot each under both keys: the reservations that result never
+// count the same slot twice.
+func TestConcurrentChooseNeverOversubscribes(t *testing.T) {
+	capacity := uniform(8, 1, allNodes...)
 	for round := 0; round < 20; round++ {
 		s := placement.NewStore()
 		var wg sync.WaitGroup
@@ -289,8 +289,9 @@ func TestConcurrentChooseNeverOverlaps(t *testing.T) {
 				if i%2 == 1 {
 					key, rooms = rack, map[string]int{"x": 3, "y": 2, "z": 1}
 				}
-				g := fmt.Sprintf("ns/g%d", i)
-				choose(s, g, "u", key, 1, rooms)
+				need := 1 + i%2
+				s.Choose(placement.ChooseRequest{Gang: fmt.Sprintf("ns/g%d", i), Owner: "u", Key: key, Need: need,
+					Rooms: rooms, Reserve: spread(key, need), Capacity: capacity.capacity()})
 			}(i)
 		}
 		wg.Wait()
@@ -298,33 +299,42 @@ func TestConcurrentChooseNeverOverlaps(t *testing.T) {
 		if len(list) == 0 {
 			t.Fatal("nobody pinned")
 		}
-		if msg := checkDisjoint(list); msg != "" {
+		if msg := oversubscribed(list, capacity); msg != "" {
 			t.Fatalf("round %d: %s: %+v", round, msg, list)
-		}
-		if s.HeldDomains() != len(list) {
-			t.Fatalf("HeldDomains = %d with %d forming pins", s.HeldDomains(), len(list))
 		}
 	}
 }
 
-// checkDisjoint reports overlapping holds among forming commitments ("" = none).
-func checkDisjoint(list []placement.Commitment) string {
-	refs := map[placement.DomainRef]string{}
-	nodes := map[string]string{}
-	for _, c := range list {
-		if !c.Forming() {
+// oversubscribed reports a node whose forming reservations exceed its free room ("" = none).
+func oversubscribed(list []placement.Commitment, c cluster) string {
+	pods := map[string]int64{}
+	res := map[string]topology.Resources{}
+	for _, cm := range list {
+		if !cm.Forming() {
 			continue
 		}
-		ref := placement.DomainRef{Key: c.Key, Value: c.Domain}
-		if g, ok := refs[ref]; ok {
-			return fmt.Sprintf("domain %v held by %s and %s", ref, g, c.Gang)
-		}
-		refs[ref] = c.Gang
-		for _, n := range c.Nodes {
-			if g, ok := nodes[n]; ok && g != c.Gang {
-				return fmt.Sprintf("node %s held by %s and %s", n, g, c.Gang)
+		for n, sl := range cm.Reserved {
+			pods[n] += int64(sl.Count)
+			if res[n] == nil {
+				res[n] = topology.Resources{}
 			}
-			nodes[n] = c.Gang
+			for name, q := range sl.Each {
+				res[n][name] += q * int64(sl.Count)
+			}
+		}
+	}
+	for n, p := range pods {
+		r, ok := c[n]
+		if !ok {
+			return fmt.Sprintf("node %s unknown but reserved", n)
+		}
+		if p > r.pods {
+			return fmt.Sprintf("node %s: %d pods reserved, %d free", n, p, r.pods)
+		}
+		for name, q := range res[n] {
+			if q > r.free[name] {
+				return fmt.Sprintf("node %s: %d %s reserved, %d free", n, q, name, r.free[name])
+			}
 		}
 	}
 	return ""
@@ -332,40 +342,39 @@ func checkDisjoint(list []placement.Commitment) string {
 
 func TestDrain(t *testing.T) {
 	s := placement.NewStore()
-	c := mustChoose(t, s, "ns/g", clique, 3, map[string]int{"a": 3}, "a")
-	if r := s.Drain("ns/g", c.ID+1); r != (placement.DrainResult{}) {
+	c := mustChoose(t, s, "ns/g", clique, 3, map[string]int{"a": 3}, "a") // n0: 2, n1: 1
+	if r := s.Drain("ns/g", c.ID+1, "n0"); r != (placement.DrainResult{}) {
 		t.Fatalf("stale-id drain = %+v; want not owned", r)
 	}
-	if r := s.Drain("ns/other", c.ID); r != (placement.DrainResult{}) {
+	if r := s.Drain("ns/other", c.ID, "n0"); r != (placement.DrainResult{}) {
 		t.Fatalf("unknown-gang drain = %+v; want not owned", r)
 	}
-	if got, _ := s.Get("ns/g"); got.Remaining != 3 {
-		t.Fatalf("stale drains changed remaining to %d", got.Remaining)
+	if got, _ := s.Get("ns/g"); got.Remaining != 3 || got.Reserved.Members() != 3 {
+		t.Fatalf("stale drains changed the commitment: %+v", got)
 	}
-	want := []placement.DrainResult{
-		{Owned: true, Remaining: 2},
-		{Owned: true, Remaining: 1},
-		{Owned: true, Committed: true, Remaining: 0},
-		{Owned: true},
-		{Owned: true},
+	want := []struct {
+		node     string
+		result   placement.DrainResult
+		reserved placement.Reservation
+	}{
+		{"n0", placement.DrainResult{Owned: true, Remaining: 2}, slots(1, 1, "n0", "n1")},
+		{"n1", placement.DrainResult{Owned: true, Remaining: 1}, slots(1, 1, "n0")},
+		{"n0", placement.DrainResult{Owned: true, Committed: true, Remaining: 0}, nil},
+		{"n0", placement.DrainResult{Owned: true}, nil},
+		{"n1", placement.DrainResult{Owned: true}, nil},
 	}
 	for i, w := range want {
-		if i < 2 {
-			if g, held := s.NodeHeld("n0", nil); !held || g != "ns/g" {
-				t.Fatalf("before drain %d: n0 held=%v by %q", i, held, g)
-			}
-		}
-		if r := s.Drain("ns/g", c.ID); r != w {
-			t.Fatalf("drain %d = %+v, want %+v", i, r, w)
+		if r := s.Drain("ns/g", c.ID, w.node); r != w.result {
+			t.Fatalf("drain %d = %+v, want %+v", i, r, w.result)
 		}
 		got, ok := s.Get("ns/g")
-		if !ok || got.Remaining < 0 {
-			t.Fatalf("after drain %d: %+v,%v", i, got, ok)
+		if !ok || got.Remaining < 0 || len(got.Reserved) != len(w.reserved) || (len(w.reserved) > 0 && !reflect.DeepEqual(got.Reserved, w.reserved)) {
+			t.Fatalf("after drain %d: %+v,%v; want reserved %v", i, got, ok, w.reserved)
 		}
 	}
 	// The hold is lifted at 0 but the commitment stays (committed).
-	if _, held := s.NodeHeld("n0", labelsOf("n0")); held {
-		t.Fatal("n0 still held after drain to 0")
+	if r := s.ReservedOn("n0", ""); len(r.Gangs) != 0 {
+		t.Fatalf("n0 still reserved after drain to 0: %+v", r)
 	}
 	if s.HeldDomains() != 0 || s.Len() != 1 {
 		t.Fatalf("HeldDomains = %d Len = %d; want 0 and 1", s.HeldDomains(), s.Len())
@@ -377,15 +386,16 @@ func TestDrain(t *testing.T) {
 
 func TestDrainAdoptedCommitted(t *testing.T) {
 	s := placement.NewStore()
-	c, out := s.Pin(placement.PinRequest{Gang: "ns/g", Owner: "u", Key: clique, Domain: "a", Nodes: domains[clique]["a"], Remaining: 0})
-	if out != placement.Pinned || c.Forming() {
-		t.Fatalf("Pin = %+v,%v; want committed pin", c, out)
+	// A committed adoption holds no room: its reservation is neither checked nor recorded.
+	c, out := s.Pin(placement.PinRequest{Gang: "ns/g", Owner: "u", Key: clique, Domain: "a", Reserved: slots(1, 1, "n0"), Remaining: 0})
+	if out != placement.Pinned || c.Forming() || len(c.Reserved) != 0 {
+		t.Fatalf("Pin = %+v,%v; want committed pin without reservation", c, out)
 	}
-	if r := s.Drain("ns/g", c.ID); r != (placement.DrainResult{Owned: true}) {
+	if r := s.Drain("ns/g", c.ID, "n0"); r != (placement.DrainResult{Owned: true}) {
 		t.Fatalf("drain of committed pin = %+v", r)
 	}
-	if s.HeldDomains() != 0 {
-		t.Fatalf("committed pin holds %d domains", s.HeldDomains())
+	if s.HeldDomains() != 0 || len(s.ReservedOn("n0", "").Gangs) != 0 {
+		t.Fatalf("committed pin holds %d domains, n0 %+v", s.HeldDomains(), s.ReservedOn("n0", ""))
 	}
 }
 
@@ -404,9 +414,9 @@ func TestCommitted(t *testing.T) {
 	check(cm.ID, true, false)
 	check(cm.ID+1, false, false)
 	check(placement.AnyID, false, false)
-	s.Drain("ns/g", cm.ID)
+	s.Drain("ns/g", cm.ID, "n0")
 	check(cm.ID, true, false)
-	s.Drain("ns/g", cm.ID)
+	s.Drain("ns/g", cm.ID, "n1")
 	check(cm.ID, true, true)
 	check(cm.ID-1, false, false)
 	s.Release("ns/g", cm.ID, nil)
@@ -418,7 +428,7 @@ func TestRelease(t *testing.T) {
 		s := placement.NewStore()
 		c := mustChoose(t, s, "ns/g", clique, 2, map[string]int{"a": 2}, "a")
 		called := false
-		before := s.List()
+		before, gen := s.List(), s.Generation()
 		for _, id := range []uint64{c.ID + 1, c.ID - 1 + 100} {
 			if got, ok := s.Release("ns/g", id, func(placement.Commitment) { called = true }); ok || !reflect.DeepEqual(got, placement.Commitment{}) {
 				t.Fatalf("Release(stale %d) = %+v,%v", id, got, ok)
@@ -427,11 +437,11 @@ func TestRelease(t *testing.T) {
 		if called {
 			t.Fatal("callback ran for a stale release")
 		}
-		if after := s.List(); !reflect.DeepEqual(before, after) {
+		if after := s.List(); !reflect.DeepEqual(before, after) || s.Generation() != gen {
 			t.Fatalf("stale release changed the store: %+v → %+v", before, after)
 		}
-		if g, held := s.NodeHeld("n1", nil); !held || g != "ns/g" {
-			t.Fatal("stale release lifted the hold")
+		if r := s.ReservedOn("n1", ""); !reflect.DeepEqual(r.Gangs, []string{"ns/g"}) {
+			t.Fatalf("stale release lifted the reservation: %+v", r)
 		}
 	})
 	t.Run("stale id after re-pin", func(t *testing.T) {
@@ -448,24 +458,28 @@ func TestRelease(t *testing.T) {
 			t.Fatalf("Get = %+v,%v", got, ok)
 		}
 	})
-	t.Run("owner id releases and runs the callback once", func(t *testing.T) {
+	t.Run("owner id releases, runs the callback once and gives the room back", func(t *testing.T) {
 		s := placement.NewStore()
 		c := mustChoose(t, s, "ns/g", clique, 2, map[string]int{"a": 2}, "a")
+		gen := s.Generation()
 		var seen []placement.Commitment
 		got, ok := s.Release("ns/g", c.ID, func(rc placement.Commitment) { seen = append(seen, rc) })
-		if !ok || !reflect.DeepEqual(got, c) {
+		if !ok || !reflect.DeepEqual(withoutReserved(got), withoutReserved(c)) {
 			t.Fatalf("Release = %+v,%v; want %+v", got, ok, c)
 		}
-		if len(seen) != 1 || !reflect.DeepEqual(seen[0], c) {
+		if len(seen) != 1 || !reflect.DeepEqual(withoutReserved(seen[0]), withoutReserved(c)) {
 			t.Fatalf("callback saw %+v", seen)
 		}
-		if s.Len() != 0 || s.HeldDomains() != 0 {
-			t.Fatalf("Len=%d HeldDomains=%d after release", s.Len(), s.HeldDomains())
+		if s.Len() != 0 || s.HeldDomains() != 0 || s.Generation() == gen {
+			t.Fatalf("Len=%d HeldDomains=%d generation %d→%d after release", s.Len(), s.HeldDomains(), gen, s.Generation())
 		}
 		for _, n := range allNodes {
-			if _, held := s.NodeHeld(n, labelsOf(n)); held {
-				t.Fatalf("%s still held", n)
+			if r := s.ReservedOn(n, ""); len(r.Gangs) != 0 {
+				t.Fatalf("%s still reserved: %+v", n, r)
 			}
+		}
+		if s.ReservedExcept("ns/h") != nil {
+			t.Fatal("ReservedExcept not empty with nothing forming")
 		}
 		if _, ok := s.Release("ns/g", c.ID, func(placement.Commitment) { t.Fatal("callback on double release") }); ok {
 			t.Fatal("double release succeeded")
@@ -484,27 +498,28 @@ func TestRelease(t *testing.T) {
 		}
 		mustChoose(t, s, "ns/other", clique, 2, map[string]int{"a": 2}, "a")
 	})
-	t.Run("AnyID releases a committed pin", func(t *testing.T) {
+	t.Run("releasing a committed pin gives nothing back", func(t *testing.T) {
 		s := placement.NewStore()
 		c := mustChoose(t, s, "ns/g", clique, 1, map[string]int{"a": 1}, "a")
-		s.Drain("ns/g", c.ID)
+		s.Drain("ns/g", c.ID, "n0")
+		gen := s.Generation()
 		if _, ok := s.Release("ns/g", placement.AnyID, nil); !ok || s.Len() != 0 {
 			t.Fatalf("release of committed pin: ok=%v len=%d", ok, s.Len())
 		}
+		if s.Generation() != gen {
+			t.Fatal("releasing a committed pin moved the generation")
+		}
 	})
-	t.Run("releasing a committed pin keeps another gang's hold on the same domain", func(t *testing.T) {
+	t.Run("releasing a committed pin keeps another gang's reservation in the same domain", func(t *testing.T) {
 		s := placement.NewStore()
 		c1 := mustChoose(t, s, "ns/g1", clique, 1, map[string]int{"a": 1}, "a")
-		s.Drain("ns/g1", c1.ID) // committed, hold lifted
+		s.Drain("ns/g1", c1.ID, "n0") // committed, hold lifted
 		mustChoose(t, s, "ns/g2", clique, 2, map[string]int{"a": 2}, "a")
 		if _, ok := s.Release("ns/g1", c1.ID, nil); !ok {
 			t.Fatal("release failed")
 		}
-		if g, held := s.NodeHeld("n0", nil); !held || g != "ns/g2" {
-			t.Fatalf("n0 held=%v by %q; want ns/g2", held, g)
-		}
-		if g, held := s.NodeHeld("new", map[string]string{clique: "a"}); !held || g != "ns/g2" {
-			t.Fatalf("label hold lost: held=%v by %q", held, g)
+		if r := s.ReservedOn("n0", ""); !reflect.DeepEqual(r.Gangs, []string{"ns/g2"}) || r.Pods != 1 {
+			t.Fatalf("n0 reserved %+v; want one slot of ns/g2", r)
 		}
 		if s.HeldDomains() != 1 {
 			t.Fatalf("HeldDomains = %d", s.HeldDomains())
@@ -517,6 +532,24 @@ func TestRelease(t *testing.T) {
 			t.Fatal("release failed")
 		}
 	})
+}
+
+func TestExpire(t *testing.T) {
+	s := placement.NewStore()
+	c := mustChoose(t, s, "ns/g", clique, 2, map[string]int{"a": 2}, "a")
+	if _, ok := s.Expire("ns/g", c.ID+1, nil); ok {
+		t.Fatal("stale Expire released")
+	}
+	gen := s.Generation()
+	if got, ok := s.Expire("ns/g", c.ID, nil); !ok || got.ID != c.ID || s.Len() != 0 || s.Generation() == gen {
+		t.Fatalf("Expire = %+v,%v len %d; want released with the room given back", got, ok, s.Len())
+	}
+	// A committed gang is left alone.
+	c = mustChoose(t, s, "ns/g", clique, 1, map[string]int{"a": 1}, "a")
+	s.Drain("ns/g", c.ID, "n0")
+	if _, ok := s.Expire("ns/g", c.ID, nil); ok || s.Len() != 1 {
+		t.Fatalf("Expire released a committed gang (len %d)", s.Len())
+	}
 }
 
 // TestReleaseCallbackRunsUnderLock proves the callback runs while the store lock is held: a
@@ -599,140 +632,123 @@ func TestReleaseCallbackBlocksPin(t *testing.T) {
 func TestPin(t *testing.T) {
 	t.Run("pinned", func(t *testing.T) {
 		s := placement.NewStore()
-		nodes := []string{"n0", "n1"}
-		c, out := s.Pin(placement.PinRequest{Gang: "ns/g", Owner: "u", Key: clique, Domain: "a", Nodes: nodes, Remaining: 3, SoleFit: true})
+		res := placement.Reservation{"n0": {Count: 2, Each: topology.Resources{gpu: 1}}, "n1": {Count: 1, Each: topology.Resources{gpu: 2}}}
+		c, out := s.Pin(placement.PinRequest{Gang: "ns/g", Owner: "u", Key: clique, Domain: "a", Reserved: res,
+			Capacity: roomy(), Remaining: 3, SoleFit: true, MinMember: 5})
 		if out != placement.Pinned {
 			t.Fatalf("outcome %v", out)
 		}
-		want := placement.Commitment{Gang: "ns/g", Key: clique, Domain: "a", Owner: "u", ID: c.ID, Nodes: []string{"n0", "n1"}, Remaining: 3, SoleFit: true}
+		want := placement.Commitment{Gang: "ns/g", Key: clique, Domain: "a", Owner: "u", ID: c.ID,
+			Reserved:  placement.Reservation{"n0": {Count: 2, Each: topology.Resources{gpu: 1}}, "n1": {Count: 1, Each: topology.Resources{gpu: 2}}},
+			Remaining: 3, SoleFit: true, MinMember: 5}
 		if !reflect.DeepEqual(c, want) || c.ID == placement.AnyID {
 			t.Fatalf("Pin = %+v, want %+v", c, want)
 		}
-		nodes[0] = "mutated" // the store keeps its own copy of the request's nodes
-		if g, held := s.NodeHeld("n0", nil); !held || g != "ns/g" {
-			t.Fatalf("n0 held=%v by %q after mutating the request slice", held, g)
+		// The store keeps its own copy of the request's reservation.
+		res["n0"].Each[gpu] = 7
+		res["n2"] = placement.Slot{Count: 1}
+		delete(res, "n1")
+		if got, _ := s.Get("ns/g"); !reflect.DeepEqual(got, want) {
+			t.Fatalf("mutating the request changed the store: %+v", got)
 		}
-		if _, held := s.NodeHeld("mutated", nil); held {
-			t.Fatal("store aliases the request's node slice")
+		if r := s.ReservedOn("n0", ""); r.Pods != 2 || r.Resources[gpu] != 2 {
+			t.Fatalf("n0 reserved %+v after mutating the request", r)
+		}
+		if r := s.ReservedOn("n2", ""); len(r.Gangs) != 0 {
+			t.Fatalf("store aliases the request's reservation: n2 %+v", r)
 		}
 	})
 	t.Run("already pinned", func(t *testing.T) {
 		s := placement.NewStore()
-		c1, _ := s.Pin(placement.PinRequest{Gang: "ns/g", Owner: "u", Key: clique, Domain: "a", Nodes: domains[clique]["a"], Remaining: 1})
-		c2, out := s.Pin(placement.PinRequest{Gang: "ns/g", Owner: "other", Key: clique, Domain: "b", Nodes: domains[clique]["b"], Remaining: 5})
+		c1 := mustPin(t, s, "ns/g", clique, "a", slots(1, 1, "n0"), 1, roomy())
+		c2, out := s.Pin(placement.PinRequest{Gang: "ns/g", Owner: "other", Key: clique, Domain: "b",
+			Reserved: slots(1, 1, "n2"), Capacity: roomy(), Remaining: 5})
 		if out != placement.AlreadyPinned || !reflect.DeepEqual(c1, c2) {
 			t.Fatalf("second Pin = %+v,%v; want the existing %+v", c2, out, c1)
 		}
 		if s.Len() != 1 || s.HeldDomains() != 1 {
 			t.Fatalf("Len=%d HeldDomains=%d", s.Len(), s.HeldDomains())
 		}
-		// Already pinned wins over held-by-other.
-		mustChooseNone := choose(s, "ns/h", "u", clique, 1, map[string]int{"a": 1})
-		if mustChooseNone.OK {
-			t.Fatalf("h pinned a held domain: %+v", mustChooseNone)
+	})
+	t.Run("already pinned wins over a reservation that does not fit", func(t *testing.T) {
+		s := placement.NewStore()
+		c1 := mustPin(t, s, "ns/g", clique, "a", slots(1, 1, "n0"), 1, roomy())
+		if c2, out := s.Pin(placement.PinRequest{Gang: "ns/g", Owner: "u", Key: clique, Domain: "a",
+			Reserved: slots(9, 9, "n0"), Capacity: roomy(), Remaining: 1}); out != placement.AlreadyPinned || !reflect.DeepEqual(c1, c2) {
+			t.Fatalf("Pin = %+v,%v; want AlreadyPinned", c2, out)
 		}
 	})
-	t.Run("held by other: same domain", func(t *testing.T) {
+	t.Run("held by other: the reservation does not fit next to another gang's", func(t *testing.T) {
 		s := placement.NewStore()
-		mustChoose(t, s, "ns/g1", clique, 2, map[string]int{"a": 2}, "a")
-		c, out := s.Pin(placement.PinRequest{Gang: "ns/g2", Owner: "u", Key: clique, Domain: "a", Nodes: domains[clique]["a"], Remaining: 1})
+		capacity := uniform(8, 4, allNodes...).capacity()
+		mustPin(t, s, "ns/g1", clique, "a", slots(2, 4, "n0"), 2, capacity) // n0's 8 GPUs
+		c, out := s.Pin(placement.PinRequest{Gang: "ns/g2", Owner: "u", Key: clique, Domain: "a",
+			Reserved: slots(1, 1, "n0"), Capacity: capacity, Remaining: 1})
 		if out != placement.HeldByOther || !reflect.DeepEqual(c, placement.Commitment{}) {
 			t.Fatalf("Pin = %+v,%v; want HeldByOther", c, out)
 		}
 		if _, ok := s.Get("ns/g2"); ok || s.Len() != 1 {
 			t.Fatal("HeldByOther recorded a commitment")
 		}
+		// The same domain, on the node left free: several gangs form in one domain.
+		mustPin(t, s, "ns/g2", clique, "a", slots(1, 1, "n1"), 1, capacity)
+		if s.HeldDomains() != 1 || !reflect.DeepEqual(s.HeldDomainRefs(), []placement.DomainRef{{Key: clique, Value: "a"}}) {
+			t.Fatalf("HeldDomainRefs = %v", s.HeldDomainRefs())
+		}
 	})
-	t.Run("held by other: same domain ref, node list empty", func(t *testing.T) {
+	t.Run("empty reservations never conflict", func(t *testing.T) {
 		s := placement.NewStore()
-		mustChoose(t, s, "ns/g1", clique, 2, map[string]int{"a": 2}, "a")
-		if _, out := s.Pin(placement.PinRequest{Gang: "ns/g2", Owner: "u", Key: clique, Domain: "a", Remaining: 1}); out != placement.HeldByOther {
-			t.Fatalf("outcome %v; want HeldByOther", out)
+		mustPin(t, s, "ns/g1", clique, "a", nil, 2, nil)
+		mustPin(t, s, "ns/g2", clique, "a", placement.Reservation{}, 2, nil)
+		mustPin(t, s, "ns/g3", clique, "a", placement.Reservation{"n0": {Count: 0, Each: topology.Resources{gpu: 99}}}, 2, nil)
+		if s.HeldDomains() != 1 || len(s.ReservedOn("n0", "").Gangs) != 0 {
+			t.Fatalf("HeldDomains = %d, n0 %+v", s.HeldDomains(), s.ReservedOn("n0", ""))
 		}
 	})
 	t.Run("held by other: different key sharing a node", func(t *testing.T) {
 		s := placement.NewStore()
-		mustChoose(t, s, "ns/g1", clique, 2, map[string]int{"c": 2}, "c") // n4, n5
-		if _, out := s.Pin(placement.PinRequest{Gang: "ns/g2", Owner: "u", Key: rack, Domain: "z", Nodes: domains[rack]["z"], Remaining: 1}); out != placement.HeldByOther {
+		capacity := uniform(8, 1, allNodes...).capacity()
+		mustPin(t, s, "ns/g1", clique, "c", slots(1, 1, "n4", "n5"), 2, capacity)
+		if _, out := s.Pin(placement.PinRequest{Gang: "ns/g2", Owner: "u", Key: rack, Domain: "z",
+			Reserved: slots(1, 1, "n5"), Capacity: capacity, Remaining: 1}); out != placement.HeldByOther {
 			t.Fatalf("rack z (n5) outcome %v; want HeldByOther", out)
 		}
-		if _, out := s.Pin(placement.PinRequest{Gang: "ns/g2", Owner: "u", Key: rack, Domain: "y", Nodes: domains[rack]["y"], Remaining: 1}); out != placement.Pinned {
-			t.Fatalf("rack y (n1,n3) outcome %v; want Pinned", out)
-		}
+		mustPin(t, s, "ns/g2", rack, "y", slots(1, 1, "n1", "n3"), 2, capacity)
 	})
 	t.Run("a committed pin does not block", func(t *testing.T) {
 		s := placement.NewStore()
-		c := mustChoose(t, s, "ns/g1", clique, 1, map[string]int{"a": 1}, "a")
-		s.Drain("ns/g1", c.ID)
-		if _, out := s.Pin(placement.PinRequest{Gang: "ns/g2", Owner: "u", Key: clique, Domain: "a", Nodes: domains[clique]["a"], Remaining: 2}); out != placement.Pinned {
-			t.Fatalf("outcome %v; want Pinned", out)
-		}
+		capacity := uniform(8, 1, allNodes...).capacity()
+		c := mustPin(t, s, "ns/g1", clique, "a", slots(1, 1, "n0"), 1, capacity)
+		s.Drain("ns/g1", c.ID, "n9") // the member went elsewhere: n0's slot is free again
+		mustPin(t, s, "ns/g2", clique, "a", slots(1, 1, "n0", "n1"), 2, capacity)
 	})
-	t.Run("remaining 0 or negative is committed at once", func(t *testing.T) {
+	t.Run("remaining 0 or negative is committed at once, whatever its reservation", func(t *testing.T) {
 		for _, rem := range []int{0, -1, -7} {
 			s := placement.NewStore()
-			c, out := s.Pin(placement.PinRequest{Gang: "ns/g", Owner: "u", Key: clique, Domain: "a", Nodes: domains[clique]["a"], Remaining: rem})
-			if out != placement.Pinned || c.Remaining != 0 || c.Forming() {
-				t.Fatalf("rem %d: Pin = %+v,%v", rem, c, out)
+			mustPin(t, s, "ns/full", clique, "a", slots(4, 2, "n0"), 4, roomy()) // n0's 4 pod slots
+			c, out := s.Pin(placement.PinRequest{Gang: "ns/g", Owner: "u", Key: clique, Domain: "a",
+				Reserved: slots(1, 1, "n0"), Capacity: roomy(), Remaining: rem})
+			if out != placement.Pinned || c.Remaining != 0 || c.Forming() || c.Reserved != nil {
+				t.Fatalf("rem %d: Pin = %+v,%v; want a committed pin without reservation", rem, c, out)
 			}
-			if s.HeldDomains() != 0 {
-				t.Fatalf("rem %d: committed pin holds", rem)
+			if s.HeldDomains() != 1 {
+				t.Fatalf("rem %d: HeldDomains = %d, want ns/full's only", rem, s.HeldDomains())
 			}
-			if _, held := s.NodeHeld("n0", labelsOf("n0")); held {
-				t.Fatalf("rem %d: n0 held by a committed pin", rem)
+			if r := s.ReservedOn("n0", ""); !reflect.DeepEqual(r.Gangs, []string{"ns/full"}) {
+				t.Fatalf("rem %d: n0 reserved by %v", rem, r.Gangs)
 			}
 			if o, cm := s.Committed("ns/g", c.ID); !o || !cm {
 				t.Fatalf("rem %d: Committed = %v,%v", rem, o, cm)
 			}
 		}
 	})
-	t.Run("own domain is not held by other", func(t *testing.T) {
+	t.Run("own reservation is not held by other", func(t *testing.T) {
 		s := placement.NewStore()
-		c := mustChoose(t, s, "ns/g", clique, 2, map[string]int{"a": 2}, "a")
+		capacity := uniform(8, 1, allNodes...).capacity()
+		c := mustPin(t, s, "ns/g", clique, "a", slots(1, 1, "n0", "n1"), 2, capacity)
 		s.Release("ns/g", c.ID, nil)
-		if _, out := s.Pin(placement.PinRequest{Gang: "ns/g", Owner: "u", Key: clique, Domain: "a", Nodes: domains[clique]["a"], Remaining: 2}); out != placement.Pinned {
-			t.Fatalf("re-pin after release: %v", out)
-		}
+		mustPin(t, s, "ns/g", clique, "a", slots(1, 1, "n0", "n1"), 2, capacity)
 	})
-}
-
-func TestNodeHeld(t *testing.T) {
-	s := placement.NewStore()
-	mustChoose(t, s, "ns/g1", clique, 2, map[string]int{"a": 2}, "a")               // n0 n1
-	mustChoose(t, s, "ns/g2", rack, 1, map[string]int{"z": 1, "x": 3}, "z")         // n5
-	c3 := mustChoose(t, s, "ns/g3", clique, 1, map[string]int{"b": 2, "c": 0}, "b") // n2 n3
-	s.Drain("ns/g3", c3.ID)                                                         // committed: no hold
-
-	cases := []struct {
-		name   string
-		node   string
-		labels map[string]string
-		want   string // "" = not held
-	}{
-		{"node in set, no labels", "n0", nil, "ns/g1"},
-		{"node in set, with labels", "n1", labelsOf("n1"), "ns/g1"},
-		{"node of another key's domain", "n5", nil, "ns/g2"},
-		{"node of a committed pin", "n2", labelsOf("n2"), ""},
-		{"free node", "n4", labelsOf("n4"), ""},
-		{"joined clique a after the pin", "n9", map[string]string{clique: "a"}, "ns/g1"},
-		{"joined rack z after the pin", "n9", map[string]string{rack: "z"}, "ns/g2"},
-		{"joined committed clique b", "n9", map[string]string{clique: "b"}, ""},
-		{"label of an unheld domain", "n9", map[string]string{clique: "c", rack: "y"}, ""},
-		{"empty label value", "n9", map[string]string{clique: ""}, ""},
-		{"held value under an unrelated key", "n9", map[string]string{"other": "a"}, ""},
-		{"unknown node without labels", "n9", nil, ""},
-	}
-	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			g, held := s.NodeHeld(tc.node, tc.labels)
-			if held != (tc.want != "") || g != tc.want {
-				t.Fatalf("NodeHeld(%s, %v) = %q,%v; want %q", tc.node, tc.labels, g, held, tc.want)
-			}
-		})
-	}
-	if s.HeldDomains() != 2 {
-		t.Fatalf("HeldDomains = %d, want 2", s.HeldDomains())
-	}
 }
 
 func TestAttemptIDsStrictlyIncrease(t *testing.T) {
@@ -747,11 +763,7 @@ func TestAttemptIDsStrictlyIncrease(t *testing.T) {
 	}
 	for round := 0; round < 5; round++ {
 		next(mustChoose(t, s, "ns/g1", clique, 2, map[string]int{"a": 2}, "a"))
-		c, out := s.Pin(placement.PinRequest{Gang: "ns/g2", Owner: "u", Key: clique, Domain: "b", Nodes: domains[clique]["b"], Remaining: 1})
-		if out != placement.Pinned {
-			t.Fatalf("pin outcome %v", out)
-		}
-		next(c)
+		next(mustPin(t, s, "ns/g2", clique, "b", slots(1, 1, "n2"), 1, roomy()))
 		// Existing pins do not consume ids.
 		if again := choose(s, "ns/g1", "uid-ns/g1", clique, 2, map[string]int{"a": 2}); again.Commitment.ID != last-1 {
 			t.Fatalf("existing pin id %d", again.Commitment.ID)
@@ -807,19 +819,28 @@ func TestGetListLen(t *testing.T) {
 	}
 }
 
-// TestGetReturnsIndependentCopy: Get is documented to return a copy of the commitment; a
-// caller writing into the returned node list must not change the store's hold.
+// TestGetReturnsIndependentCopy: Get and List return copies that share nothing with the
+// store; a caller writing into a returned reservation (its slots or their resources) must
+// not change the store's reservation.
 func TestGetReturnsIndependentCopy(t *testing.T) {
 	s := placement.NewStore()
 	mustChoose(t, s, "ns/g", clique, 2, map[string]int{"a": 2}, "a")
+	want, _ := s.Get("ns/g")
 	c, _ := s.Get("ns/g")
-	c.Nodes[0] = "elsewhere"
-	if again, _ := s.Get("ns/g"); again.Nodes[0] != "n0" {
-		t.Fatalf("mutating Get's result changed the store: nodes now %v", again.Nodes)
+	c.Reserved["n0"].Each[gpu] = 100
+	c.Reserved["elsewhere"] = placement.Slot{Count: 1}
+	delete(c.Reserved, "n1")
+	l := s.List()
+	l[0].Reserved["n1"].Each[gpu] = 100
+	if again, _ := s.Get("ns/g"); !reflect.DeepEqual(again, want) {
+		t.Fatalf("mutating Get's or List's result changed the store: %+v, want %+v", again, want)
+	}
+	if r := s.ReservedOn("n0", ""); r.Resources[gpu] != 1 {
+		t.Fatalf("n0 reserves %d GPUs after mutating a copy; want 1", r.Resources[gpu])
 	}
 	s.Release("ns/g", placement.AnyID, nil)
-	if g, held := s.NodeHeld("n0", nil); held {
-		t.Fatalf("n0 still held by %q after release", g)
+	if r := s.ReservedOn("n0", ""); len(r.Gangs) != 0 {
+		t.Fatalf("n0 still reserved by %v after release", r.Gangs)
 	}
 }
 
