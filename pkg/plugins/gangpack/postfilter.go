@@ -9,11 +9,14 @@ import (
 )
 
 // PostFilter unwinds a pinned attempt whose candidates were all filtered out, remembers the
-// domain as failed, and retries promptly in another domain. It never
-// nominates a node.
-func (pl *GangPack) PostFilter(ctx context.Context, cs fwk.CycleState, pod *v1.Pod, _ fwk.NodeToStatusReader) (*fwk.PostFilterResult, *fwk.Status) {
+// domain as failed, and retries promptly in another domain. A pod without a cycle pin that
+// failed for lack of room preempts when preemption is on (preempt.go).
+func (pl *GangPack) PostFilter(ctx context.Context, cs fwk.CycleState, pod *v1.Pod, m fwk.NodeToStatusReader) (*fwk.PostFilterResult, *fwk.Status) {
 	pin := readPin(cs)
 	if pin == nil { // not pinned: nothing of ours to release
+		if pl.args.Preemption {
+			return pl.preempt(ctx, pod, m)
+		}
 		return nil, fwk.NewStatus(fwk.Unschedulable)
 	}
 	logger := klog.FromContext(ctx)
