@@ -419,3 +419,84 @@ func TestPreemptOff(t *testing.T) {
 func filteredOut() fwk.NodeToStatusReader {
 	return framework.NewNodeToStatus(map[string]*fwk.Status{}, fwk.NewStatus(fwk.Unschedulable, "Insufficient nvidia.com/gpu"))
 }
+
+// A forming lower-priority gang holding a domain is a victim like any other: its waiting
+// member is rejected (not deleted), its hold is released in one unwind, and the preemptor
+// pins the domain; a mid-priority gang elsewhere is untouched (rule 2).
+func TestPreemptLowerPriorityHolder(t *testing.T) {
+	form := []*v1.Pod{prio(gangMember("form-0", "form", 1), 1), prio(gangMember("form-1", "form", 1), 1)}
+	mid := gangOn("mid", 5, "b1", "b2")
+	hi := []*v1.Pod{prio(gangMember("hi-0", "hi", 1), 10), prio(gangMember("hi-1", "hi", 1), 10)}
+	pods := append(append(append([]*v1.Pod{}, form...), mid...), hi...)
+	w := newPreemptWorld(t, twoDomains(), pods, podGroup("form", 2), podGroup("mid", 2), podGroup("hi", 2))
+	// form-1 stays out of the snapshot's nodes: only form-0 is placed (waiting at Permit).
+	c := w.mustPin(form[0])
+	if st := c.reserveOn("a1"); st.Code() != fwk.Wait {
+		t.Fatalf("Permit(form-0) = %v, want Wait", st)
+	}
+	waiter := w.h.register(form[0])
+	w.resnap(assumed(form[0], "a1"))
+	res, st := w.postFilter(hi[0])
+	assertNominated(t, res, st, "a1", "a2")
+	if got := waiter.await(testWait); got == "" || got == "allowed" {
+		t.Fatalf("form-0 verdict %q, want a rejection", got)
+	}
+	if c, ok := w.pl.store.Get(testNS + "/hi"); !ok || c.Domain != "a" {
+		t.Fatalf("hi pin %+v %v, want a", c, ok)
+	}
+	if _, ok := w.pl.store.Get(testNS + "/form"); ok {
+		t.Fatal("the holder's commitment survived")
+	}
+	// The waiting member is rejected, not deleted; nothing else is touched.
+	if got, want := w.remaining(), []string{"form-0", "form-1", "hi-0", "hi-1", "mid-0", "mid-1"}; !slices.Equal(got, want) {
+		t.Fatalf("pods left %v, want %v", got, want)
+	}
+	if notes := w.eventNotes(); notes[testNS+"/form-0"] != "Preempted by gang "+testNS+"/hi to place it in domain a" {
+		t.Fatalf("events %v", notes)
+	}
+}
+
+// A domain held by a gang of equal or higher priority is never a candidate.
+func TestPreemptHigherPriorityHolderKept(t *testing.T) {
+	form := []*v1.Pod{prio(gangMember("form-0", "form", 1), 10), prio(gangMember("form-1", "form", 1), 10)}
+	low := gangOn("low", 5, "b1", "b2")
+	hi := []*v1.Pod{prio(gangMember("hi-0", "hi", 1), 10), prio(gangMember("hi-1", "hi", 1), 10)}
+	pods := append(append(append([]*v1.Pod{}, form...), low...), hi...)
+	w := newPreemptWorld(t, twoDomains(), pods, podGroup("form", 2), podGroup("low", 2), podGroup("hi", 2))
+	c := w.mustPin(form[0])
+	if st := c.reserveOn("a1"); st.Code() != fwk.Wait {
+		t.Fatalf("Permit(form-0) = %v, want Wait", st)
+	}
+	waiter := w.h.register(form[0])
+	w.resnap(assumed(form[0], "a1"))
+	res, st := w.postFilter(hi[0])
+	assertNominated(t, res, st, "b1", "b2")
+	if got := waiter.now(); got != "" {
+		t.Fatalf("the equal-priority holder's member got verdict %q", got)
+	}
+	if got, want := w.remaining(), []string{"form-0", "form-1", "hi-0", "hi-1"}; !slices.Equal(got, want) {
+		t.Fatalf("pods left %v, want %v", got, want)
+	}
+}
+
+// Bad input never panics: a preemptor without nodes, pods without requests or priority,
+// a nil status reader.
+func TestPreemptDegenerateInputs(t *testing.T) {
+	w := newPreemptWorld(t, nil, []*v1.Pod{standalone("solo")})
+	res, st := w.pl.PostFilter(w.ctx, framework.NewCycleState(), standalone("solo"), nil)
+	if st.Code() != fwk.Unschedulable || res != nil {
+		t.Fatalf("PostFilter = %v, %v", res, st)
+	}
+	empty := st2pod("empty")
+	w2 := newPreemptWorld(t, twoDomains(), []*v1.Pod{empty, placedOn(st2pod("x"), "a1")})
+	if _, st := w2.pl.PostFilter(w2.ctx, framework.NewCycleState(), empty, filteredOut()); st.Code() != fwk.Unschedulable {
+		t.Fatalf("PostFilter(no requests) = %v", st)
+	}
+}
+
+// st2pod is a standalone pod without requests or priority.
+func st2pod(name string) *v1.Pod {
+	p := standalone(name)
+	p.Spec.Containers[0].Resources = v1.ResourceRequirements{}
+	return p
+}
