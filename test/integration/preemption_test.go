@@ -306,11 +306,26 @@ func TestPreemptCoschedulingDifferentPriority(t *testing.T) {
 			e := newEnv(t)
 			e.domain("a", 1, 3)
 			e.startScheduler(preemptionProfile)
-			mid := e.prioGang("mid", 3, 50, false)
-			if !interleaved {
+			var mid, hi []string
+			if interleaved {
+				e.podGroup("mid", 3, domainKey, 60)
+				e.podGroup("hi", 3, domainKey, 60)
+				for i := 0; i < 3; i++ {
+					for _, g := range []struct {
+						name string
+						prio int32
+						list *[]string
+					}{{"mid", 50, &mid}, {"hi", 100, &hi}} {
+						n := fmt.Sprintf("%s-%d", g.name, i)
+						e.prioPod(testenv.PodSpec{Name: n, Group: g.name, GPUs: 1}, g.prio, false)
+						*g.list = append(*g.list, n)
+					}
+				}
+			} else {
+				mid = e.prioGang("mid", 3, 50, false)
 				e.bound(30*time.Second, mid...)
+				hi = e.prioGang("hi", 3, 100, false)
 			}
-			hi := e.prioGang("hi", 3, 100, false)
 			e.bound(40*time.Second, hi...)
 			for _, p := range mid {
 				if n := testenv.NodeOf(e.ctx, e.cp.Client, e.ns, p); n != "" && e.exists(p) {

@@ -143,11 +143,14 @@ func msgHoldCap(ns string, holds int) string {
 // preempt. kube-scheduler appends PostFilter's message to the FailedScheduling text, so each
 // starts with "; preemption: " and the visible message ends with it.
 const (
-	preemptPrefix           = "; preemption: "
-	reasonNoLowerPriority   = "no lower-priority pods to evict"
-	reasonPreemptNever      = "preemptionPolicy is Never"
-	reasonEveryCandidatePDB = "every candidate would violate a PodDisruptionBudget"
+	preemptPrefix         = "; preemption: "
+	reasonNoLowerPriority = "no lower-priority pods to evict"
+	reasonPreemptNever    = "preemptionPolicy is Never"
 )
+
+// Budget violations are allowed (ranked last among candidates, as kube-scheduler's default
+// preemption does), so no wait is ever explained by "every candidate would violate a
+// PodDisruptionBudget".
 
 // reasonNoDomain: evicting every lower-priority unit still leaves no single domain (node, for
 // a standalone pod) with room for the preemptor.
