@@ -15,7 +15,7 @@ import (
 	"github.com/moirai-internal/ome-scheduler/pkg/topology"
 )
 
-// Gang-aware, topology-aware preemption (docs/design.md, "Preemption"). After a cycle failed
+// Gang-aware, topology-aware preemption (docs/operations.md, section 8). After a cycle failed
 // for lack of room, PostFilter looks for the one domain (for a standalone pod: the one node)
 // where evicting whole lower-priority units makes room for the whole preemptor, evicts them,
 // and, for a gang, pins and holds that domain while they terminate.
