@@ -41,8 +41,8 @@ type Args struct {
 	// MaxHoldsPerNamespace caps the gangs of one namespace that may hold domains at once while
 	// they form; 0 or unset = no cap.
 	MaxHoldsPerNamespace *int64 `json:"maxHoldsPerNamespace,omitempty"`
-	// Preemption asks for gang-aware, topology-aware preemption. Accepted, not implemented
-	// yet: New logs so, and a gang that fits in no domain waits.
+	// Preemption turns on gang-aware, topology-aware preemption: a gang (or standalone pod)
+	// that fits nowhere evicts whole lower-priority gangs and pods to free one domain (node).
 	Preemption bool `json:"preemption,omitempty"`
 }
 

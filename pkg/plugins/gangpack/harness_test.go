@@ -2,6 +2,7 @@ package gangpack
 
 import (
 	"context"
+	"fmt"
 	"strconv"
 	"sync"
 	"testing"
@@ -16,6 +17,7 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 	restclient "k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/events"
 	"k8s.io/klog/v2"
 	"k8s.io/klog/v2/ktesting"
 	fwk "k8s.io/kube-scheduler/framework"
@@ -50,6 +52,25 @@ type fakeHandle struct {
 	mu        sync.Mutex
 	waiting   map[types.UID]*fakeWaiter
 	activated []string
+	events    []recordedEvent
+}
+
+// recordedEvent is one event the plugin emitted through the handle's recorder.
+type recordedEvent struct {
+	regarding, reason, note string
+}
+
+func (h *fakeHandle) EventRecorder() events.EventRecorder { return h }
+
+// Eventf records the event (the handle is its own recorder).
+func (h *fakeHandle) Eventf(regarding, _ runtime.Object, _, reason, _, note string, args ...any) {
+	name := ""
+	if o, ok := regarding.(metav1.Object); ok {
+		name = o.GetNamespace() + "/" + o.GetName()
+	}
+	h.mu.Lock()
+	h.events = append(h.events, recordedEvent{regarding: name, reason: reason, note: fmt.Sprintf(note, args...)})
+	h.mu.Unlock()
 }
 
 func (h *fakeHandle) SnapshotSharedLister() fwk.SharedLister                 { return h.snapshot }

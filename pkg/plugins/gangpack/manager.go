@@ -36,6 +36,7 @@ type gangs struct {
 	incomplete *keySet                  // gangs waiting for all their members to exist
 	quality    *qualityTracker          // per-domain series and pending gangs of the quality gauges
 	doubts     *bindsInDoubt            // nodes of pods whose binding failed after admission
+	preempted  *preemptions             // victims each preemptor waits on
 
 	// active is set by the first PreFilter: a standby replica makes no activations.
 	active atomic.Bool
@@ -57,6 +58,7 @@ func newGangs(ctx context.Context, h fwk.Handle, ml *memberLister) *gangs {
 		incomplete: newKeySet(),
 		quality:    newQualityTracker(),
 		doubts:     newBindsInDoubt(),
+		preempted:  newPreemptions(),
 		after:      func(d time.Duration, f func()) { time.AfterFunc(d, f) },
 	}
 	gs.store.SetOnChange(gs.pinsChanged)

@@ -163,3 +163,33 @@ func msgKeyNotAllowed(ns, name, key string, allowed []string, fallback string) s
 func msgHoldCap(ns string, holds int) string {
 	return fmt.Sprintf("namespace %s already has %d forming gangs holding domains, the most maxHoldsPerNamespace allows", ns, holds)
 }
+
+// Preemption explanations: PostFilter's message when a gang or pod that lacks room does not
+// preempt. kube-scheduler appends PostFilter's message to the FailedScheduling text, so each
+// starts with "; preemption: " and the visible message ends with it.
+const (
+	preemptPrefix         = "; preemption: "
+	reasonNoLowerPriority = "no lower-priority pods to evict"
+	reasonPreemptNever    = "preemptionPolicy is Never"
+)
+
+// Budget violations are allowed (ranked last among candidates, as kube-scheduler's default
+// preemption does), so no wait is ever explained by "every candidate would violate a
+// PodDisruptionBudget".
+
+// reasonNoDomain: evicting every lower-priority unit still leaves no single domain (node, for
+// a standalone pod) with room for the preemptor.
+func reasonNoDomain(need int) string {
+	return fmt.Sprintf("evicting lower-priority pods would not free one domain for %d members", need)
+}
+
+// msgPreemptWaiting: the preemptor already evicted victims for a domain and waits for them to
+// terminate; it does not preempt again meanwhile.
+func msgPreemptWaiting(n int, domain string) string {
+	return fmt.Sprintf("%swaiting for %d preempted pods to terminate in domain %s", preemptPrefix, n, domain)
+}
+
+// msgPreempted is the Preempted event on each victim.
+func msgPreempted(kind, ns, name, domain string) string {
+	return fmt.Sprintf("Preempted by %s %s/%s to place it in domain %s", kind, ns, name, domain)
+}

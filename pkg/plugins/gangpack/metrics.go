@@ -123,6 +123,7 @@ func registerMetrics() {
 		unwindTotal.Add(0)
 		pinnedGroups.Set(0)
 		registerQualityMetrics()
+		registerPreemptionMetrics()
 	})
 }
 

@@ -13,6 +13,7 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	policylisters "k8s.io/client-go/listers/policy/v1"
 	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
 
@@ -33,6 +34,8 @@ type GangPack struct {
 	podGroups *podGroupReader
 	// registerPodGroupEvents is true when the PodGroup resource was served at construction.
 	registerPodGroupEvents bool
+	// pdbs lists PodDisruptionBudgets for preemption (nil when preemption is off).
+	pdbs policylisters.PodDisruptionBudgetLister
 	*gangs
 }
 
@@ -72,14 +75,14 @@ func New(ctx context.Context, obj runtime.Object, h fwk.Handle) (fwk.Plugin, err
 	}
 	registerMetrics()
 	logger := klog.FromContext(ctx).WithValues("plugin", Name)
-	if args.Preemption {
-		logger.Info("Warning: preemption: true is accepted but gang-aware preemption is not implemented yet; gangs that fit in no domain wait, and DefaultPreemption must stay disabled")
-	}
 	ml, err := newMemberLister(h.SharedInformerFactory().Core().V1().Pods())
 	if err != nil {
 		return nil, fmt.Errorf("add pod-group index to the pod informer: %w", err)
 	}
 	pl := newPlugin(klog.NewContext(ctx, logger), args, h, ml)
+	if args.Preemption {
+		pl.pdbs = h.SharedInformerFactory().Policy().V1().PodDisruptionBudgets().Lister()
+	}
 	if err := pl.watchDoubts(h.SharedInformerFactory().Core().V1().Pods().Informer()); err != nil {
 		return nil, fmt.Errorf("watch pods for bindings in doubt: %w", err)
 	}

@@ -9,12 +9,19 @@ import (
 )
 
 // PostFilter unwinds a pinned attempt whose candidates were all filtered out, remembers the
-// domain as failed, and retries promptly in another domain. It never
-// nominates a node.
-func (pl *GangPack) PostFilter(ctx context.Context, cs fwk.CycleState, pod *v1.Pod, statuses fwk.NodeToStatusReader) (*fwk.PostFilterResult, *fwk.Status) {
+// domain as failed, and retries promptly in another domain. A pod without a cycle pin that
+// failed for lack of room preempts when preemption is on (preempt.go).
+func (pl *GangPack) PostFilter(ctx context.Context, cs fwk.CycleState, pod *v1.Pod, m fwk.NodeToStatusReader) (*fwk.PostFilterResult, *fwk.Status) {
 	pin := readPin(cs)
-	if pin == nil { // not pinned: nothing of ours to release; explain reservations
-		return nil, fwk.NewStatus(fwk.Unschedulable, pl.explainReserved(pod, statuses))
+	if pin == nil { // not pinned: nothing of ours to release
+		if pl.args.Preemption {
+			res, st := pl.preempt(ctx, pod, m)
+			if st.Code() != fwk.Unschedulable || st.Message() != "" {
+				return res, st
+			}
+		}
+		// Not for lack of room: say whose reservations, if any, kept the pod out.
+		return nil, fwk.NewStatus(fwk.Unschedulable, pl.explainReserved(pod, m))
 	}
 	logger := klog.FromContext(ctx)
 	res := pl.unwind(logger, pin.Gang.Key, pin.ID, causePostFilter, true)

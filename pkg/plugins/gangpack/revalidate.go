@@ -87,13 +87,15 @@ func (p *planner) memberOutside(domain string) bool {
 }
 
 // staleByRoom decides, from the plan of the pinned domain, whether the pin went stale: the
-// domain vanished, or nothing is placed in it and it has no room for the gang any more.
+// domain vanished, or nothing is placed in it and it has no room for the gang any more (and
+// it is not a domain the gang preempted for, whose victims still terminate).
 func (p *planner) staleByRoom(c placement.Commitment, plans map[string]*topology.DomainPlan) (pinDecision, bool) {
 	dp := plans[c.Domain]
 	switch {
 	case dp == nil || len(dp.Nodes) == 0:
 		return pinDecision{cause: causeStalePin, stale: staleDomainGone, msg: msgStaleReleased(c.Domain, p.info.Key)}, true
-	case p.placedIn(c.Domain) == 0 && dp.Room < p.need:
+	case p.placedIn(c.Domain) == 0 && dp.Room < p.need && !p.pl.awaitingVictims(p.info.Key, c.Domain):
+		// A domain freed by preemption lacks room until its victims are gone: kept.
 		return pinDecision{cause: causeStalePin, stale: staleNoRoom, msg: msgStaleReleased(c.Domain, p.info.Key)}, true
 	}
 	return pinDecision{}, false

@@ -113,8 +113,8 @@ func (p *planner) rawRooms(rooms map[string]int) map[string]int {
 // reReserve brings a pinned gang's reservation up to date with its plan of the domain: a
 // member that went to another node than its slot, room freed for an adopted gang.
 func (p *planner) reReserve(c *placement.Commitment) {
-	if !c.Forming() {
-		return
+	if !c.Forming() || p.pl.awaitingVictims(c.Gang, c.Domain) {
+		return // a preemptor keeps the room its victims give back
 	}
 	res := p.reservation(c.Domain)
 	if res.Members() == c.Reserved.Members() && sameNodes(res, c.Reserved) {

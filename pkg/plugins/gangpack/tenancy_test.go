@@ -157,7 +157,7 @@ func BenchmarkPlanManyShapes(b *testing.B) {
 	}
 }
 
-// The preemption switch is accepted (the chart renders it) and changes nothing yet.
+// The preemption switch is accepted (the chart renders it).
 func TestPreemptionArgumentAccepted(t *testing.T) {
 	args, err := DecodeArgs(&runtime.Unknown{ContentType: runtime.ContentTypeJSON,
 		Raw: []byte(`{"gcIntervalSeconds":60,"preemption":true}`)})

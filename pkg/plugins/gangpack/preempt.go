@@ -1,0 +1,279 @@
+package gangpack
+
+import (
+	"context"
+	"slices"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	policy "k8s.io/api/policy/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	corev1helpers "k8s.io/component-helpers/scheduling/corev1"
+	"k8s.io/klog/v2"
+	fwk "k8s.io/kube-scheduler/framework"
+
+	"github.com/moirai-internal/ome-scheduler/pkg/topology"
+)
+
+// Gang-aware, topology-aware preemption (docs/operations.md, section 8). After a cycle failed
+// for lack of room, PostFilter looks for the one domain (for a standalone pod: the one node)
+// where evicting whole lower-priority units makes room for the whole preemptor, evicts them,
+// and, for a gang, pins and holds that domain while they terminate.
+
+// causePreempted is the unwind cause of a victim gang's commitment.
+const causePreempted = "preempted"
+
+// preemptor is what one PostFilter preempts for: a gang (its member being scheduled) or a
+// standalone pod, with the nodes translated for the arithmetic. For a gang, domains are the
+// values of its topology key; for a standalone pod, every node is a domain of its own.
+type preemptor struct {
+	pod      *v1.Pod
+	priority int32
+	kind     string // preemptorGang or preemptorPod
+	key      string // the preemptions record's key
+	name     string // gang (PodGroup) name or pod name, for the Preempted event
+	ownGang  string // the preemptor's gang key ("" for a standalone pod)
+	gang     topology.Gang
+	nodes    []topology.Node
+	all      []fwk.NodeInfo
+	fit      *podFit // the current pod's fit, to nominate a node
+	// planner is the gang's planning (nil for a standalone pod).
+	planner *planner
+	// excluded domains may not be chosen (held by a gang of equal or higher priority).
+	excluded map[string]bool
+	// holders are the lower-priority gangs holding a domain, released if it is chosen.
+	holders map[string]string
+}
+
+// preempt is PostFilter for a pod without a cycle pin when preemption is on.
+func (pl *GangPack) preempt(ctx context.Context, pod *v1.Pod, m fwk.NodeToStatusReader) (*fwk.PostFilterResult, *fwk.Status) {
+	logger := klog.FromContext(ctx)
+	pr, waiting := pl.newPreemptor(logger, pod, m)
+	if waiting != nil {
+		return waiting.result, waiting.status
+	}
+	if pr == nil { // not for lack of room: nothing to explain
+		return nil, fwk.NewStatus(fwk.Unschedulable)
+	}
+	if p := pod.Spec.PreemptionPolicy; p != nil && *p == v1.PreemptNever {
+		return pl.noCandidate(logger, pr, reasonPreemptNever)
+	}
+	units := victimUnits(pr.all, pr.priority, pr.ownGang, pl.listPDBs(logger))
+	if len(units) == 0 {
+		return pl.noCandidate(logger, pr, reasonNoLowerPriority)
+	}
+	cands := topology.PreemptionCandidates(&pr.gang, pr.priority, pr.nodes, topologyUnits(units))
+	cands = slices.DeleteFunc(cands, func(c topology.PreemptionCandidate) bool { return pr.excluded[c.Domain] })
+	for _, c := range cands {
+		if len(c.Victims) == 0 { // room without evictions: something else keeps the pod out
+			logger.V(4).Info("gangpack.PostFilter.preempt_skip", "pod", klog.KObj(pod), "gang", pr.ownGang, "reason", "room_exists", "domain", c.Domain)
+			return nil, fwk.NewStatus(fwk.Unschedulable)
+		}
+	}
+	best, ok := topology.ChoosePreemptionCandidate(cands)
+	if !ok {
+		return pl.noCandidate(logger, pr, reasonNoDomain(pr.gang.Need))
+	}
+	return pl.carryOut(ctx, logger, pr, &cands[best], units)
+}
+
+// waitResult is PostFilter's answer for a preemptor that waits on its victims.
+type waitResult struct {
+	result *fwk.PostFilterResult
+	status *fwk.Status
+}
+
+// newPreemptor builds the preemptor, or returns nil when the cycle did not fail for lack of
+// room; waiting is set when the preemptor already evicted victims that still terminate.
+func (pl *GangPack) newPreemptor(logger klog.Logger, pod *v1.Pod, m fwk.NodeToStatusReader) (*preemptor, *waitResult) {
+	all, err := pl.handle.SnapshotSharedLister().NodeInfos().List()
+	if err != nil {
+		return nil, nil
+	}
+	pr := &preemptor{pod: pod, priority: corev1helpers.PodPriority(pod), all: all, fit: newPodFit(pod)}
+	if key, name, member := gangOf(pod); member {
+		pr.kind, pr.key, pr.name, pr.ownGang = preemptorGang, key, name, key
+	} else {
+		pr.kind, pr.key, pr.name = preemptorPod, "pod/"+podKey(pod), pod.Name
+	}
+	if w := pl.waitingOnVictims(pr); w != nil {
+		return nil, w
+	}
+	if pr.kind == preemptorPod {
+		pl.standaloneNodes(pr, m)
+		return pr, nil
+	}
+	if !pl.gangLacksRoom(logger, pr) {
+		return nil, nil
+	}
+	return pr, nil
+}
+
+// waitingOnVictims answers for a preemptor whose victims still terminate: the pod waits,
+// nominated to the node chosen then, and nothing is evicted again.
+func (pl *GangPack) waitingOnVictims(pr *preemptor) *waitResult {
+	r, left, ok := pl.preempted.pending(pr.key, time.Now(), pl.victimExists)
+	if !ok {
+		return nil
+	}
+	return &waitResult{
+		result: &fwk.PostFilterResult{NominatingInfo: &fwk.NominatingInfo{NominatedNodeName: r.node, NominatingMode: fwk.ModeOverride}},
+		status: fwk.NewStatus(fwk.Unschedulable, msgPreemptWaiting(left, r.domain)),
+	}
+}
+
+// standaloneNodes makes every node a domain of its own. Nodes that a filter rejected as
+// unresolvable (a hold, a taint, affinity) are left out: evicting pods cannot change them.
+func (pl *GangPack) standaloneNodes(pr *preemptor, m fwk.NodeToStatusReader) {
+	f := pr.fit
+	pr.gang = topology.Gang{Need: 1, Shapes: []topology.Resources{f.request}, Siblings: []int{0}}
+	names := resourceNames(f.request)
+	for _, ni := range pr.all {
+		node := ni.Node()
+		if node == nil || (m != nil && m.Get(node.Name).Code() == fwk.UnschedulableAndUnresolvable) {
+			continue
+		}
+		free, freePods := nodeFreeOf(ni, names)
+		pr.nodes = append(pr.nodes, topology.Node{Name: node.Name, Domain: node.Name, Free: free, FreePods: freePods,
+			Fits: []bool{f.fits(ni, f.request, 1)}})
+	}
+}
+
+// gangLacksRoom plans the gang as PreFilter did and reports whether no domain has room for
+// it when other gangs' holds are ignored (then a hold, a spread rule, a sibling wait or
+// missing members is not the reason it failed). It fills the preemptor's gang and nodes.
+func (pl *GangPack) gangLacksRoom(logger klog.Logger, pr *preemptor) bool {
+	_, name, _ := gangOf(pr.pod)
+	if pl.podGroups == nil {
+		return false
+	}
+	pg, err := pl.podGroups.get(pr.pod.Namespace, name)
+	if err != nil || pg == nil {
+		return false
+	}
+	info, st := interpretPodGroup(pl.args, pr.pod, pg)
+	if st != nil {
+		return false
+	}
+	if _, pinned := pl.store.Get(info.Key); pinned {
+		return false // the gang has a domain: it waits there
+	}
+	p := &planner{pl: pl, logger: logger, pod: pr.pod, info: info, all: pr.all, generation: pl.store.Generation()}
+	p.findPlaced()
+	if p.split() || p.gate() != nil || pl.atHoldCap(info) {
+		return false
+	}
+	p.buildGang()
+	set := p.all
+	if len(p.placed) > 0 { // placed members never move: only their domain can be freed
+		set = p.nodesOfDomain(info.TopologyKey, p.placed[0].domain)
+	}
+	if _, fits := topology.BestFit(topology.Rooms(p.planOver(set)), p.need); fits {
+		return false
+	}
+	pr.planner, pr.gang = p, p.gang
+	pr.nodes = preemptNodes(p, set)
+	pl.markHeldDomains(pr, info)
+	return true
+}
+
+// atHoldCap reports whether the gang's namespace already has as many forming gangs as
+// maxHoldsPerNamespace allows: the gang could not hold a freed domain.
+func (pl *GangPack) atHoldCap(info gangInfo) bool {
+	limit := pl.args.HoldCap()
+	return limit > 0 && pl.store.FormingWithPrefix(info.Namespace+"/", info.Key) >= limit
+}
+
+// preemptNodes translates the labelled nodes of set for the preemption arithmetic: Fits
+// reports only what evicting pods cannot change (resources are judged from Free).
+func preemptNodes(p *planner, set []fwk.NodeInfo) []topology.Node {
+	out := make([]topology.Node, 0, len(set))
+	for _, ni := range set {
+		node := ni.Node()
+		if node == nil || node.Labels[p.info.TopologyKey] == "" {
+			continue
+		}
+		free, freePods := nodeFreeOf(ni, p.resources)
+		fits := make([]bool, len(p.shapeFits))
+		for s, f := range p.shapeFits {
+			fits[s] = f.fits(ni, f.request, 1)
+		}
+		out = append(out, topology.Node{Name: node.Name, Domain: node.Labels[p.info.TopologyKey], Free: free, FreePods: freePods, Fits: fits})
+	}
+	return out
+}
+
+// markHeldDomains excludes the domains other gangs hold under the gang's topology key unless
+// the holder has a lower priority; those holders are released if their domain is chosen.
+func (pl *GangPack) markHeldDomains(pr *preemptor, info gangInfo) {
+	pr.excluded, pr.holders = map[string]bool{}, map[string]string{}
+	for _, c := range pl.store.List() {
+		if !c.Forming() || c.Gang == info.Key || c.Key != info.TopologyKey {
+			continue
+		}
+		if pl.gangPriority(c.Gang) < pr.priority {
+			pr.holders[c.Domain] = c.Gang
+		} else {
+			pr.excluded[c.Domain] = true
+		}
+	}
+}
+
+// gangPriority is the highest priority among a gang's live pods (math.MaxInt32 when they
+// cannot be listed, so an unknown holder is never displaced).
+func (pl *GangPack) gangPriority(key string) int32 {
+	ns, name := splitKey(key)
+	pods, err := pl.members.list(ns, name)
+	if err != nil {
+		return 1<<31 - 1
+	}
+	prio, found := int32(0), false
+	for _, p := range pods {
+		if !live(p) {
+			continue
+		}
+		if q := corev1helpers.PodPriority(p); !found || q > prio {
+			prio, found = q, true
+		}
+	}
+	return prio
+}
+
+// splitKey splits a gang key {ns}/{name}.
+func splitKey(key string) (ns, name string) {
+	for i := 0; i < len(key); i++ {
+		if key[i] == '/' {
+			return key[:i], key[i+1:]
+		}
+	}
+	return "", key
+}
+
+// resourceNames lists a request's resource names.
+func resourceNames(r topology.Resources) []string {
+	out := make([]string, 0, len(r))
+	for k := range r {
+		out = append(out, k)
+	}
+	return out
+}
+
+// listPDBs returns every PodDisruptionBudget (none when the lister is missing or fails).
+func (pl *GangPack) listPDBs(logger klog.Logger) []*policy.PodDisruptionBudget {
+	if pl.pdbs == nil {
+		return nil
+	}
+	pdbs, err := pl.pdbs.List(labels.Everything())
+	if err != nil {
+		logger.V(4).Info("gangpack.PostFilter.pdb_list_failed", "err", err)
+		return nil
+	}
+	return pdbs
+}
+
+// noCandidate ends a preemption that found nothing to evict, with the reason in the message.
+func (pl *GangPack) noCandidate(logger klog.Logger, pr *preemptor, reason string) (*fwk.PostFilterResult, *fwk.Status) {
+	preemptionTotal.WithLabelValues(pr.kind, preemptResultNoCandidate).Inc()
+	logger.V(4).Info("gangpack.PostFilter.preempt", "pod", klog.KObj(pr.pod), "gang", pr.ownGang, "domain", "", "victims", []string{}, "reason", reason)
+	return nil, fwk.NewStatus(fwk.Unschedulable, preemptPrefix+reason)
+}
