@@ -44,3 +44,25 @@ func TestHoldCapPerNamespace(t *testing.T) {
 	e.ungate("x-1")
 	e.bound(20*time.Second, "x-0", "x-1", "y-0", "y-1")
 }
+
+// Without an allowlist, a gang on a cluster-wide key (kubernetes.io/os: the whole cluster is
+// one domain) that never completes reserves only its own members' room: another gang and a
+// standalone pod are placed beside it at once, and its reservation ends at its timeout.
+func TestClusterWideKeyDoesNotHoldTheCluster(t *testing.T) {
+	e := newEnv(t)
+	e.domain("a", 2, 1, map[string]string{"kubernetes.io/os": "linux"})
+	e.domain("b", 3, 1, map[string]string{"kubernetes.io/os": "linux"})
+	e.startScheduler(testenv.Profile{})
+	e.podGroup("os", 2, "kubernetes.io/os", 8)
+	e.waitWithGatedSibling("os", "os-0", "os-1", true) // never ungated
+	e.podGroup("other", 2, domainKey, 60)
+	e.pod(testenv.PodSpec{Name: "solo", GPUs: 1})
+	got := e.bound(20*time.Second, append(e.gang("other", 2, 1, true), "solo")...)
+	e.distinctNodes(got)
+	e.staysPending(time.Second, "os-0", "os-1")
+	// Its reservation ends at the gang's timeout and the domain rests: the gang does not
+	// reserve it again at once, and the node kept for os-1 can be used.
+	e.message("os-0", "no domain has room for gang "+e.ns+"/os: domain linux rests after the gang's reservation there expired", 30*time.Second)
+	e.pod(testenv.PodSpec{Name: "late", GPUs: 1})
+	e.bound(20*time.Second, "late")
+}
