@@ -136,17 +136,6 @@ func mergeShapes(groups []shapeGroup, limit int) []shapeGroup {
 	return append(kept, merged)
 }
 
-// nodesOfDomain returns the snapshot nodes whose label key has value domain.
-func (p *planner) nodesOfDomain(key, domain string) []fwk.NodeInfo {
-	var out []fwk.NodeInfo
-	for _, ni := range p.all {
-		if n := ni.Node(); n != nil && domain != "" && n.Labels[key] == domain {
-			out = append(out, ni)
-		}
-	}
-	return out
-}
-
 // planOver computes the per-domain plans over a node set under the gang's topology key.
 func (p *planner) planOver(set []fwk.NodeInfo) map[string]*topology.DomainPlan {
 	p.tnodes = p.topologyNodes(set)

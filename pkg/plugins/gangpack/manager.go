@@ -36,6 +36,7 @@ type gangs struct {
 	incomplete *keySet                  // gangs waiting for all their members to exist
 	quality    *qualityTracker          // per-domain series and pending gangs of the quality gauges
 	doubts     *bindsInDoubt            // nodes of pods whose binding failed after admission
+	domains    *domainIndex             // topology key → domain → node names, from node events (nil: scan)
 	preempted  *preemptions             // victims each preemptor waits on
 
 	// active is set by the first PreFilter: a standby replica makes no activations.

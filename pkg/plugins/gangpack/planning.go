@@ -42,8 +42,7 @@ type planner struct {
 	// topologyNodes count room as if nobody reserved any.
 	others         map[string]placement.Reserved
 	ignoreReserved bool
-	tnodes         []topology.Node         // the nodes of the last planning, as the planner saw them
-	byName         map[string]fwk.NodeInfo // snapshot nodes by name, built by capacity
+	tnodes         []topology.Node // the nodes of the last planning, as the planner saw them
 	shapeFits      []*podFit
 	resources      []string // every resource some shape requests: all a plan reads of a node
 	gang           topology.Gang

@@ -83,6 +83,11 @@ func New(ctx context.Context, obj runtime.Object, h fwk.Handle) (fwk.Plugin, err
 	if args.Preemption {
 		pl.pdbs = h.SharedInformerFactory().Policy().V1().PodDisruptionBudgets().Lister()
 	}
+	nodes := h.SharedInformerFactory().Core().V1().Nodes()
+	pl.domains = newDomainIndex(nodes.Lister(), nodes.Informer().HasSynced)
+	if err := pl.domains.watch(nodes.Informer()); err != nil {
+		return nil, fmt.Errorf("watch nodes for the domain index: %w", err)
+	}
 	if err := pl.watchDoubts(h.SharedInformerFactory().Core().V1().Pods().Informer()); err != nil {
 		return nil, fmt.Errorf("watch pods for bindings in doubt: %w", err)
 	}

@@ -57,27 +57,12 @@ func (p *planner) reservation(domain string) placement.Reservation {
 	return out
 }
 
-// capacity reports the snapshot's free room of a node, reservations not set aside.
-func (p *planner) capacity() placement.Capacity {
-	if p.byName == nil {
-		p.byName = make(map[string]fwk.NodeInfo, len(p.all))
-		for _, ni := range p.all {
-			if n := ni.Node(); n != nil {
-				p.byName[n.Name] = ni
-			}
-		}
-	}
-	return func(name string) (topology.Resources, int64, bool) {
-		ni, ok := p.byName[name]
-		if !ok {
-			return nil, 0, false
-		}
-		free, pods := nodeFreeAll(ni)
-		return free, pods, true
-	}
-}
+// capacity reports the snapshot's free room of a node, reservations not set aside. It looks
+// nodes up by name in the cycle's snapshot: a reservation names a few nodes, and building an
+// index of every node here cost a tenth of an unpinned PreFilter at 5,000 nodes.
+func (p *planner) capacity() placement.Capacity { return p.pl.snapshotCapacity() }
 
-// snapshotCapacity is capacity over the framework's snapshot (Reserve has no planner).
+// snapshotCapacity is the free room of a node of the framework's snapshot.
 func (pl *GangPack) snapshotCapacity() placement.Capacity {
 	lister := pl.handle.SnapshotSharedLister().NodeInfos()
 	return func(name string) (topology.Resources, int64, bool) {
