@@ -350,3 +350,25 @@ func hasDisruptionTarget(p *v1.Pod) bool {
 	}
 	return false
 }
+
+// A lower-priority gang still forming (members waiting at Permit, one sibling gated) is a
+// victim too: its waiters are rejected rather than deleted, its reservation is released, and
+// the preemptor binds at once instead of waiting on pods that hold nothing any more.
+func TestPreemptFormingGangWaitingAtPermit(t *testing.T) {
+	e := newEnv(t)
+	e.domain("a", 1, 3)
+	e.startScheduler(preemptionProfile)
+	e.podGroup("mid", 3, domainKey, 60)
+	gw := newGateWatch(t)
+	e.prioPod(testenv.PodSpec{Name: "mid-2", Group: "mid", GPUs: 1, Gates: []string{"example.com/later"}}, 50, false)
+	e.prioPod(testenv.PodSpec{Name: "mid-0", Group: "mid", GPUs: 1}, 50, false)
+	e.prioPod(testenv.PodSpec{Name: "mid-1", Group: "mid", GPUs: 1}, 50, false)
+	gw.wait()
+	hi := e.prioGang("hi", 3, 100, false)
+	e.bound(20*time.Second, hi...)
+	for _, p := range []string{"mid-0", "mid-1"} {
+		if n := testenv.NodeOf(e.ctx, e.cp.Client, e.ns, p); n != "" {
+			t.Fatalf("%s bound to %s next to the high-priority gang", p, n)
+		}
+	}
+}

@@ -116,9 +116,27 @@ func (pl *GangPack) waitingOnVictims(pr *preemptor) *waitResult {
 	if !ok {
 		return nil
 	}
+	pl.evictEscaped(pr, r)
 	return &waitResult{
 		result: &fwk.PostFilterResult{NominatingInfo: &fwk.NominatingInfo{NominatedNodeName: r.node, NominatingMode: fwk.ModeOverride}},
 		status: fwk.NewStatus(fwk.Unschedulable, msgPreemptWaiting(left, r.domain)),
+	}
+}
+
+// evictEscaped deletes the victims that escaped their rejection: a victim waiting at Permit
+// is rejected, but when its gang completed at the same moment it was allowed instead and
+// bound. It is then evicted like any bound victim, so the preemptor does not wait on a pod
+// that will never leave.
+func (pl *GangPack) evictEscaped(pr *preemptor, r preemptRecord) {
+	msg := msgPreempted(pr.kind, pr.pod.Namespace, pr.name, r.domain)
+	for _, v := range r.victims {
+		cur, err := pl.members.lister.Pods(v.namespace).Get(v.name)
+		if err != nil || cur.UID != v.uid || cur.Spec.NodeName == "" || cur.DeletionTimestamp != nil {
+			continue
+		}
+		if err := pl.evictPod(pl.ctx, pl.logger, pr.pod, cur, msg); err != nil {
+			pl.logger.V(2).Info("Evicting an escaped preemption victim failed", "victim", klog.KObj(cur), "err", err)
+		}
 	}
 }
 

@@ -211,10 +211,13 @@ func (p *preemptions) forget(key string, deadline time.Time) {
 	p.mu.Unlock()
 }
 
-// victimExists reports whether the pod informer still shows the victim (same UID).
+// victimExists reports whether the victim still occupies a node: the pod informer shows it
+// (same UID) bound. A victim that was only waiting at Permit is rejected, not deleted: it
+// stays in the informer unbound and holds nothing once rejected, so the preemptor does not
+// wait on it.
 func (gs *gangs) victimExists(v victimRef) bool {
 	cur, err := gs.members.lister.Pods(v.namespace).Get(v.name)
-	return err == nil && cur.UID == v.uid
+	return err == nil && cur.UID == v.uid && cur.Spec.NodeName != ""
 }
 
 // awaitingVictims reports whether the preemptor (key) evicted victims for domain that are
