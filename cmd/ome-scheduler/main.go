@@ -1,4 +1,5 @@
-// Command ome-scheduler is kube-scheduler 1.35 with the OMEGangPack plugin registered.
+// Command ome-scheduler is kube-scheduler 1.35 with the OMEGangPack and OMEGangSort plugins
+// registered.
 package main
 
 import (
@@ -14,5 +15,7 @@ import (
 )
 
 func main() {
-	os.Exit(cli.Run(app.NewSchedulerCommand(app.WithPlugin(gangpack.Name, gangpack.New))))
+	os.Exit(cli.Run(app.NewSchedulerCommand(
+		app.WithPlugin(gangpack.Name, gangpack.New),
+		app.WithPlugin(gangpack.SortName, gangpack.NewSort))))
 }

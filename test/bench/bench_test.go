@@ -32,7 +32,7 @@ func TestMain(m *testing.M) {
 // registry is the out-of-tree plugin registry the harness adds to the in-tree plugins;
 // it is what cmd/ome-scheduler registers with app.WithPlugin.
 func registry() frameworkruntime.Registry {
-	return frameworkruntime.Registry{gangpack.Name: gangpack.New}
+	return frameworkruntime.Registry{gangpack.Name: gangpack.New, gangpack.SortName: gangpack.NewSort}
 }
 
 // BenchmarkPerfScheduling runs every workload of performance-config.yaml selected by

@@ -53,6 +53,13 @@ func TestConfigVariations(t *testing.T) {
 			},
 		},
 		{
+			name: "stock queue sort",
+			args: []string{"--set", "scheduler.gangQueueSort=false"},
+			want: func(t *testing.T) string {
+				return replaceOnce(t, defaultConfig(t), "      queueSort:\n        enabled:\n          - name: OMEGangSort\n        disabled:\n          - name: PrioritySort\n", "")
+			},
+		},
+		{
 			name: "PodTopologySpread score enabled",
 			args: []string{"--set", "scheduler.disablePodTopologySpreadScore=false"},
 			want: func(t *testing.T) string {

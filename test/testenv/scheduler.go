@@ -240,7 +240,7 @@ func StartScheduler(ctx context.Context, cp *ControlPlane, p Profile) (*Schedule
 		return nil, err
 	}
 	ctx, cancel := context.WithCancel(ctx)
-	cc, sched, err := app.Setup(ctx, opts, app.WithPlugin(gangpack.Name, gangpack.New))
+	cc, sched, err := app.Setup(ctx, opts, app.WithPlugin(gangpack.Name, gangpack.New), app.WithPlugin(gangpack.SortName, gangpack.NewSort))
 	if err != nil {
 		cancel()
 		return nil, err

@@ -116,6 +116,13 @@ profiles:
     percentageOfNodesToScore: {{ int64 $s.percentageOfNodesToScore }}
 {{- end }}
     plugins:
+{{- if $s.gangQueueSort }}
+      queueSort:
+        enabled:
+          - name: OMEGangSort
+        disabled:
+          - name: PrioritySort
+{{- end }}
       multiPoint:
         enabled:
           - name: OMEGangPack
