@@ -30,8 +30,10 @@ import (
 const (
 	groupSizeSuffix     = "-size"
 	groupTopologySuffix = "-topology-key"
-	// maxGroupSize bounds the partners of one group: the group planner tries partner orders.
-	maxGroupSize = 8
+	// maxGroupSize bounds the partners of one group: the group planner tries every order of
+	// partners that share nodes (n!), and a PodGroup is tenant input. Measured on 20
+	// infeasible one-domain groups: 4 partners 9 ms, 6 partners 260 ms, 8 partners 26 s.
+	maxGroupSize = 4
 )
 
 // groupRef is what a partner's PodGroup says about its placement group.

@@ -398,3 +398,14 @@ func TestPartnerGroupOff(t *testing.T) {
 		t.Fatalf("a-0 candidates in %s, want c2 (best fit alone)", got)
 	}
 }
+
+// A size above the supported bound is refused with the size message and its detail.
+func TestPartnerGroupTooLarge(t *testing.T) {
+	a := members("a", 1)
+	w := newWorld(t, groupArgs(), cliqueNodes("c4", "", 4), a, partnerPG("a", 1, "grp", "5", ""))
+	_, st := w.preFilter(a[0])
+	want := "placement group ns/grp: ome.io/placement-group-size must be an integer of at least 2: at most 4 partners are supported"
+	if st.Message() != want {
+		t.Errorf("PreFilter = %q, want %q", st.Message(), want)
+	}
+}
