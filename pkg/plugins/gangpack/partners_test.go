@@ -6,7 +6,6 @@ import (
 	"sort"
 	"strings"
 	"testing"
-	"time"
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/component-base/metrics/testutil"
@@ -336,76 +335,5 @@ func TestPartnerGroupAdoptsBoundPartner(t *testing.T) {
 	}
 	if d := domainOf(t, []string{nodeOf["a-0"], nodeOf["a-1"]}); d != "c5" {
 		t.Errorf("a in %s, want c5 (b's domain)", d)
-	}
-}
-
-// Rule 4: a partner's hold reaching its timeout unwinds the whole group, the committed
-// partner included (its waiters are rejected).
-func TestPartnerGroupExpiryCascades(t *testing.T) {
-	nodes := cliqueNodes("c4", "", 4)
-	a, b := members("a", 2), members("b", 2)
-	w := newWorld(t, groupArgs(), nodes, slices.Concat(a, b),
-		partnerPG("a", 2, "grp", "2", ""), partnerPG("b", 2, "grp", "2", ""))
-	var timers []func()
-	w.pl.after = func(_ time.Duration, f func()) { timers = append(timers, f) }
-	waiters, st, _ := w.formGroup(a)
-	if st.Code() != fwk.Wait || len(waiters) != 2 {
-		t.Fatalf("a-1 Permit %v with %d waiters; want Wait (b forming) and 2", st, len(waiters))
-	}
-	if len(timers) != 2 {
-		t.Fatalf("%d hold timers, want one per partner", len(timers))
-	}
-	for _, f := range timers { // a is committed (left alone), b expires and takes a with it
-		f()
-	}
-	for _, name := range []string{"a-0", "a-1"} {
-		if v := waiters[name].await(testWait); v != msgUnwound("ns/a") {
-			t.Errorf("%s: %q, want %q", name, v, msgUnwound("ns/a"))
-		}
-	}
-	if w.pl.store.Len() != 0 {
-		t.Errorf("%d pins left, want 0", w.pl.store.Len())
-	}
-}
-
-// The group label may sit on every member pod instead of the PodGroup.
-func TestPartnerGroupLabelOnPods(t *testing.T) {
-	nodes := slices.Concat(cliqueNodes("c4", "", 4), cliqueNodes("c2", "", 2))
-	a, b := members("a", 2), members("b", 2)
-	for _, p := range slices.Concat(a, b) {
-		p.Labels[testGroupLabel] = "grp"
-	}
-	pa, pb := partnerPG("a", 2, "grp", "2", ""), partnerPG("b", 2, "grp", "2", "")
-	pa.Labels, pb.Labels = nil, nil
-	w := newWorld(t, groupArgs(), nodes, slices.Concat(a, b), pa, pb)
-	c := w.mustPin(b[0])
-	if got := domainOf(t, c.res.NodeNames.UnsortedList()); got != "c4" {
-		t.Fatalf("b-0 candidates in %s, want c4", got)
-	}
-	if p, ok := w.pl.store.Get("ns/a"); !ok || p.Domain != "c4" {
-		t.Errorf("a pinned %v in %q, want c4 with b", ok, p.Domain)
-	}
-}
-
-// Partner groups off (placementGroupLabel ""): the label means nothing and each gang is
-// placed alone by best fit.
-func TestPartnerGroupOff(t *testing.T) {
-	nodes := slices.Concat(cliqueNodes("c4", "", 4), cliqueNodes("c2", "", 2))
-	a := members("a", 2)
-	w := newWorld(t, nil, nodes, a, partnerPG("a", 2, "grp", "2", ""))
-	c := w.mustPin(a[0])
-	if got := domainOf(t, c.res.NodeNames.UnsortedList()); got != "c2" {
-		t.Fatalf("a-0 candidates in %s, want c2 (best fit alone)", got)
-	}
-}
-
-// A size above the supported bound is refused with the size message and its detail.
-func TestPartnerGroupTooLarge(t *testing.T) {
-	a := members("a", 1)
-	w := newWorld(t, groupArgs(), cliqueNodes("c4", "", 4), a, partnerPG("a", 1, "grp", "5", ""))
-	_, st := w.preFilter(a[0])
-	want := "placement group ns/grp: ome.io/placement-group-size must be an integer of at least 2: at most 4 partners are supported"
-	if st.Message() != want {
-		t.Errorf("PreFilter = %q, want %q", st.Message(), want)
 	}
 }

@@ -1,0 +1,102 @@
+package gangpack
+
+import (
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"k8s.io/klog/v2"
+	fwk "k8s.io/kube-scheduler/framework"
+)
+
+// More partner placement group cases: expiry, where the label sits, the feature off, bounds,
+// preemption.
+
+// Rule 4: a partner's hold reaching its timeout unwinds the whole group, the committed
+// partner included (its waiters are rejected).
+func TestPartnerGroupExpiryCascades(t *testing.T) {
+	nodes := cliqueNodes("c4", "", 4)
+	a, b := members("a", 2), members("b", 2)
+	w := newWorld(t, groupArgs(), nodes, slices.Concat(a, b),
+		partnerPG("a", 2, "grp", "2", ""), partnerPG("b", 2, "grp", "2", ""))
+	var timers []func()
+	w.pl.after = func(_ time.Duration, f func()) { timers = append(timers, f) }
+	waiters, st, _ := w.formGroup(a)
+	if st.Code() != fwk.Wait || len(waiters) != 2 {
+		t.Fatalf("a-1 Permit %v with %d waiters; want Wait (b forming) and 2", st, len(waiters))
+	}
+	if len(timers) != 2 {
+		t.Fatalf("%d hold timers, want one per partner", len(timers))
+	}
+	for _, f := range timers { // a is committed (left alone), b expires and takes a with it
+		f()
+	}
+	for _, name := range []string{"a-0", "a-1"} {
+		if v := waiters[name].await(testWait); v != msgUnwound("ns/a") {
+			t.Errorf("%s: %q, want %q", name, v, msgUnwound("ns/a"))
+		}
+	}
+	if w.pl.store.Len() != 0 {
+		t.Errorf("%d pins left, want 0", w.pl.store.Len())
+	}
+}
+
+// The group label may sit on every member pod instead of the PodGroup.
+func TestPartnerGroupLabelOnPods(t *testing.T) {
+	nodes := slices.Concat(cliqueNodes("c4", "", 4), cliqueNodes("c2", "", 2))
+	a, b := members("a", 2), members("b", 2)
+	for _, p := range slices.Concat(a, b) {
+		p.Labels[testGroupLabel] = "grp"
+	}
+	pa, pb := partnerPG("a", 2, "grp", "2", ""), partnerPG("b", 2, "grp", "2", "")
+	pa.Labels, pb.Labels = nil, nil
+	w := newWorld(t, groupArgs(), nodes, slices.Concat(a, b), pa, pb)
+	c := w.mustPin(b[0])
+	if got := domainOf(t, c.res.NodeNames.UnsortedList()); got != "c4" {
+		t.Fatalf("b-0 candidates in %s, want c4", got)
+	}
+	if p, ok := w.pl.store.Get("ns/a"); !ok || p.Domain != "c4" {
+		t.Errorf("a pinned %v in %q, want c4 with b", ok, p.Domain)
+	}
+}
+
+// Partner groups off (placementGroupLabel ""): the label means nothing and each gang is
+// placed alone by best fit.
+func TestPartnerGroupOff(t *testing.T) {
+	nodes := slices.Concat(cliqueNodes("c4", "", 4), cliqueNodes("c2", "", 2))
+	a := members("a", 2)
+	w := newWorld(t, nil, nodes, a, partnerPG("a", 2, "grp", "2", ""))
+	c := w.mustPin(a[0])
+	if got := domainOf(t, c.res.NodeNames.UnsortedList()); got != "c2" {
+		t.Fatalf("a-0 candidates in %s, want c2 (best fit alone)", got)
+	}
+}
+
+// A size above the supported bound is refused with the size message and its detail.
+func TestPartnerGroupTooLarge(t *testing.T) {
+	a := members("a", 1)
+	w := newWorld(t, groupArgs(), cliqueNodes("c4", "", 4), a, partnerPG("a", 1, "grp", "5", ""))
+	_, st := w.preFilter(a[0])
+	want := "placement group ns/grp: ome.io/placement-group-size must be an integer of at least 2: at most 4 partners are supported"
+	if st.Message() != want {
+		t.Errorf("PreFilter = %q, want %q", st.Message(), want)
+	}
+}
+
+// Preemption does not treat a placement group as one unit yet: a partner that lacks room
+// never preempts alone (it would pin its own domain outside the group's planning).
+func TestPartnerDoesNotPreempt(t *testing.T) {
+	args := groupArgs()
+	args.Preemption = true
+	a, b := members("a", 2), members("b", 2)
+	w := newWorld(t, args, cliqueNodes("c1", "", 3), slices.Concat(a, b),
+		partnerPG("a", 2, "grp", "2", ""), partnerPG("b", 2, "grp", "2", ""))
+	if _, st := w.preFilter(a[0]); !strings.HasPrefix(st.Message(), "no domain has room for placement group ns/grp") {
+		t.Fatalf("PreFilter = %q", st.Message())
+	}
+	pr := &preemptor{pod: a[0], all: w.nodeInfos()}
+	if w.pl.gangLacksRoom(klog.Background(), pr) {
+		t.Error("a partner lacking room is a preemptor")
+	}
+}
