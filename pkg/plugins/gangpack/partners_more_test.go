@@ -100,3 +100,56 @@ func TestPartnerDoesNotPreempt(t *testing.T) {
 		t.Error("a partner lacking room is a preemptor")
 	}
 }
+
+// Any group label and annotation values give either no group, a valid group (size 2 to 4, a
+// label key), or one of the documented reasons; never a panic.
+func FuzzPlacementGroupInterpretation(f *testing.F) {
+	f.Add("grp", "2", "", true)
+	f.Add("grp", "-1", "not a key/", false)
+	f.Add("", "3", "topology.kubernetes.io/zone", true)
+	f.Add("g", "99999999999999999999", "x", true)
+	f.Fuzz(func(t *testing.T, name, size, key string, onGroup bool) {
+		pg := partnerPG("a", 2, name, size, key)
+		pod := gangMember("a-0", "a", 1)
+		if !onGroup {
+			pg.Labels = nil
+			pod.Labels[testGroupLabel] = name
+		}
+		g, st := interpretGroup(groupArgs(), pod, pg, testKey)
+		switch {
+		case st == nil && g == nil:
+			if name != "" {
+				t.Fatalf("group %q ignored", name)
+			}
+		case st == nil:
+			if g.Size < 2 || g.Size > maxGroupSize || g.TopologyKey == "" || g.Key != "ns/"+name {
+				t.Fatalf("accepted an invalid group: %+v", g)
+			}
+		case !strings.HasPrefix(st.Message(), "placement group ns/"+name+": "):
+			t.Fatalf("unknown reason %q", st.Message())
+		}
+	})
+}
+
+// GC forgets waiting groups without pods or PodGroups and group records whose attempts are
+// all gone; it keeps the rest.
+func TestPartnerGroupsPruned(t *testing.T) {
+	a := members("a", 2)
+	w := newWorld(t, groupArgs(), cliqueNodes("c4", "", 4), a, partnerPG("a", 2, "grp", "2", ""))
+	w.pl.groupsWaiting.add("ns/grp")
+	w.pl.groupsWaiting.add("ns/gone")
+	w.pl.groups.record("ns/old", "ns/x", 41)
+	w.pl.groups.record("ns/old", "ns/y", 42)
+	_, st := w.preFilter(a[0]) // waits for b: a is not pinned, nothing recorded
+	if st.IsSuccess() {
+		t.Fatal("a planned without its partner")
+	}
+	w.pl.pruneGroups()
+	got := w.pl.groupsWaiting.keys()
+	if len(got) != 1 || got[0] != "ns/grp" {
+		t.Errorf("waiting groups %v, want [ns/grp]", got)
+	}
+	if w.pl.groups.len() != 0 {
+		t.Errorf("stale group record kept")
+	}
+}

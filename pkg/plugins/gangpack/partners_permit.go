@@ -1,7 +1,11 @@
 package gangpack
 
 import (
+	"slices"
+	"strings"
 	"sync"
+
+	"k8s.io/apimachinery/pkg/labels"
 
 	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
@@ -157,4 +161,54 @@ func (pl *GangPack) admitPartners(info gangInfo) int {
 	}
 	pl.groups.forget(g.Key)
 	return n
+}
+
+// pruneGroups is GC's part for placement groups: a waiting group none of whose pods is
+// live any more is forgotten, and so is a group record none of whose attempts still owns
+// its partner's pin (every partner was released silently or re-planned).
+func (pl *GangPack) pruneGroups() {
+	for _, k := range pl.groupsWaiting.keys() {
+		ns, name, ok := strings.Cut(k, "/")
+		if !ok || pl.args.PlacementGroupLabel == "" {
+			pl.groupsWaiting.remove(k)
+			continue
+		}
+		sel := labels.SelectorFromSet(labels.Set{pl.args.PlacementGroupLabel: name})
+		pods, err := pl.members.lister.Pods(ns).List(sel)
+		if err == nil && !slices.ContainsFunc(pods, live) && !pl.groupHasPodGroups(ns, sel) {
+			pl.groupsWaiting.remove(k)
+		}
+	}
+	pl.groups.prune(func(gang string, id uint64) bool {
+		c, ok := pl.store.Get(gang)
+		return ok && c.ID == id
+	})
+}
+
+// groupHasPodGroups reports whether a PodGroup of the namespace carries the group label.
+func (pl *GangPack) groupHasPodGroups(ns string, sel labels.Selector) bool {
+	r := pl.podGroups
+	if r == nil || r.cur.Load() == nil {
+		return false
+	}
+	list, err := r.cur.Load().lister.PodGroups(ns).List(sel)
+	return err == nil && len(list) > 0
+}
+
+// prune forgets the groups none of whose recorded attempts is still current.
+func (r *groupRecords) prune(current func(gang string, id uint64) bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for group, m := range r.byGroup {
+		alive := false
+		for gang, id := range m {
+			if current(gang, id) {
+				alive = true
+				break
+			}
+		}
+		if !alive {
+			r.forgetLocked(group)
+		}
+	}
 }
