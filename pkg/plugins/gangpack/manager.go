@@ -36,7 +36,7 @@ type gangs struct {
 	incomplete *keySet                  // gangs waiting for all their members to exist
 	// groupsWaiting are the placement groups waiting for partners; groups records the
 	// partners pinned together (partners_permit.go).
-	groupsWaiting *keySet
+	groupsWaiting *groupStates
 	groups        *groupRecords
 	quality       *qualityTracker // per-domain series and pending gangs of the quality gauges
 	doubts        *bindsInDoubt   // nodes of pods whose binding failed after admission
@@ -60,7 +60,7 @@ func newGangs(ctx context.Context, h fwk.Handle, ml *memberLister) *gangs {
 		reserved:      newReservedNodes(),
 		blocked:       newPodSet(),
 		incomplete:    newKeySet(),
-		groupsWaiting: newKeySet(),
+		groupsWaiting: newGroupStates(),
 		groups:        newGroupRecords(),
 		quality:       newQualityTracker(),
 		doubts:        newBindsInDoubt(),

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"sort"
 	"strconv"
+	"sync"
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/labels"
@@ -194,6 +195,7 @@ func (p *planner) groupGate() *fwk.Status {
 	g := p.info.Group
 	pts, st := p.pl.partners(p.info)
 	if st != nil {
+		p.groupWaits(groupDisagrees)
 		return st
 	}
 	ready := 0
@@ -203,7 +205,7 @@ func (p *planner) groupGate() *fwk.Status {
 		}
 	}
 	if ready < g.Size || len(pts) < g.Size {
-		p.pl.groupsWaiting.add(g.Key)
+		p.groupWaits(groupIncomplete)
 		p.logger.V(4).Info("gangpack.group.wait", "pod", klog.KObj(p.pod), "group", g.Key, "ready", ready, "size", g.Size)
 		return fwk.NewStatus(fwk.Unschedulable, msgGroupWait(g.Key, ready, g.Size))
 	}
@@ -214,6 +216,68 @@ func (p *planner) groupGate() *fwk.Status {
 		p.logger.V(4).Info("gangpack.group.complete", "group", g.Key, "activated", n)
 	}
 	return nil
+}
+
+// Why a group waits (groupStates).
+const (
+	groupIncomplete = "incomplete"
+	groupDisagrees  = "disagrees"
+)
+
+// groupWaits records why the pod's group waits. When the reason changes (the partners
+// stopped or started disagreeing), every partner's parked members are woken to see the new
+// reason; the same reason wakes nobody, so members never wake each other in turn.
+func (p *planner) groupWaits(why string) {
+	g := p.info.Group
+	if prev, had := p.pl.groupsWaiting.set(g.Key, why); had && prev != why {
+		pgs, err := p.pl.partnerPodGroups(g)
+		if err != nil {
+			return
+		}
+		pts := make([]partner, len(pgs))
+		for i, pg := range pgs {
+			pts[i] = partner{pg: pg}
+		}
+		n := p.pl.activateGroup(p.logger, pts, p.pod.Name)
+		p.logger.V(4).Info("gangpack.group.reason_changed", "group", g.Key, "reason", why, "activated", n)
+	}
+}
+
+// groupStates remembers the groups whose members wait, with why.
+type groupStates struct {
+	mu sync.Mutex
+	m  map[string]string
+}
+
+func newGroupStates() *groupStates { return &groupStates{m: map[string]string{}} }
+
+// set records why the group waits and returns the previous reason, if any.
+func (s *groupStates) set(group, why string) (prev string, had bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	prev, had = s.m[group]
+	s.m[group] = why
+	return prev, had
+}
+
+// remove forgets the group and reports whether it waited.
+func (s *groupStates) remove(group string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	_, ok := s.m[group]
+	delete(s.m, group)
+	return ok
+}
+
+func (s *groupStates) keys() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make([]string, 0, len(s.m))
+	for k := range s.m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
 }
 
 // activateGroup wakes the live unbound members of every partner except the pod named except.

@@ -136,8 +136,8 @@ func FuzzPlacementGroupInterpretation(f *testing.F) {
 func TestPartnerGroupsPruned(t *testing.T) {
 	a := members("a", 2)
 	w := newWorld(t, groupArgs(), cliqueNodes("c4", "", 4), a, partnerPG("a", 2, "grp", "2", ""))
-	w.pl.groupsWaiting.add("ns/grp")
-	w.pl.groupsWaiting.add("ns/gone")
+	w.pl.groupsWaiting.set("ns/grp", groupIncomplete)
+	w.pl.groupsWaiting.set("ns/gone", groupIncomplete)
 	w.pl.groups.record("ns/old", "ns/x", 41)
 	w.pl.groups.record("ns/old", "ns/y", 42)
 	_, st := w.preFilter(a[0]) // waits for b: a is not pinned, nothing recorded
@@ -152,4 +152,44 @@ func TestPartnerGroupsPruned(t *testing.T) {
 	if w.pl.groups.len() != 0 {
 		t.Errorf("stale group record kept")
 	}
+}
+
+// A waiting group's members are woken when the reason changes: the partners start to
+// disagree (so the parked members report it), then agree and complete.
+func TestPartnerGroupWakesOnReasonChange(t *testing.T) {
+	a, b := members("a", 2), members("b", 2)
+	w := newWorld(t, groupArgs(), cliqueNodes("c4", "", 4), a, partnerPG("a", 2, "grp", "2", ""))
+	if _, st := w.preFilter(a[0]); !strings.HasPrefix(st.Message(), "waiting for placement group ns/grp: ") {
+		t.Fatalf("PreFilter = %q", st.Message())
+	}
+	bad := partnerPG("b", 2, "grp", "3", "")
+	w.putPodGroup(bad)
+	w.addPod(b[0])
+	w.addPod(b[1])
+	w.h.activated = nil
+	if _, st := w.preFilter(b[0]); st.Message() != "placement group ns/grp: PodGroups disagree on ome.io/placement-group-size" {
+		t.Fatalf("PreFilter(b-0) = %q", st.Message())
+	}
+	if got := sortedActivated(w); !slices.Equal(got, []string{"ns/a-0", "ns/a-1", "ns/b-1"}) {
+		t.Errorf("activated %v on the new reason", got)
+	}
+	w.h.activated = nil
+	if _, st := w.preFilter(a[0]); !strings.Contains(st.Message(), "disagree") || len(w.h.activated) != 0 {
+		t.Errorf("same reason: %q, activated %v (want none)", st.Message(), w.h.activated)
+	}
+	good := bad.DeepCopy()
+	good.Annotations[testGroupLabel+groupSizeSuffix] = "2"
+	if err := w.pgs.Update(good); err != nil {
+		t.Fatal(err)
+	}
+	w.mustPin(b[0])
+	if got := sortedActivated(w); !slices.Equal(got, []string{"ns/a-0", "ns/a-1", "ns/b-1"}) {
+		t.Errorf("activated %v on completion", got)
+	}
+}
+
+func sortedActivated(w *world) []string {
+	got := slices.Clone(w.h.activated)
+	slices.Sort(got)
+	return got
 }
