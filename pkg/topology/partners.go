@@ -695,3 +695,23 @@ func permutations(n int) [][]int {
 	rec()
 	return out
 }
+
+// Members returns, for partner p, how many of its members the plan's witness placement puts
+// on each node (nodes with none are left out): for a Feasible plan the partner's whole Need
+// inside its chosen sub-domain, counted together with the other partners (no free slot
+// counted twice). Nil for an infeasible plan's partner it placed nothing of, or p out of range.
+func (g *GroupPlan) Members(p int) map[string]int {
+	if g == nil || p < 0 {
+		return nil
+	}
+	var out map[string]int
+	for node, counts := range g.placed {
+		if p < len(counts) && counts[p] > 0 {
+			if out == nil {
+				out = map[string]int{}
+			}
+			out[node] = counts[p]
+		}
+	}
+	return out
+}

@@ -413,3 +413,36 @@ func BenchmarkPlanGroup(b *testing.B) {
 		})
 	}
 }
+
+func TestGroupPlanMembers(t *testing.T) {
+	g := pg(2, gpu(1), false)
+	nodes := cliqueNodes("c", 2, gpu(2), 2) // two nodes of 2 GPUs: two partners of 2 fill them
+	plans := PlanGroup([]Partner{{g, 0}, {g, 0}}, nodes)
+	p := plans["c"]
+	if p == nil || !p.Feasible {
+		t.Fatalf("plan = %+v, want feasible", p)
+	}
+	total := map[string]int{}
+	for i := 0; i < 2; i++ {
+		n := 0
+		for node, k := range p.Members(i) {
+			n += k
+			total[node] += k
+		}
+		if n != 2 {
+			t.Errorf("partner %d: %d members in the witness, want 2 (%v)", i, n, p.Members(i))
+		}
+	}
+	for node, k := range total {
+		if k > 2 {
+			t.Errorf("node %s holds %d members, has room for 2", node, k)
+		}
+	}
+	if p.Members(-1) != nil || p.Members(5) != nil {
+		t.Errorf("out of range partner: want nil")
+	}
+	var nilPlan *GroupPlan
+	if nilPlan.Members(0) != nil {
+		t.Errorf("nil plan: want nil")
+	}
+}

@@ -99,11 +99,20 @@ func TestConfigVariations(t *testing.T) {
 			lines: []string{`              podGroupTopologyKeyAnnotation: "example.com/topology-key"`},
 		},
 		{
-			name: "placement-group check disabled",
-			args: []string{"--set", "scheduler.plugin.unsupportedPlacementGroupLabel="},
+			name: "fail-closed placement-group check on, partner groups off",
+			args: []string{"--set", "scheduler.plugin.unsupportedPlacementGroupLabel=ome.io/placement-group", "--set", "scheduler.plugin.placementGroupLabel="},
 			want: func(t *testing.T) string {
-				return replaceOnce(t, defaultConfig(t), `unsupportedPlacementGroupLabel: "ome.io/placement-group"`, `unsupportedPlacementGroupLabel: ""`)
+				c := replaceOnce(t, defaultConfig(t), `unsupportedPlacementGroupLabel: ""`, `unsupportedPlacementGroupLabel: "ome.io/placement-group"`)
+				return replaceOnce(t, c, `placementGroupLabel: "ome.io/placement-group"`, `placementGroupLabel: ""`)
 			},
+		},
+		{
+			name: "partner placement groups under another label",
+			args: []string{"--set", "scheduler.plugin.placementGroupLabel=example.com/partners"},
+			want: func(t *testing.T) string {
+				return replaceOnce(t, defaultConfig(t), `placementGroupLabel: "ome.io/placement-group"`, `placementGroupLabel: "example.com/partners"`)
+			},
+			lines: []string{`              placementGroupLabel: "example.com/partners"`},
 		},
 		{
 			name: "integer and boolean args bare",
@@ -204,6 +213,7 @@ func TestChecksum(t *testing.T) {
 		{"topologyKey", []string{"--set", "scheduler.plugin.topologyKey=nvidia.com/gpu.clique"}},
 		{"podGroupTopologyKeyAnnotation", []string{"--set", "scheduler.omeControllerIntegration.enabled=false", "--set", "scheduler.plugin.podGroupTopologyKeyAnnotation=example.com/topology-key"}},
 		{"unsupportedPlacementGroupLabel", []string{"--set", "scheduler.plugin.unsupportedPlacementGroupLabel=example.com/pg"}},
+		{"placementGroupLabel", []string{"--set", "scheduler.plugin.placementGroupLabel=example.com/partners"}},
 		{"defaultPermitTimeoutSeconds", []string{"--set", "scheduler.plugin.defaultPermitTimeoutSeconds=120"}},
 		{"podGroupSyncTimeoutSeconds", []string{"--set", "scheduler.plugin.podGroupSyncTimeoutSeconds=31"}},
 		{"gcIntervalSeconds", []string{"--set", "scheduler.plugin.gcIntervalSeconds=61"}},

@@ -202,6 +202,7 @@ var pluginFamilies = []struct {
 		[]string{"permit", "templates_complete", "reservation_released", "podgroup_change", "domain_failed"}},
 	{"ome_scheduler_gang_unwind_total", dto.MetricType_COUNTER, "", nil},
 	{"ome_scheduler_pinned_groups", dto.MetricType_GAUGE, "", nil},
+	{"ome_scheduler_placement_group_total", dto.MetricType_COUNTER, "result", []string{"placed", "no_fit", "unwound"}},
 }
 
 // TestMetricsEndpointAuthz checks the secure port of the chart-deployed scheduler:

@@ -21,7 +21,8 @@ import (
 // args block of the chart's default configuration (TestDefaultArgsMatchChart keeps the two
 // equal); callers use them as a base for test-specific args.
 const DefaultArgs = `podGroupTopologyKeyAnnotation: "ome.io/topology-key"
-unsupportedPlacementGroupLabel: "ome.io/placement-group"
+unsupportedPlacementGroupLabel: ""
+placementGroupLabel: "ome.io/placement-group"
 defaultPermitTimeoutSeconds: 600
 podGroupSyncTimeoutSeconds: 30
 gcIntervalSeconds: 60

@@ -146,6 +146,7 @@ profiles:
 {{- end }}
           podGroupTopologyKeyAnnotation: {{ toString $p.podGroupTopologyKeyAnnotation | quote }}
           unsupportedPlacementGroupLabel: {{ toString ($p.unsupportedPlacementGroupLabel | default "") | quote }}
+          placementGroupLabel: {{ toString ($p.placementGroupLabel | default "") | quote }}
           defaultPermitTimeoutSeconds: {{ int64 $p.defaultPermitTimeoutSeconds }}
           podGroupSyncTimeoutSeconds: {{ int64 $p.podGroupSyncTimeoutSeconds }}
           gcIntervalSeconds: {{ int64 $p.gcIntervalSeconds }}

@@ -23,6 +23,10 @@ type Args struct {
 	// UnsupportedPlacementGroupLabel names a label whose presence on a pod or PodGroup is
 	// refused (partner placement groups); "" = check disabled.
 	UnsupportedPlacementGroupLabel string `json:"unsupportedPlacementGroupLabel,omitempty"`
+	// PlacementGroupLabel names the label that makes a gang a partner of a placement group
+	// (pods or PodGroup); the annotations named by the label key plus "-size" and
+	// "-topology-key" describe the group; "" = partner placement groups off.
+	PlacementGroupLabel string `json:"placementGroupLabel,omitempty"`
 	// DefaultPermitTimeoutSeconds applies to PodGroups without scheduleTimeoutSeconds.
 	DefaultPermitTimeoutSeconds *int64 `json:"defaultPermitTimeoutSeconds,omitempty"`
 	// PodGroupSyncTimeoutSeconds bounds the wait for the PodGroup informer's initial sync.
@@ -100,6 +104,9 @@ func ValidateArgs(a *Args) error {
 			return fmt.Errorf("unsupportedPlacementGroupLabel %q is not a valid metadata key: %s", a.UnsupportedPlacementGroupLabel, msgs[0])
 		}
 	}
+	if err := validatePlacementGroupLabel(a); err != nil {
+		return err
+	}
 	for _, k := range a.AllowedTopologyKeys {
 		if msgs := validation.IsQualifiedName(k); len(msgs) > 0 {
 			return fmt.Errorf("allowedTopologyKeys: %q is not a valid node label key: %s", k, msgs[0])
@@ -128,6 +135,25 @@ func checkSeconds(name string, v *int64) error {
 		return fmt.Errorf("%s must be positive", name)
 	case *v > maxSeconds:
 		return fmt.Errorf("%s is too large", name)
+	}
+	return nil
+}
+
+// validatePlacementGroupLabel checks placementGroupLabel: a valid metadata key, and not the
+// key that unsupportedPlacementGroupLabel refuses (the two would contradict each other).
+func validatePlacementGroupLabel(a *Args) error {
+	l := a.PlacementGroupLabel
+	if l == "" {
+		return nil
+	}
+	if msgs := validation.IsQualifiedName(l); len(msgs) > 0 {
+		return fmt.Errorf("placementGroupLabel %q is not a valid metadata key: %s", l, msgs[0])
+	}
+	if msgs := validation.IsQualifiedName(l + groupTopologySuffix); len(msgs) > 0 {
+		return fmt.Errorf("placementGroupLabel %q is too long: annotation %q is not a valid metadata key: %s", l, l+groupTopologySuffix, msgs[0])
+	}
+	if l == a.UnsupportedPlacementGroupLabel {
+		return fmt.Errorf("placementGroupLabel and unsupportedPlacementGroupLabel must differ: both are %q", l)
 	}
 	return nil
 }

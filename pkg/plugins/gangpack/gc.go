@@ -40,6 +40,7 @@ func (pl *GangPack) gcOnce(logger klog.Logger) {
 			pl.blocked.remove(p)
 		}
 	}
+	pl.pruneGroups()
 	pl.quality.pruneParked(pl.gangPending)
 	pl.quality.forgetStaleKeys(pl.store, time.Now())
 	pl.doubts.prune(time.Now())

@@ -34,10 +34,14 @@ type gangs struct {
 	reserved   *reservedNodes           // member → node it was reserved on, until bound
 	blocked    *podSet                  // pods refused because of a hold, woken when one lifts
 	incomplete *keySet                  // gangs waiting for all their members to exist
-	quality    *qualityTracker          // per-domain series and pending gangs of the quality gauges
-	doubts     *bindsInDoubt            // nodes of pods whose binding failed after admission
-	domains    *domainIndex             // topology key → domain → node names, from node events (nil: scan)
-	preempted  *preemptions             // victims each preemptor waits on
+	// groupsWaiting are the placement groups waiting for partners; groups records the
+	// partners pinned together (partners_permit.go).
+	groupsWaiting *groupStates
+	groups        *groupRecords
+	quality       *qualityTracker // per-domain series and pending gangs of the quality gauges
+	doubts        *bindsInDoubt   // nodes of pods whose binding failed after admission
+	domains       *domainIndex    // topology key → domain → node names, from node events (nil: scan)
+	preempted     *preemptions    // victims each preemptor waits on
 
 	// active is set by the first PreFilter: a standby replica makes no activations.
 	active atomic.Bool
@@ -47,20 +51,22 @@ type gangs struct {
 
 func newGangs(ctx context.Context, h fwk.Handle, ml *memberLister) *gangs {
 	gs := &gangs{
-		handle:     h,
-		members:    ml,
-		ctx:        ctx,
-		logger:     klog.FromContext(ctx),
-		store:      placement.NewStore(),
-		failed:     placement.NewFailedDomains(),
-		attempts:   newAttemptMap(),
-		reserved:   newReservedNodes(),
-		blocked:    newPodSet(),
-		incomplete: newKeySet(),
-		quality:    newQualityTracker(),
-		doubts:     newBindsInDoubt(),
-		preempted:  newPreemptions(),
-		after:      func(d time.Duration, f func()) { time.AfterFunc(d, f) },
+		handle:        h,
+		members:       ml,
+		ctx:           ctx,
+		logger:        klog.FromContext(ctx),
+		store:         placement.NewStore(),
+		failed:        placement.NewFailedDomains(),
+		attempts:      newAttemptMap(),
+		reserved:      newReservedNodes(),
+		blocked:       newPodSet(),
+		incomplete:    newKeySet(),
+		groupsWaiting: newGroupStates(),
+		groups:        newGroupRecords(),
+		quality:       newQualityTracker(),
+		doubts:        newBindsInDoubt(),
+		preempted:     newPreemptions(),
+		after:         func(d time.Duration, f func()) { time.AfterFunc(d, f) },
 	}
 	gs.store.SetOnChange(gs.pinsChanged)
 	return gs

@@ -27,6 +27,13 @@ const (
 	triggerDomainFailed        = "domain_failed"
 )
 
+// Placement group results (ome_scheduler_placement_group_total{result}).
+const (
+	groupPlaced  = "placed"
+	groupNoFit   = "no_fit"
+	groupUnwound = "unwound"
+)
+
 // Placement outcomes (ome_scheduler_gang_placement_total{outcome}).
 const (
 	outcomeSingleDomain = "single_domain"
@@ -97,6 +104,11 @@ var (
 		Help:           "Gang attempts unwound: commitments released with their waiting members rejected.",
 		StabilityLevel: metrics.ALPHA,
 	})
+	groupTotal = metrics.NewCounterVec(&metrics.CounterOpts{
+		Name:           "ome_scheduler_placement_group_total",
+		Help:           "Partner placement group decisions by result (placed, no_fit, unwound).",
+		StabilityLevel: metrics.ALPHA,
+	}, []string{"result"})
 	pinnedGroups = metrics.NewGauge(&metrics.GaugeOpts{
 		Name:           "ome_scheduler_pinned_groups",
 		Help:           "Gangs currently pinned to a domain, forming or committed.",
@@ -110,7 +122,10 @@ var (
 // legacy registry (served on the scheduler's /metrics) and creates every documented series.
 func registerMetrics() {
 	registerOnce.Do(func() {
-		legacyregistry.MustRegister(pinTotal, gateTotal, activationTotal, unwindTotal, pinnedGroups)
+		legacyregistry.MustRegister(pinTotal, gateTotal, activationTotal, unwindTotal, pinnedGroups, groupTotal)
+		for _, r := range []string{groupPlaced, groupNoFit, groupUnwound} {
+			groupTotal.WithLabelValues(r).Add(0)
+		}
 		for _, r := range []string{pinPinned, pinPinnedAfterFilter, pinNoFit, pinReserved, pinAdopted, pinStaleReplan, pinTopologyReplan} {
 			pinTotal.WithLabelValues(r).Add(0)
 		}

@@ -34,15 +34,21 @@ func (pl *GangPack) Permit(ctx context.Context, cs fwk.CycleState, pod *v1.Pod, 
 		return fwk.NewStatus(fwk.Unschedulable, msgUnwound(pin.Gang.Key)), 0
 	}
 	pl.activateGang(logger, triggerPermit, pin.Gang.Namespace, pin.Gang.Name, "")
-	if !committed {
+	// A partner of a placement group binds only when every partner is committed too.
+	admit := func() bool { return pl.groupCommitted(pin.Gang) }
+	if !committed || !admit() {
 		gateTotal.WithLabelValues("wait").Inc()
-		go pl.superviseWaiter(pod, pin.Gang.Key, pin.ID)
+		go pl.superviseWaiter(pod, pin.Gang.Key, pin.ID, admit)
 		return fwk.NewStatus(fwk.Wait), pin.Gang.Timeout
 	}
 	pl.forEachWaiter(pin.Gang.Key, pin.ID, func(wp fwk.WaitingPod) {
 		pl.doubts.admit(wp.GetPod().UID)
 		wp.Allow(Name)
 	})
+	if pin.Gang.Group != nil {
+		n := pl.admitPartners(pin.Gang)
+		logger.V(4).Info("gangpack.group.admit", "pod", klog.KObj(pod), "group", pin.Gang.Group.Key, "partnerWaiters", n)
+	}
 	pl.doubts.admit(pod.UID)
 	gateTotal.WithLabelValues("admit").Inc()
 	pl.gangAdmitted(logger, cs, pod, pin, nodeName)
@@ -57,9 +63,9 @@ const waiterRegistration = 30 * time.Second
 // an expired hold) cannot see the waiter, and the member would wait out its whole timeout
 // under a dead attempt while its siblings re-plan without it. Once the waiter is registered,
 // it is rejected if its attempt no longer owns the gang's pin, and admitted if the attempt
-// committed meanwhile. It stops as soon as the pod's attempt record changes (the pod bound or
+// committed meanwhile (and admit, a placement group's check, agrees). It stops as soon as the pod's attempt record changes (the pod bound or
 // was unreserved).
-func (gs *gangs) superviseWaiter(pod *v1.Pod, gang string, id uint64) {
+func (gs *gangs) superviseWaiter(pod *v1.Pod, gang string, id uint64, admit func() bool) {
 	var wp fwk.WaitingPod
 	// The plugin's context, not the cycle's: the framework cancels the cycle's context when
 	// the scheduling cycle ends, possibly before this goroutine first runs.
@@ -77,7 +83,7 @@ func (gs *gangs) superviseWaiter(pod *v1.Pod, gang string, id uint64) {
 	case !owned:
 		wp.Reject(Name, msgUnwound(gang))
 		gs.logger.V(4).Info("gangpack.Permit.late_waiter_rejected", "pod", klog.KObj(pod), "gang", gang)
-	case committed:
+	case committed && admit():
 		gs.doubts.admit(pod.UID)
 		wp.Allow(Name)
 	}

@@ -48,6 +48,10 @@ type planner struct {
 	gang           topology.Gang
 	// generation is the store's hold generation when planning started (see park).
 	generation uint64
+	// partners are the gang's placement-group partners found by groupGate (partners.go).
+	partners []partner
+	// groupWoken is set when groupGate woke the partners' members in this cycle.
+	groupWoken bool
 }
 
 // plan is PreFilter's planning for a validated gang member.
@@ -59,8 +63,20 @@ func (pl *GangPack) plan(_ context.Context, logger klog.Logger, cs fwk.CycleStat
 	if st != nil {
 		return nil, st
 	}
+	if info.Group != nil {
+		if st := p.groupGate(); st != nil {
+			return nil, st
+		}
+	}
 	if st := p.gate(); st != nil {
 		return nil, st
+	}
+	if info.Group != nil && pin == nil && len(p.placed) == 0 {
+		c, st := p.placeGroup()
+		if st != nil {
+			return nil, st
+		}
+		pin = c
 	}
 	return p.choose(cs, pin)
 }

@@ -126,6 +126,8 @@ type gangInfo struct {
 	MinMember   int
 	TopologyKey string
 	Timeout     time.Duration
+	// Group is the partner placement group the gang belongs to; nil = none.
+	Group *groupRef
 }
 
 func (g gangInfo) owner() placement.GangOwner {

@@ -173,6 +173,9 @@ func (pl *GangPack) gangLacksRoom(logger klog.Logger, pr *preemptor) bool {
 	if st != nil {
 		return false
 	}
+	if info.Group != nil {
+		return false // a placement group's partners do not preempt (design.md section 18)
+	}
 	if _, pinned := pl.store.Get(info.Key); pinned {
 		return false // the gang has a domain: it waits there
 	}

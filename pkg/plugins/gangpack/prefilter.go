@@ -66,9 +66,13 @@ func interpretPodGroup(args *Args, pod *v1.Pod, pg *schedv1alpha1.PodGroup) (gan
 	if timeout <= 0 {
 		return gangInfo{}, fwk.NewStatus(fwk.UnschedulableAndUnresolvable, msgTimeoutMissing(pod.Namespace, name))
 	}
+	group, st := interpretGroup(args, pod, pg, topologyKey)
+	if st != nil {
+		return gangInfo{}, st
+	}
 	return gangInfo{
 		Key: pod.Namespace + "/" + name, Namespace: pod.Namespace, Name: name, UID: string(pg.UID),
-		MinMember: int(pg.Spec.MinMember), TopologyKey: topologyKey, Timeout: timeout,
+		MinMember: int(pg.Spec.MinMember), TopologyKey: topologyKey, Timeout: timeout, Group: group,
 	}, nil
 }
 

@@ -57,6 +57,7 @@ func (gs *gangs) unwindWith(logger klog.Logger, release releaser, gang string, i
 	res.released = true
 	unwindTotal.Inc()
 	logger.V(4).Info("gangpack.unwind", "gang", c.Gang, "domain", c.Domain, "cause", cause, "rejectedWaiters", res.rejected)
+	gs.cascade(logger, gang, c.ID, cause)
 	gs.wakeBlocked(logger)
 	return res
 }

@@ -1,0 +1,195 @@
+package gangpack
+
+import (
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"k8s.io/klog/v2"
+	fwk "k8s.io/kube-scheduler/framework"
+)
+
+// More partner placement group cases: expiry, where the label sits, the feature off, bounds,
+// preemption.
+
+// Rule 4: a partner's hold reaching its timeout unwinds the whole group, the committed
+// partner included (its waiters are rejected).
+func TestPartnerGroupExpiryCascades(t *testing.T) {
+	nodes := cliqueNodes("c4", "", 4)
+	a, b := members("a", 2), members("b", 2)
+	w := newWorld(t, groupArgs(), nodes, slices.Concat(a, b),
+		partnerPG("a", 2, "grp", "2", ""), partnerPG("b", 2, "grp", "2", ""))
+	var timers []func()
+	w.pl.after = func(_ time.Duration, f func()) { timers = append(timers, f) }
+	waiters, st, _ := w.formGroup(a)
+	if st.Code() != fwk.Wait || len(waiters) != 2 {
+		t.Fatalf("a-1 Permit %v with %d waiters; want Wait (b forming) and 2", st, len(waiters))
+	}
+	if len(timers) != 2 {
+		t.Fatalf("%d hold timers, want one per partner", len(timers))
+	}
+	for _, f := range timers { // a is committed (left alone), b expires and takes a with it
+		f()
+	}
+	for _, name := range []string{"a-0", "a-1"} {
+		if v := waiters[name].await(testWait); v != msgUnwound("ns/a") {
+			t.Errorf("%s: %q, want %q", name, v, msgUnwound("ns/a"))
+		}
+	}
+	if w.pl.store.Len() != 0 {
+		t.Errorf("%d pins left, want 0", w.pl.store.Len())
+	}
+}
+
+// The group label may sit on every member pod instead of the PodGroup.
+func TestPartnerGroupLabelOnPods(t *testing.T) {
+	nodes := slices.Concat(cliqueNodes("c4", "", 4), cliqueNodes("c2", "", 2))
+	a, b := members("a", 2), members("b", 2)
+	for _, p := range slices.Concat(a, b) {
+		p.Labels[testGroupLabel] = "grp"
+	}
+	pa, pb := partnerPG("a", 2, "grp", "2", ""), partnerPG("b", 2, "grp", "2", "")
+	pa.Labels, pb.Labels = nil, nil
+	w := newWorld(t, groupArgs(), nodes, slices.Concat(a, b), pa, pb)
+	c := w.mustPin(b[0])
+	if got := domainOf(t, c.res.NodeNames.UnsortedList()); got != "c4" {
+		t.Fatalf("b-0 candidates in %s, want c4", got)
+	}
+	if p, ok := w.pl.store.Get("ns/a"); !ok || p.Domain != "c4" {
+		t.Errorf("a pinned %v in %q, want c4 with b", ok, p.Domain)
+	}
+}
+
+// Partner groups off (placementGroupLabel ""): the label means nothing and each gang is
+// placed alone by best fit.
+func TestPartnerGroupOff(t *testing.T) {
+	nodes := slices.Concat(cliqueNodes("c4", "", 4), cliqueNodes("c2", "", 2))
+	a := members("a", 2)
+	w := newWorld(t, nil, nodes, a, partnerPG("a", 2, "grp", "2", ""))
+	c := w.mustPin(a[0])
+	if got := domainOf(t, c.res.NodeNames.UnsortedList()); got != "c2" {
+		t.Fatalf("a-0 candidates in %s, want c2 (best fit alone)", got)
+	}
+}
+
+// A size above the supported bound is refused with the size message and its detail.
+func TestPartnerGroupTooLarge(t *testing.T) {
+	a := members("a", 1)
+	w := newWorld(t, groupArgs(), cliqueNodes("c4", "", 4), a, partnerPG("a", 1, "grp", "5", ""))
+	_, st := w.preFilter(a[0])
+	want := "placement group ns/grp: ome.io/placement-group-size must be an integer of at least 2: at most 4 partners are supported"
+	if st.Message() != want {
+		t.Errorf("PreFilter = %q, want %q", st.Message(), want)
+	}
+}
+
+// Preemption does not treat a placement group as one unit yet: a partner that lacks room
+// never preempts alone (it would pin its own domain outside the group's planning).
+func TestPartnerDoesNotPreempt(t *testing.T) {
+	args := groupArgs()
+	args.Preemption = true
+	a, b := members("a", 2), members("b", 2)
+	w := newWorld(t, args, cliqueNodes("c1", "", 3), slices.Concat(a, b),
+		partnerPG("a", 2, "grp", "2", ""), partnerPG("b", 2, "grp", "2", ""))
+	if _, st := w.preFilter(a[0]); !strings.HasPrefix(st.Message(), "no domain has room for placement group ns/grp") {
+		t.Fatalf("PreFilter = %q", st.Message())
+	}
+	pr := &preemptor{pod: a[0], all: w.nodeInfos()}
+	if w.pl.gangLacksRoom(klog.Background(), pr) {
+		t.Error("a partner lacking room is a preemptor")
+	}
+}
+
+// Any group label and annotation values give either no group, a valid group (size 2 to 4, a
+// label key), or one of the documented reasons; never a panic.
+func FuzzPlacementGroupInterpretation(f *testing.F) {
+	f.Add("grp", "2", "", true)
+	f.Add("grp", "-1", "not a key/", false)
+	f.Add("", "3", "topology.kubernetes.io/zone", true)
+	f.Add("g", "99999999999999999999", "x", true)
+	f.Fuzz(func(t *testing.T, name, size, key string, onGroup bool) {
+		pg := partnerPG("a", 2, name, size, key)
+		pod := gangMember("a-0", "a", 1)
+		if !onGroup {
+			pg.Labels = nil
+			pod.Labels[testGroupLabel] = name
+		}
+		g, st := interpretGroup(groupArgs(), pod, pg, testKey)
+		switch {
+		case st == nil && g == nil:
+			if name != "" {
+				t.Fatalf("group %q ignored", name)
+			}
+		case st == nil:
+			if g.Size < 2 || g.Size > maxGroupSize || g.TopologyKey == "" || g.Key != "ns/"+name {
+				t.Fatalf("accepted an invalid group: %+v", g)
+			}
+		case !strings.HasPrefix(st.Message(), "placement group ns/"+name+": "):
+			t.Fatalf("unknown reason %q", st.Message())
+		}
+	})
+}
+
+// GC forgets waiting groups without pods or PodGroups and group records whose attempts are
+// all gone; it keeps the rest.
+func TestPartnerGroupsPruned(t *testing.T) {
+	a := members("a", 2)
+	w := newWorld(t, groupArgs(), cliqueNodes("c4", "", 4), a, partnerPG("a", 2, "grp", "2", ""))
+	w.pl.groupsWaiting.set("ns/grp", groupIncomplete)
+	w.pl.groupsWaiting.set("ns/gone", groupIncomplete)
+	w.pl.groups.record("ns/old", "ns/x", 41)
+	w.pl.groups.record("ns/old", "ns/y", 42)
+	_, st := w.preFilter(a[0]) // waits for b: a is not pinned, nothing recorded
+	if st.IsSuccess() {
+		t.Fatal("a planned without its partner")
+	}
+	w.pl.pruneGroups()
+	got := w.pl.groupsWaiting.keys()
+	if len(got) != 1 || got[0] != "ns/grp" {
+		t.Errorf("waiting groups %v, want [ns/grp]", got)
+	}
+	if w.pl.groups.len() != 0 {
+		t.Errorf("stale group record kept")
+	}
+}
+
+// A waiting group's members are woken when the reason changes: the partners start to
+// disagree (so the parked members report it), then agree and complete.
+func TestPartnerGroupWakesOnReasonChange(t *testing.T) {
+	a, b := members("a", 2), members("b", 2)
+	w := newWorld(t, groupArgs(), cliqueNodes("c4", "", 4), a, partnerPG("a", 2, "grp", "2", ""))
+	if _, st := w.preFilter(a[0]); !strings.HasPrefix(st.Message(), "waiting for placement group ns/grp: ") {
+		t.Fatalf("PreFilter = %q", st.Message())
+	}
+	bad := partnerPG("b", 2, "grp", "3", "")
+	w.putPodGroup(bad)
+	w.addPod(b[0])
+	w.addPod(b[1])
+	w.h.activated = nil
+	if _, st := w.preFilter(b[0]); st.Message() != "placement group ns/grp: PodGroups disagree on ome.io/placement-group-size" {
+		t.Fatalf("PreFilter(b-0) = %q", st.Message())
+	}
+	if got := sortedActivated(w); !slices.Equal(got, []string{"ns/a-0", "ns/a-1", "ns/b-1"}) {
+		t.Errorf("activated %v on the new reason", got)
+	}
+	w.h.activated = nil
+	if _, st := w.preFilter(a[0]); !strings.Contains(st.Message(), "disagree") || len(w.h.activated) != 0 {
+		t.Errorf("same reason: %q, activated %v (want none)", st.Message(), w.h.activated)
+	}
+	good := bad.DeepCopy()
+	good.Annotations[testGroupLabel+groupSizeSuffix] = "2"
+	if err := w.pgs.Update(good); err != nil {
+		t.Fatal(err)
+	}
+	w.mustPin(b[0])
+	if got := sortedActivated(w); !slices.Equal(got, []string{"ns/a-0", "ns/a-1", "ns/b-1"}) {
+		t.Errorf("activated %v on completion", got)
+	}
+}
+
+func sortedActivated(w *world) []string {
+	got := slices.Clone(w.h.activated)
+	slices.Sort(got)
+	return got
+}

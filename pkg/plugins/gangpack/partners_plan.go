@@ -1,0 +1,242 @@
+package gangpack
+
+import (
+	"sort"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/klog/v2"
+	fwk "k8s.io/kube-scheduler/framework"
+
+	"github.com/moirai-internal/ome-scheduler/pkg/placement"
+	"github.com/moirai-internal/ome-scheduler/pkg/topology"
+)
+
+// groupPlanning is one planning of a placement group: the partners still to place (each a
+// planner of its own, the current gang's first) and the group nodes they were planned over.
+type groupPlanning struct {
+	todo   []*planner
+	anchor string // the group domain bound or pinned partners fix; "" = any
+	nodes  []topology.GroupNode
+	byName map[string]int // node name → index in nodes
+}
+
+// placeGroup plans and pins the current gang's whole placement group (rules 2 and 3): every
+// partner without a pin or placed members gets its own commitment, with its own reservation,
+// in one group domain chosen by best fit over the group's total, all at once. Partners that
+// are pinned or have placed members anchor the group domain (rule 5). It returns the current
+// gang's new commitment, or the status that parks the pod.
+func (p *planner) placeGroup() (*placement.Commitment, *fwk.Status) {
+	g := p.info.Group
+	gp, st := p.groupTodo()
+	if st != nil {
+		return nil, st
+	}
+	gp.build(p, false)
+	partners := make([]topology.Partner, len(gp.todo))
+	for i, q := range gp.todo {
+		partners[i] = topology.Partner{Gang: &q.gang, Key: i}
+	}
+	plans := topology.PlanGroup(partners, gp.nodes)
+	best, ok := topology.BestGroupFit(plans)
+	if !ok {
+		return nil, p.groupNoFit(gp, partners, plans)
+	}
+	plan := plans[best]
+	sole := 0
+	for _, gpl := range plans {
+		if gpl.Feasible {
+			sole++
+		}
+	}
+	reqs := make([]placement.PinRequest, len(gp.todo))
+	for i, q := range gp.todo {
+		reqs[i] = placement.PinRequest{Gang: q.info.Key, Owner: q.info.UID, Key: q.info.TopologyKey, Domain: plan.Sub[i],
+			Reserved: gp.reservation(q, i, plan.Members(i)), Capacity: p.capacity(), Remaining: q.need,
+			SoleFit: sole < 2, MinMember: q.info.MinMember}
+	}
+	cs, outcome, _ := p.pl.store.PinGroup(reqs)
+	if outcome != placement.Pinned {
+		p.park()
+		countPin(pinReserved)
+		return nil, fwk.NewStatus(fwk.Unschedulable, msgGroupNoRoomReserved(g.Key))
+	}
+	groupTotal.WithLabelValues(groupPlaced).Inc()
+	var own *placement.Commitment
+	for i, c := range cs {
+		countPin(pinPinned)
+		p.pl.pinned(c, gp.todo[i].info)
+		p.pl.groups.record(g.Key, c.Gang, c.ID)
+		if c.Gang == p.info.Key {
+			own = &cs[i]
+		}
+	}
+	p.logger.V(4).Info("gangpack.group.pinned", "pod", klog.KObj(p.pod), "group", g.Key, "groupKey", g.TopologyKey,
+		"domain", best, "partners", len(cs), "need", plan.Need, "room", plan.Room)
+	if !p.groupWoken { // partners parked by an earlier no-fit plan now have their pins
+		p.pl.activateGroup(p.logger, p.partners, p.pod.Name)
+	}
+	p.others = p.pl.store.ReservedExcept(p.info.Key)
+	return own, nil
+}
+
+// groupTodo lists the partners to place now (the current gang first, then by key) and the
+// group domain the other partners anchor.
+func (p *planner) groupTodo() (*groupPlanning, *fwk.Status) {
+	gp := &groupPlanning{}
+	self := p.partnerPlanner(p.info, p.templates)
+	gp.todo = append(gp.todo, self)
+	for _, pt := range p.partners {
+		if pt.info.Key == p.info.Key {
+			continue
+		}
+		if c, pinned := p.pl.store.Get(pt.info.Key); pinned {
+			gp.setAnchor(p.groupValueOf(c.Key, c.Domain))
+			continue
+		}
+		if placed := membersOnNodes(p.all, pt.info); len(placed) > 0 {
+			gp.setAnchor(p.groupValueOfNode(placed[0].node))
+			continue
+		}
+		templates, err := p.pl.partnerTemplates(pt.info)
+		if err != nil {
+			return nil, fwk.AsStatus(err)
+		}
+		if len(templates) < pt.info.MinMember {
+			return nil, fwk.NewStatus(fwk.Unschedulable, msgGroupWait(p.info.Group.Key, p.info.Group.Size-1, p.info.Group.Size))
+		}
+		gp.todo = append(gp.todo, p.partnerPlanner(pt.info, templates))
+	}
+	return gp, nil
+}
+
+func (gp *groupPlanning) setAnchor(v string) {
+	if gp.anchor == "" {
+		gp.anchor = v
+	}
+}
+
+// partnerTemplates returns a partner's live members without a node, by name.
+func (pl *GangPack) partnerTemplates(info gangInfo) ([]*v1.Pod, error) {
+	pods, err := pl.members.liveUnbound(info.Namespace, info.Name, "")
+	if err != nil {
+		return nil, err
+	}
+	sort.Slice(pods, func(i, j int) bool { return pods[i].Name < pods[j].Name })
+	return pods, nil
+}
+
+// partnerPlanner is a planner for one partner with nothing placed, sharing this planning's
+// nodes and the other gangs' reservations.
+func (p *planner) partnerPlanner(info gangInfo, templates []*v1.Pod) *planner {
+	q := &planner{pl: p.pl, logger: p.logger, pod: templates[0], info: info, all: p.all, others: p.others,
+		templates: templates, need: max(info.MinMember, 1), generation: p.generation}
+	q.buildGang()
+	return q
+}
+
+// groupValueOf is the group-key value of the nodes of domain (key, value); "" if none.
+func (p *planner) groupValueOf(key, value string) string {
+	for _, ni := range p.all {
+		if n := ni.Node(); n != nil && value != "" && n.Labels[key] == value {
+			if v := n.Labels[p.info.Group.TopologyKey]; v != "" {
+				return v
+			}
+		}
+	}
+	return ""
+}
+
+// groupValueOfNode is the group-key value of the named node; "" if none.
+func (p *planner) groupValueOfNode(name string) string {
+	for _, ni := range p.all {
+		if n := ni.Node(); n != nil && n.Name == name {
+			return n.Labels[p.info.Group.TopologyKey]
+		}
+	}
+	return ""
+}
+
+// build translates the snapshot's nodes with a group-key value (only the anchor's when set)
+// for the group planner: free room outside other gangs' reservations (unless raw), each
+// partner's key value and shape fits.
+func (gp *groupPlanning) build(p *planner, raw bool) {
+	var resources []string
+	seen := map[string]bool{}
+	for _, q := range gp.todo {
+		for _, r := range q.resources {
+			if !seen[r] {
+				seen[r] = true
+				resources = append(resources, r)
+			}
+		}
+	}
+	gk := p.info.Group.TopologyKey
+	gp.nodes, gp.byName = nil, map[string]int{}
+	p.ignoreReserved = raw
+	defer func() { p.ignoreReserved = false }()
+	for _, ni := range p.all {
+		node := ni.Node()
+		if node == nil {
+			continue
+		}
+		v := node.Labels[gk]
+		if v == "" || (gp.anchor != "" && v != gp.anchor) {
+			continue
+		}
+		free, freePods := nodeFreeOf(ni, resources)
+		freePods = p.setAsideReserved(node.Name, free, freePods)
+		n := topology.GroupNode{Name: node.Name, Group: v, Free: free, FreePods: freePods,
+			Sub: make([]string, len(gp.todo)), Fits: make([][]bool, len(gp.todo))}
+		for i, q := range gp.todo {
+			n.Sub[i] = node.Labels[q.info.TopologyKey]
+			n.Fits[i] = make([]bool, len(q.shapeFits))
+			for s, f := range q.shapeFits {
+				n.Fits[i][s] = f.fits(ni, free, freePods)
+			}
+		}
+		gp.byName[node.Name] = len(gp.nodes)
+		gp.nodes = append(gp.nodes, n)
+	}
+}
+
+// reservation is partner i's reservation: its members of the plan's witness, each node's
+// slot the size of the largest of its shapes that fit there.
+func (gp *groupPlanning) reservation(q *planner, i int, members map[string]int) placement.Reservation {
+	out := make(placement.Reservation, len(members))
+	for name, k := range members {
+		j, ok := gp.byName[name]
+		if !ok || k <= 0 {
+			continue
+		}
+		n := gp.nodes[j]
+		each, _ := topology.PerCopy(&q.gang, &topology.Node{Name: name, Free: n.Free, FreePods: n.FreePods, Fits: n.Fits[i]})
+		out[name] = placement.Slot{Count: k, Each: each}
+	}
+	return out
+}
+
+// groupNoFit parks the pod when no group domain holds every partner: with the reserved
+// suffix when one would if no other gang reserved room, else naming the domain that holds
+// the most of the group's members.
+func (p *planner) groupNoFit(gp *groupPlanning, partners []topology.Partner, plans map[string]*topology.GroupPlan) *fwk.Status {
+	g := p.info.Group
+	p.parked()
+	if len(p.others) > 0 {
+		gp.build(p, true)
+		if _, ok := topology.BestGroupFit(topology.PlanGroup(partners, gp.nodes)); ok {
+			p.park()
+			countPin(pinReserved)
+			p.logger.V(4).Info("gangpack.group.no_fit", "pod", klog.KObj(p.pod), "group", g.Key, "reason", "reserved")
+			return fwk.NewStatus(fwk.Unschedulable, msgGroupNoRoomReserved(g.Key))
+		}
+	}
+	countPin(pinNoFit)
+	groupTotal.WithLabelValues(groupNoFit).Inc()
+	d, holds, need, ok := topology.LargestGroup(plans)
+	p.logger.V(4).Info("gangpack.group.no_fit", "pod", klog.KObj(p.pod), "group", g.Key, "reason", "capacity",
+		"anchor", gp.anchor, "bestDomain", d, "holds", holds, "need", need)
+	if !ok {
+		return fwk.NewStatus(fwk.Unschedulable, msgGroupNoRoomNoLabel(g.Key, g.TopologyKey))
+	}
+	return fwk.NewStatus(fwk.Unschedulable, msgGroupNoRoomBest(g.Key, d, holds, need))
+}
