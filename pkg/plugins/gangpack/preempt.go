@@ -58,7 +58,7 @@ func (pl *GangPack) preempt(ctx context.Context, pod *v1.Pod, m fwk.NodeToStatus
 	if p := pod.Spec.PreemptionPolicy; p != nil && *p == v1.PreemptNever {
 		return pl.noCandidate(logger, pr, reasonPreemptNever)
 	}
-	units := victimUnits(pr.all, pr.priority, pr.ownGang, pl.listPDBs(logger))
+	units := victimUnits(pr.all, pr.priority, pr.ownGang, pl.listPDBs(logger), pl.groupUnitOf())
 	if len(units) == 0 {
 		return pl.noCandidate(logger, pr, reasonNoLowerPriority)
 	}

@@ -33,9 +33,9 @@ func (pl *GangPack) carryOut(ctx context.Context, logger klog.Logger, pr *preemp
 	nGangs, nPods := 0, 0
 	for _, i := range c.Victims {
 		u := &units[i]
-		if u.gang != "" {
-			gangKeys = append(gangKeys, u.gang)
-			nGangs++
+		if len(u.gangs) > 0 {
+			gangKeys = append(gangKeys, u.gangs...)
+			nGangs += len(u.gangs)
 		} else {
 			nPods++
 		}

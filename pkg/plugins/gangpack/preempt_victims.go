@@ -1,6 +1,7 @@
 package gangpack
 
 import (
+	"slices"
 	"sort"
 	"sync"
 	"time"
@@ -19,9 +20,9 @@ import (
 // victimUnit is what preemption evicts as a whole: every placed member of one gang (in any
 // domain), or one standalone pod. unit is its figures for the arithmetic.
 type victimUnit struct {
-	gang string // gang key; "" for a standalone pod
-	pods []*v1.Pod
-	unit topology.VictimUnit
+	gangs []string // the unit's gang keys (several for a placement group); none for a standalone pod
+	pods  []*v1.Pod
+	unit  topology.VictimUnit
 }
 
 // victimUnits groups the live pods on the snapshot's nodes (bound or assumed, any scheduler)
@@ -29,7 +30,10 @@ type victimUnit struct {
 // is the highest of its placed members, so a gang with one member at or above the preemptor's
 // priority is never a victim. Terminating pods are not victims (they are already going), and
 // the preemptor's own gang (ownGang) never is. PDB violations are counted per unit.
-func victimUnits(all []fwk.NodeInfo, priority int32, ownGang string, pdbs []*policy.PodDisruptionBudget) []victimUnit {
+//
+// unitOf names the unit of a gang member's gang: its placement group when it has one (the
+// partners of a group are evicted together), else "" for the gang itself.
+func victimUnits(all []fwk.NodeInfo, priority int32, ownGang string, pdbs []*policy.PodDisruptionBudget, unitOf func(*v1.Pod) string) []victimUnit {
 	byKey := map[string]*victimUnit{}
 	var order []string
 	for _, ni := range all {
@@ -49,14 +53,20 @@ func victimUnits(all []fwk.NodeInfo, priority int32, ownGang string, pdbs []*pol
 			id := key
 			if !member {
 				id = "pod:" + q.Namespace + "/" + q.Name
-				key = ""
+			} else if unitOf != nil {
+				if g := unitOf(q); g != "" {
+					id = g
+				}
 			}
 			u := byKey[id]
 			if u == nil {
-				u = &victimUnit{gang: key, unit: topology.VictimUnit{Name: id, Priority: corev1helpers.PodPriority(q),
+				u = &victimUnit{unit: topology.VictimUnit{Name: id, Priority: corev1helpers.PodPriority(q),
 					Frees: map[string]topology.NodeFree{}}}
 				byKey[id] = u
 				order = append(order, id)
+			}
+			if member && !slices.Contains(u.gangs, key) {
+				u.gangs = append(u.gangs, key)
 			}
 			u.add(q, node.Name)
 		}
@@ -225,4 +235,27 @@ func (gs *gangs) victimExists(v victimRef) bool {
 func (gs *gangs) awaitingVictims(key, domain string) bool {
 	r, _, ok := gs.preempted.pending(key, time.Now(), gs.victimExists)
 	return ok && r.domain == domain
+}
+
+// groupUnitOf names the victim unit of a gang member's placement group ("group:{ns}/{group}"),
+// or "" when its gang has none: a placement group's partners are one victim unit.
+func (pl *GangPack) groupUnitOf() func(*v1.Pod) string {
+	if pl.args.PlacementGroupLabel == "" || pl.podGroups == nil {
+		return nil
+	}
+	seen := map[string]string{}
+	return func(q *v1.Pod) string {
+		key, name, _ := gangOf(q)
+		if g, ok := seen[key]; ok {
+			return g
+		}
+		g := ""
+		if pg, err := pl.podGroups.get(q.Namespace, name); err == nil && pg != nil {
+			if v := groupNameOf(pl.args, q, pg); v != "" {
+				g = "group:" + q.Namespace + "/" + v
+			}
+		}
+		seen[key] = g
+		return g
+	}
 }
