@@ -41,8 +41,9 @@ func (pl *GangPack) Filter(ctx context.Context, cs fwk.CycleState, pod *v1.Pod, 
 	if reserved.Leaves(free, freePods, requestOf(cs, pod)) {
 		return nil
 	}
+	// The pod is parked once, by PostFilter, if no node takes it: parking here, once per
+	// refused node, woke every parked pod again whenever room had been given back meanwhile.
 	logger := klog.FromContext(ctx)
-	pl.parkBlocked(logger, pod, generation)
 	logger.V(4).Info("gangpack.Filter.reject", "pod", klog.KObj(pod), "node", node.Name, "reason", "reserved", "heldBy", reserved.Gangs)
 	return fwk.NewStatus(fwk.UnschedulableAndUnresolvable, msgNodeReserved)
 }
@@ -51,7 +52,12 @@ func (pl *GangPack) Filter(ctx context.Context, cs fwk.CycleState, pod *v1.Pod, 
 // every pod and read by Filter on nodes where other gangs reserve room.
 const requestStateKey fwk.StateKey = "gangpack.request"
 
-type requestState struct{ request topology.Resources }
+// requestState also carries the store's generation read at PreFilter, before any refusal of
+// this cycle was decided (see gangs.parkBlocked).
+type requestState struct {
+	request    topology.Resources
+	generation uint64
+}
 
 func (s *requestState) Clone() fwk.StateData { return s }
 

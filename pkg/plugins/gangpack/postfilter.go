@@ -12,6 +12,7 @@ import (
 // domain as failed, and retries promptly in another domain. A pod without a cycle pin that
 // failed for lack of room preempts when preemption is on (preempt.go).
 func (pl *GangPack) PostFilter(ctx context.Context, cs fwk.CycleState, pod *v1.Pod, m fwk.NodeToStatusReader) (*fwk.PostFilterResult, *fwk.Status) {
+	pl.parkIfReserved(klog.FromContext(ctx), cs, pod, m)
 	pin := readPin(cs)
 	if pin == nil { // not pinned: nothing of ours to release
 		if pl.args.Preemption {
@@ -32,4 +33,24 @@ func (pl *GangPack) PostFilter(ctx context.Context, cs fwk.CycleState, pod *v1.P
 	logger.V(4).Info("gangpack.PostFilter.release", "pod", klog.KObj(pod), "gang", pin.Gang.Key, "domain", pin.Domain,
 		"newFailedDomain", res.newFailed, "activated", activated)
 	return nil, fwk.NewStatus(fwk.Unschedulable, msgReservationReleased)
+}
+
+// parkIfReserved parks a pod that Filter refused somewhere because of other gangs'
+// reservations, so the next time room is given back wakes it; the generation PreFilter read
+// makes sure room given back since then is not missed.
+func (pl *GangPack) parkIfReserved(logger klog.Logger, cs fwk.CycleState, pod *v1.Pod, m fwk.NodeToStatusReader) {
+	s, ok := readState[*requestState](cs, requestStateKey)
+	if !ok || m == nil {
+		return
+	}
+	nodes, err := m.NodesForStatusCode(pl.handle.SnapshotSharedLister().NodeInfos(), fwk.UnschedulableAndUnresolvable)
+	if err != nil {
+		return
+	}
+	for _, ni := range nodes {
+		if n := ni.Node(); n != nil && m.Get(n.Name).Message() == msgNodeReserved {
+			pl.parkBlocked(logger, pod, s.generation)
+			return
+		}
+	}
 }

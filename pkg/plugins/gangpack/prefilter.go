@@ -16,7 +16,7 @@ import (
 // PreFilter validates the gang (its PodGroup and what it says) and then plans it.
 func (pl *GangPack) PreFilter(ctx context.Context, cs fwk.CycleState, pod *v1.Pod, nodes []fwk.NodeInfo) (*fwk.PreFilterResult, *fwk.Status) {
 	pl.active.Store(true)
-	cs.Write(requestStateKey, &requestState{request: podRequest(pod)})
+	cs.Write(requestStateKey, &requestState{request: podRequest(pod), generation: pl.store.Generation()})
 	key, name, ok := gangOf(pod)
 	if !ok { // standalone pods pass; Filter still applies the hold barrier
 		return nil, nil

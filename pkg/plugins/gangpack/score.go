@@ -26,8 +26,8 @@ func (pl *GangPack) PreScore(_ context.Context, cs fwk.CycleState, pod *v1.Pod, 
 	if plan := readDeferred(cs); plan != nil {
 		return pl.preScoreDeferred(cs, plan, nodes)
 	}
-	if readPin(cs) != nil {
-		return fwk.NewStatus(fwk.Skip)
+	if pin := readPin(cs); pin != nil {
+		return pl.preScorePinned(cs, pin)
 	}
 	if _, _, member := gangOf(pod); member || !pl.args.PackStandalone() || pl.args.TopologyKey == "" {
 		return fwk.NewStatus(fwk.Skip)
@@ -54,6 +54,30 @@ func (pl *GangPack) PreScore(_ context.Context, cs fwk.CycleState, pod *v1.Pod, 
 		free[d] = maxFree - f
 	}
 	cs.Write(packStateKey, &packState{key: key, raw: free})
+	return nil
+}
+
+// reservedStateKey holds, for a pinned member, its gang's reserved slots per node, written
+// by PreScore, read by Score.
+const reservedStateKey fwk.StateKey = "gangpack.reserved-nodes"
+
+type reservedState struct{ slots map[string]int64 }
+
+func (s *reservedState) Clone() fwk.StateData { return s }
+
+// preScorePinned steers a pinned member to the nodes its gang reserved: a member that lands
+// elsewhere in the domain gives a reserved slot back and takes unreserved room, which other
+// gangs may have been counting on.
+func (pl *GangPack) preScorePinned(cs fwk.CycleState, pin *pinState) *fwk.Status {
+	c, ok := pl.store.Get(pin.Gang.Key)
+	if !ok || c.ID != pin.ID || len(c.Reserved) == 0 {
+		return fwk.NewStatus(fwk.Skip)
+	}
+	slots := make(map[string]int64, len(c.Reserved))
+	for n, sl := range c.Reserved {
+		slots[n] = int64(sl.Count)
+	}
+	cs.Write(reservedStateKey, &reservedState{slots: slots})
 	return nil
 }
 
@@ -84,6 +108,9 @@ func (pl *GangPack) preScoreDeferred(cs fwk.CycleState, plan *deferredState, nod
 
 // Score returns the raw score computed at PreScore.
 func (pl *GangPack) Score(_ context.Context, cs fwk.CycleState, _ *v1.Pod, ni fwk.NodeInfo) (int64, *fwk.Status) {
+	if r, ok := readState[*reservedState](cs, reservedStateKey); ok && ni.Node() != nil {
+		return r.slots[ni.Node().Name], nil
+	}
 	s, ok := readState[*packState](cs, packStateKey)
 	if !ok || ni.Node() == nil {
 		return 0, nil
