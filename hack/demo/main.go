@@ -8,6 +8,7 @@ package main
 import (
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -27,7 +28,12 @@ import (
 	"github.com/moirai-internal/ome-scheduler/test/testenv"
 )
 
+// preempt runs the second act: preemption (flag -preempt, or DEMO_PREEMPT=1 in the environment).
+var preempt = flag.Bool("preempt", os.Getenv("DEMO_PREEMPT") == "1",
+	"render the chart with scheduler.disablePreemption=false and show a high-priority gang displacing a low-priority one")
+
 func main() {
+	flag.Parse()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	err := run(ctx)
 	interrupted := ctx.Err() != nil
@@ -93,8 +99,12 @@ func run(ctx context.Context) (err error) {
 	}
 	fmt.Print(out)
 
-	step("Rendering the Helm chart's scheduler configuration (helm template ... --show-only templates/configmap.yaml)")
-	config, err := chartConfig(ctx, root)
+	var values []string
+	if *preempt {
+		values = preemptValues
+	}
+	step("Rendering the Helm chart's scheduler configuration (helm template ...%s --show-only templates/configmap.yaml)", valuesSuffix(values))
+	config, err := chartConfig(ctx, root, values...)
 	if err != nil {
 		return err
 	}
@@ -161,17 +171,22 @@ func run(ctx context.Context) (err error) {
 	if lines, err := testenv.GrepFile(sched.LogPath, "gangpack.pinGang.result"); err == nil && len(lines) > 0 {
 		fmt.Printf("ome-scheduler --v=4 decision log (gangpack.pinGang.result):\n%s\n", strings.Join(lines, "\n"))
 	}
-	return summary(ctx, cp, pods)
+	if err := summary(ctx, cp, pods); err != nil || !*preempt {
+		return err
+	}
+	return preemptAct(ctx, cp, kubectl, port, sched.LogPath)
 }
 
-// chartConfig renders the chart's ConfigMap with helm and returns its config.yaml.
-func chartConfig(ctx context.Context, root string) ([]byte, error) {
+// chartConfig renders the chart's ConfigMap with helm (and the extra helm arguments) and
+// returns its config.yaml.
+func chartConfig(ctx context.Context, root string, values ...string) ([]byte, error) {
 	helm, err := testenv.Bin("helm")
 	if err != nil {
 		return nil, err
 	}
-	cmd := exec.CommandContext(ctx, helm, "template", "ome-scheduler", filepath.Join(root, "charts", "ome-scheduler"),
-		"--kube-version", "1.35.0", "-n", "ome", "--show-only", "templates/configmap.yaml")
+	args := append([]string{"template", "ome-scheduler", filepath.Join(root, "charts", "ome-scheduler"),
+		"--kube-version", "1.35.0", "-n", "ome", "--show-only", "templates/configmap.yaml"}, values...)
+	cmd := exec.CommandContext(ctx, helm, args...)
 	out, err := cmd.Output()
 	if err != nil {
 		return nil, fmt.Errorf("helm template: %w", describeExit(err))

@@ -75,19 +75,26 @@ type observer struct {
 
 	rssPeakKiB int64
 	hwmReset   bool
-	counters   map[string]float64 // last sample of the scheduler's own counters
+	counters   map[string]float64 // last sample of the scheduler's own counters, less base
+	base       map[string]float64 // counterFamilies at the workload's start
 	waits      map[string]int     // PodScheduled=False messages seen, by their first words
 }
 
-// counterFamilies are the in-process scheduler counters the observer samples: how many
-// scheduling attempts each pod needed and why OMEGangPack woke pods. The harness resets the
+// counterFamilies are the in-process scheduler counters the observer samples, with the
+// labels that key them: how many scheduling attempts each pod needed, why OMEGangPack woke
+// pods, and preemption (OMEGangPack's decisions and victim units; DefaultPreemption's
+// attempts and its victims histogram, whose sum and count are kept). The harness resets the
 // registry between workloads, so they cover one workload; they are sampled while it runs
 // because the reset happens before the observer's cleanup.
-var counterFamilies = map[string]string{
-	"scheduler_schedule_attempts_total":     "result",
-	"ome_scheduler_gang_activation_total":   "trigger",
-	"ome_scheduler_commitment_unwind_total": "",
-	"scheduler_batch_attempts_total":        "result",
+var counterFamilies = map[string][]string{
+	"scheduler_schedule_attempts_total":      {"result"},
+	"ome_scheduler_gang_activation_total":    {"trigger"},
+	"ome_scheduler_gang_unwind_total":        nil,
+	"scheduler_batch_attempts_total":         {"result"},
+	"ome_scheduler_preemption_total":         {"preemptor", "result"},
+	"ome_scheduler_preemption_victims_total": {"unit"},
+	"scheduler_preemption_attempts_total":    nil,
+	"scheduler_preemption_victims":           nil,
 }
 
 // Result is one workload's observation (package observation, shared with benchtable).
@@ -95,7 +102,7 @@ type Result = observation.Result
 
 // observe is the harness's prepareFn: it starts the observer for the workload in tCtx.
 func observe(tCtx ktesting.TContext) error {
-	o := &observer{pods: map[types.UID]*podRecord{}, waits: map[string]int{}, start: time.Now()}
+	o := &observer{pods: map[types.UID]*podRecord{}, waits: map[string]int{}, start: time.Now(), base: gatherCounters()}
 	// Reset the kernel's peak-RSS mark (VmHWM) so it covers this workload only.
 	o.hwmReset = os.WriteFile("/proc/self/clear_refs", []byte("5"), 0) == nil
 
@@ -196,30 +203,56 @@ func (o *observer) podDeleted(pod *v1.Pod) {
 	}
 }
 
-// sampleCounters keeps the latest non-empty gather of counterFamilies.
-func (o *observer) sampleCounters() {
+// gatherCounters reads counterFamilies from the in-process registry.
+func gatherCounters() map[string]float64 {
 	families, err := legacyregistry.DefaultGatherer.Gather()
 	if err != nil {
-		return
+		return nil
 	}
 	got := map[string]float64{}
 	for _, mf := range families {
-		label, ok := counterFamilies[mf.GetName()]
+		keys, ok := counterFamilies[mf.GetName()]
 		if !ok {
 			continue
 		}
 		for _, m := range mf.GetMetric() {
 			key := mf.GetName()
-			for _, lp := range m.GetLabel() {
-				if lp.GetName() == label {
-					key += "/" + lp.GetValue()
+			for _, k := range keys {
+				for _, lp := range m.GetLabel() {
+					if lp.GetName() == k {
+						key += "/" + lp.GetValue()
+					}
 				}
+			}
+			if h := m.GetHistogram(); h != nil {
+				got[key+"/sum"] += h.GetSampleSum()
+				got[key+"/count"] += float64(h.GetSampleCount())
+				continue
 			}
 			got[key] += m.GetCounter().GetValue()
 		}
 	}
-	if len(got) == 0 {
+	return got
+}
+
+// sampleCounters keeps the latest gather taken while the workload's scheduler runs (one
+// with scheduler_schedule_attempts_total series: the harness's registry reset removes them),
+// minus the values at the workload's start (o.base: metrics without labels, such as
+// DefaultPreemption's victims histogram, are not reset between workloads).
+func (o *observer) sampleCounters() {
+	got := gatherCounters()
+	running := false
+	for k := range got {
+		if strings.HasPrefix(k, "scheduler_schedule_attempts_total/") {
+			running = true
+			break
+		}
+	}
+	if !running {
 		return
+	}
+	for k, v := range got {
+		got[k] = v - o.base[k]
 	}
 	o.mu.Lock()
 	o.counters = got
@@ -294,6 +327,13 @@ func (o *observer) result(name string, nodes []*v1.Node) Result {
 	res.SeqP50ms = ms(percentile(q.seqLatencies, 0.50))
 	res.SeqP99ms = ms(percentile(q.seqLatencies, 0.99))
 	res.SeqMaxms = ms(percentile(q.seqLatencies, 1))
+	res.PreemptorGangs = len(q.preemptorLatencies)
+	res.PreemptorP50ms = ms(percentile(q.preemptorLatencies, 0.50))
+	res.PreemptorP99ms = ms(percentile(q.preemptorLatencies, 0.99))
+	res.PreemptorMaxms = ms(percentile(q.preemptorLatencies, 1))
+	res.PreemptorGangsSplit = q.preemptorsSplit
+	res.GangsEvicted, res.GangsPartlyEvicted = q.gangsEvicted, q.gangsPartlyEvicted
+	res.MembersEvicted, res.PartlyEvictedHeldGPUs = q.podsEvicted, q.partlyEvictedHeldGPUs
 	res.FreeGPUs, res.StrandedGPUs = q.freeGPUs, q.strandedGPUs
 	return res
 }

@@ -12,6 +12,10 @@ import (
 // previous one is bound (GangLatency): their latency is placement without queueing.
 const seqPrefix = "seq-"
 
+// preemptorPrefix marks the namespaces of the high-priority gangs of the preemption workload
+// (Preempt): their latency is time to bound including the victims' eviction.
+const preemptorPrefix = "prio-high"
+
 // Placement quality arithmetic of the observer, free of Kubernetes types (quality_test.go).
 
 type nodeCap struct {
@@ -39,7 +43,16 @@ type quality struct {
 	offlineBestFit                 int
 	latencies                      []time.Duration // per placed gang: last member created -> last member bound
 	seqLatencies                   []time.Duration // the same for gangs in namespaces "seq-*" (created one at a time)
+	preemptorLatencies             []time.Duration // the same for gangs in namespaces "prio-high*" (preemptors)
+	preemptorsSplit                int             // preemptor gangs whose bound members span domains
 	freeGPUs, strandedGPUs         int64
+	// Deletions of bound gang members (by the workload or by a preemption): gangs that lost
+	// at least one bound member, gangs that lost some but kept others bound (partly evicted:
+	// the survivors hold GPUs a gang-blind eviction made useless), bound members deleted, and
+	// the GPUs the partly evicted gangs' surviving bound members still hold at the end.
+	gangsEvicted, gangsPartlyEvicted int
+	podsEvicted                      int
+	partlyEvictedHeldGPUs            int64
 }
 
 type gangSample struct {
@@ -49,6 +62,8 @@ type gangSample struct {
 	live        bool // some member still exists at the end
 	liveMembers int
 	liveBound   int
+	evicted     int   // members deleted after they were bound
+	liveGPUs    int64 // GPUs of the bound members alive at the end
 }
 
 func evaluate(cl cluster, pods []podSample) quality {
@@ -86,7 +101,10 @@ func evaluate(cl cluster, pods []podSample) quality {
 			g.liveMembers++
 			if p.node != "" {
 				g.liveBound++
+				g.liveGPUs += p.gpus
 			}
+		} else if p.node != "" {
+			g.evicted++
 		}
 		if !p.neverBound {
 			g.members = append(g.members, p)
@@ -131,11 +149,25 @@ func evaluate(cl cluster, pods []podSample) quality {
 			if strings.HasPrefix(g.key, seqPrefix) {
 				q.seqLatencies = append(q.seqLatencies, lastBound.Sub(lastCreated))
 			}
+			if strings.HasPrefix(g.key, preemptorPrefix) {
+				q.preemptorLatencies = append(q.preemptorLatencies, lastBound.Sub(lastCreated))
+			}
 		case bound > 0:
 			q.gangsPartial++
 		}
 		if len(domains) > 1 {
 			q.gangsSplit++
+			if strings.HasPrefix(g.key, preemptorPrefix) {
+				q.preemptorsSplit++
+			}
+		}
+		if g.evicted > 0 {
+			q.gangsEvicted++
+			q.podsEvicted += g.evicted
+			if g.liveBound > 0 {
+				q.gangsPartlyEvicted++
+				q.partlyEvictedHeldGPUs += g.liveGPUs
+			}
 		}
 		if g.live {
 			q.liveGangs++
@@ -146,6 +178,7 @@ func evaluate(cl cluster, pods []podSample) quality {
 	}
 	slices.Sort(q.latencies)
 	slices.Sort(q.seqLatencies)
+	slices.Sort(q.preemptorLatencies)
 
 	for _, f := range free {
 		q.freeGPUs += f

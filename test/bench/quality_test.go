@@ -106,3 +106,29 @@ func TestWaitKey(t *testing.T) {
 		}
 	}
 }
+
+func TestEvictionsAndPreemptorLatency(t *testing.T) {
+	evicted := func(gang, node string) podSample {
+		p := member(gang, 0, 5, node)
+		p.deleted = true
+		return p
+	}
+	pods := []podSample{
+		// low/a: all four members evicted (a whole-gang eviction).
+		evicted("prio-low/a", "n0"), evicted("prio-low/a", "n0"), evicted("prio-low/a", "n1"), evicted("prio-low/a", "n1"),
+		// low/b: one member evicted, three still bound on 3 GPUs (partly evicted).
+		evicted("prio-low/b", "n2"), member("prio-low/b", 0, 5, "n2"), member("prio-low/b", 0, 5, "n3"), member("prio-low/b", 0, 5, "n3"),
+		// low/c: untouched.
+		member("prio-low/c", 0, 5, "n2"), member("prio-low/c", 0, 5, "n2"), member("prio-low/c", 0, 5, "n3"), member("prio-low/c", 0, 5, "n3"),
+		// the preemptor: last member created at 10 ms, last bound at 40 ms.
+		member("prio-high/p", 0, 30, "n0"), member("prio-high/p", 10, 40, "n1"),
+	}
+	q := evaluate(twoDomains(), pods)
+	if q.gangsEvicted != 2 || q.gangsPartlyEvicted != 1 || q.podsEvicted != 5 || q.partlyEvictedHeldGPUs != 3 {
+		t.Errorf("evicted gangs %d partly %d members %d held %d, want 2 1 5 3",
+			q.gangsEvicted, q.gangsPartlyEvicted, q.podsEvicted, q.partlyEvictedHeldGPUs)
+	}
+	if len(q.preemptorLatencies) != 1 || q.preemptorLatencies[0] != 30*time.Millisecond {
+		t.Errorf("preemptor latencies %v, want [30ms]", q.preemptorLatencies)
+	}
+}

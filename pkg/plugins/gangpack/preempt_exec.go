@@ -130,6 +130,14 @@ func (pl *GangPack) holdDomain(logger klog.Logger, pr *preemptor, domain string,
 			free[r] = q + freed[n.Name][r]
 		}
 		n.Free, n.FreePods = free, n.FreePods+pods[n.Name]
+		// preemptNodes' Fits ignore resources (evictions change them), and NodeRoom counts a
+		// node a shape fits as room for at least one member: judge resources here, after the
+		// evictions, so a node that stays full is no part of the reservation.
+		fits := make([]bool, len(n.Fits))
+		for s, f := range n.Fits {
+			fits[s] = f && s < len(pr.gang.Shapes) && n.FreePods >= 1 && within(pr.gang.Shapes[s], free)
+		}
+		n.Fits = fits
 		nodes = append(nodes, n)
 	}
 	g := pr.gang
@@ -161,6 +169,16 @@ func (pl *GangPack) holdDomain(logger klog.Logger, pr *preemptor, domain string,
 	case placement.HeldByOther:
 		logger.V(4).Info("gangpack.PostFilter.preempt_hold_blocked", "gang", info.Key, "domain", domain)
 	}
+}
+
+// within reports whether a request fits in free.
+func within(req, free topology.Resources) bool {
+	for r, q := range req {
+		if q > 0 && free[r] < q {
+			return false
+		}
+	}
+	return true
 }
 
 // nominatedNode picks the node of the domain the pod is nominated to: the first by name where

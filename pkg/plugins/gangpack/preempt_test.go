@@ -500,3 +500,33 @@ func st2pod(name string) *v1.Pod {
 	p.Spec.Containers[0].Resources = v1.ResourceRequirements{}
 	return p
 }
+
+// The freed domain is held even when the victims were packed on one node of it and its other
+// nodes stay full: the reservation covers only nodes the eviction frees (a full node must not
+// be counted as room for one member, or the hold does not fit and a sibling preempts again).
+func TestPreemptHoldsRoomOfPackedVictims(t *testing.T) {
+	nodes := []*v1.Node{testNode("a1", "a", 2), testNode("a2", "a", 2), testNode("b1", "b", 2), testNode("b2", "b", 2)}
+	pods := []*v1.Pod{
+		// low packs both members on a1; a2, b1 and b2 are full with pods the gang may not evict.
+		placedOn(prio(gangMember("low-0", "low", 1), 1), "a1"),
+		placedOn(prio(gangMember("low-1", "low", 1), 1), "a1"),
+		placedOn(prio(gangMember("top-0", "top", 2), 50), "a2"),
+		placedOn(prio(gangMember("top-1", "top", 2), 50), "b1"),
+		placedOn(prio(gangMember("top-2", "top", 2), 50), "b2"),
+	}
+	hi := []*v1.Pod{prio(gangMember("hi-0", "hi", 1), 10), prio(gangMember("hi-1", "hi", 1), 10)}
+	w := newPreemptWorld(t, nodes, append(pods, hi...), podGroup("low", 2), podGroup("top", 3), podGroup("hi", 2))
+
+	res, st := w.postFilter(hi[0])
+	assertNominated(t, res, st, "a1")
+	if got, want := w.remaining(), []string{"hi-0", "hi-1", "top-0", "top-1", "top-2"}; !slices.Equal(got, want) {
+		t.Fatalf("pods left %v, want %v", got, want)
+	}
+	c, ok := w.pl.store.Get(testNS + "/hi")
+	if !ok || c.Domain != "a" || !c.Forming() {
+		t.Fatalf("hi pin = %+v, %v; want a forming pin on a", c, ok)
+	}
+	if sl := c.Reserved["a1"]; sl.Count != 2 || len(c.Reserved) != 1 {
+		t.Fatalf("hi reserves %+v, want both members on a1 only", c.Reserved)
+	}
+}

@@ -241,6 +241,8 @@ func printQuality(dir string) {
 			o.FreeGPUs, o.StrandedGPUs, o.PeakRSSMiB)
 	}
 
+	printPreemption(obs)
+
 	heading("Gangs created one at a time (namespaces seq-*, each after the previous one is bound): last member created -> last member bound, and scheduling attempts (scheduler_schedule_attempts_total by result; OMEGangPack activations by trigger; opportunistic batching attempts by result):",
 		"| Workload | Size | Scheduler | One-at-a-time gangs | p50 (ms) | p99 (ms) | max (ms) | Attempts per pod | scheduled | unschedulable | error | Activations, batching |",
 		"|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---|")
@@ -271,6 +273,40 @@ func printQuality(dir string) {
 		}
 		fmt.Printf("| %s | %s | %s | %s | %s | %.0f | %.0f | %.0f | %s |\n", w, size, s, strings.Join(seq, " | "),
 			perPod, sched, unsched, errs, strings.Join(acts, ", "))
+	}
+}
+
+// printPreemption prints the preemption workload's table when a workload had preemptors.
+func printPreemption(obs []observation.Result) {
+	found := false
+	for _, o := range obs {
+		found = found || o.PreemptorGangs > 0
+	}
+	if !found {
+		return
+	}
+	heading("Preemption (workload Preempt: cliques full of low-priority gangs, then high-priority gangs in namespace prio-high): preemptor gangs' last member created -> last member bound; preemptions and victims from the scheduler's counters (OMEGangPack: ome_scheduler_preemption_total{preempted}, victim units; DefaultPreemption: scheduler_preemption_victims count and sum); bound members deleted by the observer: gangs touched, gangs left partly evicted, members evicted, GPUs still held by the partly evicted gangs' survivors:",
+		"| Workload | Size | Scheduler | Preemptor gangs | p50 (ms) | p99 (ms) | max (ms) | Preemptions | Victim gangs / pods per preemption | Gangs evicted | Partly evicted | Members evicted | GPUs held by survivors | Preemptor gangs split |",
+		"|---|---|---|---:|---:|---:|---:|---:|---|---:|---:|---:|---:|---:|")
+	for _, o := range obs {
+		w, size, s, ok := caseOf(o.Name)
+		if !ok || o.PreemptorGangs == 0 {
+			continue
+		}
+		c := o.Counters
+		var n float64
+		var per string
+		if ome := c["ome_scheduler_preemption_total/gang/preempted"] + c["ome_scheduler_preemption_total/pod/preempted"]; ome > 0 {
+			n = ome
+			gangs, pods := c["ome_scheduler_preemption_victims_total/gang"], c["ome_scheduler_preemption_victims_total/pod"]
+			per = fmt.Sprintf("%.2f gangs (%.2f members), %.2f pods", gangs/n, float64(o.MembersEvicted)/n, pods/n)
+		} else if dp := c["scheduler_preemption_victims/count"]; dp > 0 {
+			n = dp
+			per = fmt.Sprintf("%.2f pods", c["scheduler_preemption_victims/sum"]/n)
+		}
+		fmt.Printf("| %s | %s | %s | %d | %.0f | %.0f | %.0f | %.0f | %s | %d | %d | %d | %d | %d |\n",
+			w, size, s, o.PreemptorGangs, o.PreemptorP50ms, o.PreemptorP99ms, o.PreemptorMaxms, n, per,
+			o.GangsEvicted, o.GangsPartlyEvicted, o.MembersEvicted, o.PartlyEvictedHeldGPUs, o.PreemptorGangsSplit)
 	}
 }
 
@@ -319,6 +355,11 @@ func aggregate(obs []observation.Result) []observation.Result {
 		a.SeqP50ms = f(func(o observation.Result) float64 { return o.SeqP50ms })
 		a.SeqP99ms = f(func(o observation.Result) float64 { return o.SeqP99ms })
 		a.SeqMaxms = f(func(o observation.Result) float64 { return o.SeqMaxms })
+		a.PreemptorP50ms = f(func(o observation.Result) float64 { return o.PreemptorP50ms })
+		a.PreemptorP99ms = f(func(o observation.Result) float64 { return o.PreemptorP99ms })
+		a.PreemptorMaxms = f(func(o observation.Result) float64 { return o.PreemptorMaxms })
+		a.GangsPartlyEvicted = worst(func(o observation.Result) int { return o.GangsPartlyEvicted })
+		a.PreemptorGangsSplit = worst(func(o observation.Result) int { return o.PreemptorGangsSplit })
 		a.FreeGPUs = int64(f(func(o observation.Result) float64 { return float64(o.FreeGPUs) }))
 		a.StrandedGPUs = int64(f(func(o observation.Result) float64 { return float64(o.StrandedGPUs) }))
 		a.PeakRSSMiB = f(func(o observation.Result) float64 { return o.PeakRSSMiB })

@@ -6,7 +6,8 @@ package observation
 type Result struct {
 	Name string `json:"name"` // BenchmarkPerfScheduling/<testcase>/<workload>
 	// Counters: scheduler_schedule_attempts_total by result, OMEGangPack activations by
-	// trigger and commitment unwinds, as "<family>/<label value>".
+	// trigger and commitment unwinds, as "<family>/<label value>" ("<family>/<v1>/<v2>" for
+	// two labels); preemption counters; histograms as "<family>/sum" and "<family>/count".
 	Counters map[string]float64 `json:"counters"`
 	// Waits counts the PodScheduled=False messages pods went through, by their first words.
 	Waits          map[string]int `json:"waits"`
@@ -26,9 +27,23 @@ type Result struct {
 	SeqP50ms       float64        `json:"seqGangLatencyP50ms"`
 	SeqP99ms       float64        `json:"seqGangLatencyP99ms"`
 	SeqMaxms       float64        `json:"seqGangLatencyMaxms"`
-	FreeGPUs       int64          `json:"freeGPUs"`
-	StrandedGPUs   int64          `json:"strandedGPUs"`
-	PeakRSSMiB     float64        `json:"peakRSSMiB"`
-	RSSSource      string         `json:"rssSource"`
-	Runs           int            `json:"-"`
+	// Preemptors: gangs in namespaces prio-high* (workload Preempt), last member created ->
+	// last member bound, victims' eviction included.
+	PreemptorGangs      int     `json:"preemptorGangs"`
+	PreemptorP50ms      float64 `json:"preemptorGangLatencyP50ms"`
+	PreemptorP99ms      float64 `json:"preemptorGangLatencyP99ms"`
+	PreemptorMaxms      float64 `json:"preemptorGangLatencyMaxms"`
+	PreemptorGangsSplit int     `json:"preemptorGangsSplit"` // preemptor gangs bound across domains
+	// Bound gang members deleted (by the workload or a preemption): gangs that lost one or
+	// more, gangs left partly evicted (some members deleted, others still bound at the end),
+	// members deleted, GPUs the partly evicted gangs' survivors still hold.
+	GangsEvicted          int     `json:"gangsEvicted"`
+	GangsPartlyEvicted    int     `json:"gangsPartlyEvicted"`
+	MembersEvicted        int     `json:"membersEvicted"`
+	PartlyEvictedHeldGPUs int64   `json:"partlyEvictedHeldGPUs"`
+	FreeGPUs              int64   `json:"freeGPUs"`
+	StrandedGPUs          int64   `json:"strandedGPUs"`
+	PeakRSSMiB            float64 `json:"peakRSSMiB"`
+	RSSSource             string  `json:"rssSource"`
+	Runs                  int     `json:"-"`
 }
