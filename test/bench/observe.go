@@ -33,12 +33,16 @@ import (
 
 const (
 	gangLabel = "scheduling.x-k8s.io/pod-group"
-	domainKey = "nvidia.com/gpu.clique"
-	gpu       = v1.ResourceName("nvidia.com/gpu")
+	// groupLabel names a pod's would-be placement group for the observer only (workloads
+	// Partners and PartnersIndependent); the scheduler never reads it.
+	groupLabel = "bench.ome.io/placement-group"
+	domainKey  = "nvidia.com/gpu.clique"
+	gpu        = v1.ResourceName("nvidia.com/gpu")
 )
 
 type podRecord struct {
 	gang           string // namespace/pod-group label; "" for standalone pods
+	group          string // namespace/groupLabel; "" when the pod has none
 	created        time.Time
 	bound          time.Time
 	node           string
@@ -95,6 +99,7 @@ var counterFamilies = map[string][]string{
 	"ome_scheduler_preemption_victims_total": {"unit"},
 	"scheduler_preemption_attempts_total":    nil,
 	"scheduler_preemption_victims":           nil,
+	"ome_scheduler_placement_group_total":    {"result"},
 }
 
 // Result is one workload's observation (package observation, shared with benchtable).
@@ -177,6 +182,9 @@ func (o *observer) podSeen(pod *v1.Pod) {
 		r = &podRecord{created: now, gpus: podGPUs(pod)}
 		if g := pod.Labels[gangLabel]; g != "" {
 			r.gang = pod.Namespace + "/" + g
+		}
+		if g := pod.Labels[groupLabel]; g != "" {
+			r.group = pod.Namespace + "/" + g
 		}
 		o.pods[pod.UID] = r
 	}
@@ -313,7 +321,7 @@ func (o *observer) result(name string, nodes []*v1.Node) Result {
 	}
 	var recs []podSample
 	for _, r := range o.pods {
-		recs = append(recs, podSample{gang: r.gang, created: r.created, bound: r.bound, node: r.node,
+		recs = append(recs, podSample{gang: r.gang, group: r.group, created: r.created, bound: r.bound, node: r.node,
 			gpus: r.gpus, deleted: r.deleted, neverBound: r.deletedUnbound})
 	}
 	q := evaluate(cl, recs)
@@ -335,6 +343,10 @@ func (o *observer) result(name string, nodes []*v1.Node) Result {
 	res.GangsEvicted, res.GangsPartlyEvicted = q.gangsEvicted, q.gangsPartlyEvicted
 	res.MembersEvicted, res.PartlyEvictedHeldGPUs = q.podsEvicted, q.partlyEvictedHeldGPUs
 	res.FreeGPUs, res.StrandedGPUs = q.freeGPUs, q.strandedGPUs
+	res.Groups, res.GroupsPlaced, res.GroupsApart = q.groups, q.groupsPlaced, q.groupsApart
+	res.GroupP50ms = ms(percentile(q.groupLatencies, 0.50))
+	res.GroupP99ms = ms(percentile(q.groupLatencies, 0.99))
+	res.GroupMaxms = ms(percentile(q.groupLatencies, 1))
 	return res
 }
 

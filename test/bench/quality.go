@@ -27,6 +27,7 @@ type cluster struct{ nodes []nodeCap }
 
 type podSample struct {
 	gang       string // "" for a standalone pod
+	group      string // the would-be placement group (groupLabel); "" when none
 	created    time.Time
 	bound      time.Time // zero if never bound
 	node       string
@@ -53,6 +54,12 @@ type quality struct {
 	gangsEvicted, gangsPartlyEvicted int
 	podsEvicted                      int
 	partlyEvictedHeldGPUs            int64
+	// Would-be placement groups (pods labelled groupLabel, workload Partners): groups, groups
+	// with every member bound, groups whose bound members span more than one domain (their
+	// gangs apart, or a gang split), and per placed group the last member created -> last
+	// member bound.
+	groups, groupsPlaced, groupsApart int
+	groupLatencies                    []time.Duration
 }
 
 type gangSample struct {
@@ -179,6 +186,7 @@ func evaluate(cl cluster, pods []podSample) quality {
 	slices.Sort(q.latencies)
 	slices.Sort(q.seqLatencies)
 	slices.Sort(q.preemptorLatencies)
+	evaluateGroups(&q, domainOf, pods)
 
 	for _, f := range free {
 		q.freeGPUs += f
@@ -188,6 +196,54 @@ func evaluate(cl cluster, pods []podSample) quality {
 		q.offlineBestFit = offlineBestFit(cl, pods, order, memberGPUs)
 	}
 	return q
+}
+
+// evaluateGroups counts the would-be placement groups: every pod with a group, members
+// deleted before they were bound left out.
+func evaluateGroups(q *quality, domainOf map[string]string, pods []podSample) {
+	type groupSample struct {
+		members, bound         int
+		lastCreated, lastBound time.Time
+		domains                map[string]bool
+	}
+	groups := map[string]*groupSample{}
+	var keys []string
+	for _, p := range pods {
+		if p.group == "" || p.neverBound {
+			continue
+		}
+		g := groups[p.group]
+		if g == nil {
+			g = &groupSample{domains: map[string]bool{}}
+			groups[p.group] = g
+			keys = append(keys, p.group)
+		}
+		g.members++
+		if p.created.After(g.lastCreated) {
+			g.lastCreated = p.created
+		}
+		if p.node == "" {
+			continue
+		}
+		g.bound++
+		g.domains[domainOf[p.node]] = true
+		if p.bound.After(g.lastBound) {
+			g.lastBound = p.bound
+		}
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		g := groups[k]
+		q.groups++
+		if g.bound == g.members {
+			q.groupsPlaced++
+			q.groupLatencies = append(q.groupLatencies, g.lastBound.Sub(g.lastCreated))
+		}
+		if len(g.domains) > 1 {
+			q.groupsApart++
+		}
+	}
+	slices.Sort(q.groupLatencies)
 }
 
 // slotsByDomain counts, per domain, how many members of memberGPUs each fit on the free

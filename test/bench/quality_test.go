@@ -132,3 +132,34 @@ func TestEvictionsAndPreemptorLatency(t *testing.T) {
 		t.Errorf("preemptor latencies %v, want [30ms]", q.preemptorLatencies)
 	}
 }
+
+func TestPlacementGroups(t *testing.T) {
+	in := func(group, gang string, created, bound int, node string) podSample {
+		p := member(gang, created, bound, node)
+		p.group = group
+		return p
+	}
+	pods := []podSample{
+		// together: both gangs in d0; last member created at 20 ms, last bound at 90 ms.
+		in("together", "t0", 0, 50, "n0"), in("together", "t0", 10, 60, "n1"),
+		in("together", "t1", 20, 90, "n0"), in("together", "t1", 20, 80, "n1"),
+		// apart: gang a0 whole in d0, gang a1 whole in d1.
+		in("apart", "a0", 0, 30, "n0"), in("apart", "a0", 0, 30, "n0"),
+		in("apart", "a1", 0, 40, "n2"), in("apart", "a1", 0, 40, "n3"),
+		// waiting: one gang bound, the other not: not placed, not apart.
+		in("waiting", "w0", 0, 5, "n2"), in("waiting", "w0", 0, 5, "n2"),
+		in("waiting", "w1", 0, 0, ""), in("waiting", "w1", 0, 0, ""),
+		// a gang without a group is not counted.
+		member("lone", 0, 5, "n3"),
+	}
+	q := evaluate(twoDomains(), pods)
+	if q.groups != 3 || q.groupsPlaced != 2 || q.groupsApart != 1 {
+		t.Errorf("groups %d placed %d apart %d, want 3 2 1", q.groups, q.groupsPlaced, q.groupsApart)
+	}
+	if len(q.groupLatencies) != 2 || q.groupLatencies[0] != 40*time.Millisecond || q.groupLatencies[1] != 70*time.Millisecond {
+		t.Errorf("group latencies %v, want [40ms 70ms]", q.groupLatencies)
+	}
+	if q.gangsSplit != 0 {
+		t.Errorf("gangs split %d, want 0 (groups apart are not gang splits)", q.gangsSplit)
+	}
+}

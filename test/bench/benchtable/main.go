@@ -242,6 +242,7 @@ func printQuality(dir string) {
 	}
 
 	printPreemption(obs)
+	printGroups(obs)
 
 	heading("Gangs created one at a time (namespaces seq-*, each after the previous one is bound): last member created -> last member bound, and scheduling attempts (scheduler_schedule_attempts_total by result; OMEGangPack activations by trigger; opportunistic batching attempts by result):",
 		"| Workload | Size | Scheduler | One-at-a-time gangs | p50 (ms) | p99 (ms) | max (ms) | Attempts per pod | scheduled | unschedulable | error | Activations, batching |",
@@ -310,6 +311,36 @@ func printPreemption(obs []observation.Result) {
 	}
 }
 
+// printGroups prints the placement group workloads' table when a workload had would-be
+// groups (pods labelled bench.ome.io/placement-group).
+func printGroups(obs []observation.Result) {
+	found := false
+	for _, o := range obs {
+		found = found || o.Groups > 0
+	}
+	if !found {
+		return
+	}
+	heading("Placement groups (workloads Partners*: pairs of gangs of 2 and of 4; Partners declares them as placement groups, PartnersIndependent places the same gangs on their own): per group last member created -> last member bound; groups apart = groups whose bound members span more than one clique (worst run); gangs split (worst run):",
+		"| Workload | Size | Scheduler | Groups | Placed | p50 (ms) | p99 (ms) | max (ms) | Groups apart | Gangs split | placement_group_total |",
+		"|---|---|---|---:|---:|---:|---:|---:|---:|---:|---|")
+	for _, o := range obs {
+		w, size, s, ok := caseOf(o.Name)
+		if !ok || o.Groups == 0 {
+			continue
+		}
+		var results []string
+		for k, v := range o.Counters {
+			if r, ok := strings.CutPrefix(k, "ome_scheduler_placement_group_total/"); ok && v > 0 {
+				results = append(results, fmt.Sprintf("%s %.0f", r, v))
+			}
+		}
+		sort.Strings(results)
+		fmt.Printf("| %s | %s | %s | %d | %d | %.0f | %.0f | %.0f | %d | %d | %s |\n",
+			w, size, s, o.Groups, o.GroupsPlaced, o.GroupP50ms, o.GroupP99ms, o.GroupMaxms, o.GroupsApart, o.GangsSplit, strings.Join(results, ", "))
+	}
+}
+
 // aggregate folds the runs of each workload into one observation: the median of every
 // figure, except splits and partial gangs, which are the worst run's (B must split none in
 // any run). Runs holds how many runs were folded.
@@ -360,6 +391,11 @@ func aggregate(obs []observation.Result) []observation.Result {
 		a.PreemptorMaxms = f(func(o observation.Result) float64 { return o.PreemptorMaxms })
 		a.GangsPartlyEvicted = worst(func(o observation.Result) int { return o.GangsPartlyEvicted })
 		a.PreemptorGangsSplit = worst(func(o observation.Result) int { return o.PreemptorGangsSplit })
+		a.GroupsPlaced = int(f(func(o observation.Result) float64 { return float64(o.GroupsPlaced) }))
+		a.GroupsApart = worst(func(o observation.Result) int { return o.GroupsApart })
+		a.GroupP50ms = f(func(o observation.Result) float64 { return o.GroupP50ms })
+		a.GroupP99ms = f(func(o observation.Result) float64 { return o.GroupP99ms })
+		a.GroupMaxms = f(func(o observation.Result) float64 { return o.GroupMaxms })
 		a.FreeGPUs = int64(f(func(o observation.Result) float64 { return float64(o.FreeGPUs) }))
 		a.StrandedGPUs = int64(f(func(o observation.Result) float64 { return float64(o.StrandedGPUs) }))
 		a.PeakRSSMiB = f(func(o observation.Result) float64 { return o.PeakRSSMiB })

@@ -37,13 +37,22 @@ type Result struct {
 	// Bound gang members deleted (by the workload or a preemption): gangs that lost one or
 	// more, gangs left partly evicted (some members deleted, others still bound at the end),
 	// members deleted, GPUs the partly evicted gangs' survivors still hold.
-	GangsEvicted          int     `json:"gangsEvicted"`
-	GangsPartlyEvicted    int     `json:"gangsPartlyEvicted"`
-	MembersEvicted        int     `json:"membersEvicted"`
-	PartlyEvictedHeldGPUs int64   `json:"partlyEvictedHeldGPUs"`
-	FreeGPUs              int64   `json:"freeGPUs"`
-	StrandedGPUs          int64   `json:"strandedGPUs"`
-	PeakRSSMiB            float64 `json:"peakRSSMiB"`
-	RSSSource             string  `json:"rssSource"`
-	Runs                  int     `json:"-"`
+	GangsEvicted          int   `json:"gangsEvicted"`
+	GangsPartlyEvicted    int   `json:"gangsPartlyEvicted"`
+	MembersEvicted        int   `json:"membersEvicted"`
+	PartlyEvictedHeldGPUs int64 `json:"partlyEvictedHeldGPUs"`
+	// Would-be placement groups (pods labelled bench.ome.io/placement-group, workloads
+	// Partners*): groups, groups with every member bound, groups whose bound members span
+	// more than one domain, and per placed group last member created -> last member bound.
+	Groups       int     `json:"groups"`
+	GroupsPlaced int     `json:"groupsPlaced"`
+	GroupsApart  int     `json:"groupsApart"`
+	GroupP50ms   float64 `json:"groupLatencyP50ms"`
+	GroupP99ms   float64 `json:"groupLatencyP99ms"`
+	GroupMaxms   float64 `json:"groupLatencyMaxms"`
+	FreeGPUs     int64   `json:"freeGPUs"`
+	StrandedGPUs int64   `json:"strandedGPUs"`
+	PeakRSSMiB   float64 `json:"peakRSSMiB"`
+	RSSSource    string  `json:"rssSource"`
+	Runs         int     `json:"-"`
 }
