@@ -2,7 +2,9 @@
 // kube-controller-manager; a fake kubelet marks bound pods Running), installs the PodGroup CRD, creates fake GPU nodes in
 // nvidia.com/gpu.clique domains across two zones, runs bin/ome-scheduler with the Helm chart's
 // default configuration, applies the demo gang of manifests/demo and shows where it landed.
-// It stops everything it started, also on Ctrl-C.
+// Optional acts follow: -partners (DEMO_PARTNERS=1, partners.go) a partner placement group,
+// then -preempt (DEMO_PREEMPT=1, preempt.go) preemption. It stops everything it started, also
+// on Ctrl-C.
 package main
 
 import (
@@ -31,6 +33,11 @@ import (
 // preempt runs the second act: preemption (flag -preempt, or DEMO_PREEMPT=1 in the environment).
 var preempt = flag.Bool("preempt", os.Getenv("DEMO_PREEMPT") == "1",
 	"render the chart with scheduler.disablePreemption=false and show a high-priority gang displacing a low-priority one")
+
+// partners runs the partners act (flag -partners, or DEMO_PARTNERS=1): a prefill and a decode
+// gang of one placement group placed together in one clique.
+var partners = flag.Bool("partners", os.Getenv("DEMO_PARTNERS") == "1",
+	"show a partner placement group (prefill + decode gangs of 2) placed whole in one clique")
 
 func main() {
 	flag.Parse()
@@ -171,8 +178,16 @@ func run(ctx context.Context) (err error) {
 	if lines, err := testenv.GrepFile(sched.LogPath, "gangpack.pinGang.result"); err == nil && len(lines) > 0 {
 		fmt.Printf("ome-scheduler --v=4 decision log (gangpack.pinGang.result):\n%s\n", strings.Join(lines, "\n"))
 	}
-	if err := summary(ctx, cp, pods); err != nil || !*preempt {
+	if err := summary(ctx, cp, pods); err != nil {
 		return err
+	}
+	if *partners {
+		if err := partnersAct(ctx, cp, kubectl, port, sched.LogPath); err != nil {
+			return err
+		}
+	}
+	if !*preempt {
+		return nil
 	}
 	return preemptAct(ctx, cp, kubectl, port, sched.LogPath)
 }

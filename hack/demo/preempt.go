@@ -50,7 +50,7 @@ func preemptAct(ctx context.Context, cp *testenv.ControlPlane, kubectl func(...s
 	if err != nil {
 		return err
 	}
-	lowNodes, err := waitPlaced(ctx, cp, low, 60*time.Second)
+	lowNodes, err := waitPlaced(ctx, cp, demoNS, low, 60*time.Second)
 	if err != nil {
 		return fmt.Errorf("the low-priority gang: %w", err)
 	}
@@ -67,7 +67,7 @@ func preemptAct(ctx context.Context, cp *testenv.ControlPlane, kubectl func(...s
 	if err != nil {
 		return err
 	}
-	highNodes, err := waitPlaced(ctx, cp, high, 90*time.Second)
+	highNodes, err := waitPlaced(ctx, cp, demoNS, high, 90*time.Second)
 	if err != nil {
 		return fmt.Errorf("the high-priority gang: %w", err)
 	}
@@ -132,12 +132,12 @@ func createPriorityGang(ctx context.Context, cp *testenv.ControlPlane, name stri
 	return pods, nil
 }
 
-// waitPlaced waits until every pod is bound and Running and returns pod → node.
-func waitPlaced(ctx context.Context, cp *testenv.ControlPlane, pods []string, timeout time.Duration) (map[string]string, error) {
+// waitPlaced waits until every pod of namespace ns is bound and Running and returns pod → node.
+func waitPlaced(ctx context.Context, cp *testenv.ControlPlane, ns string, pods []string, timeout time.Duration) (map[string]string, error) {
 	nodes := map[string]string{}
 	err := wait.PollUntilContextTimeout(ctx, 250*time.Millisecond, timeout, true, func(ctx context.Context) (bool, error) {
 		for _, n := range pods {
-			p, err := cp.Client.CoreV1().Pods(demoNS).Get(ctx, n, metav1.GetOptions{})
+			p, err := cp.Client.CoreV1().Pods(ns).Get(ctx, n, metav1.GetOptions{})
 			if err != nil || p.Spec.NodeName == "" || p.Status.Phase != v1.PodRunning {
 				return false, nil
 			}
@@ -148,7 +148,7 @@ func waitPlaced(ctx context.Context, cp *testenv.ControlPlane, pods []string, ti
 	if err != nil {
 		var msgs []string
 		for _, n := range pods {
-			msgs = append(msgs, fmt.Sprintf("%s: %q", n, testenv.FailedSchedulingMessages(ctx, cp.Client, demoNS, n)))
+			msgs = append(msgs, fmt.Sprintf("%s: %q", n, testenv.FailedSchedulingMessages(ctx, cp.Client, ns, n)))
 		}
 		return nodes, fmt.Errorf("not all of %v bound and Running within %s (bound %v); scheduling messages: %s", pods, timeout, nodes, strings.Join(msgs, "; "))
 	}
