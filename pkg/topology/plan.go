@@ -47,31 +47,15 @@ type nodeClass struct {
 
 func planDomain(g *Gang, domain string, nodes []*Node) *DomainPlan {
 	p := &DomainPlan{Domain: domain, Nodes: make([]string, 0, len(nodes))}
-	classes := map[string]*nodeClass{}
-	var order []string
-	total := 0
 	for _, n := range nodes {
 		p.Nodes = append(p.Nodes, n.Name)
-		room := NodeRoom(g, n)
-		total += room
-		key := classKey(n.Fits, len(g.Shapes), room)
-		c, ok := classes[key]
-		if !ok {
-			fits := make([]bool, len(g.Shapes))
-			copy(fits, n.Fits)
-			c = &nodeClass{fits: fits, room: room}
-			classes[key] = c
-			order = append(order, key)
-		}
-		c.nodes = append(c.nodes, n.Name)
 	}
 	sort.Strings(p.Nodes)
-	sort.Strings(order)
-	cls := make([]*nodeClass, len(order))
-	for i, k := range order {
-		cls[i] = classes[k]
-	}
+	// Nodes without room join no class: they add nothing to the room and host no member.
+	cls := classesOf(g, nodes)
+	total := 0
 	for i, c := range cls {
+		total += c.room * len(c.nodes)
 		if canFormFrom(g, cls, i) {
 			p.Candidates = append(p.Candidates, c.nodes...)
 		}
