@@ -48,8 +48,9 @@ func (s *Store) pinGroup(reqs []PinRequest) ([]Commitment, PinOutcome, int) {
 	return out, Pinned, -1
 }
 
-// undoHold reverses hold's aggregates for a commitment that never became visible (no hold
-// was lifted, so the generation does not move). Callers hold s.mu and unindex first.
+// undoHold reverses hold's aggregates (domains, keys, the forming count); unhold adds the
+// generation move, which a commitment that never became visible does not need. Callers hold
+// s.mu and unindex first.
 func (s *Store) undoHold(c *Commitment) {
 	ref := DomainRef{c.Key, c.Domain}
 	if s.heldDomains[ref]--; s.heldDomains[ref] <= 0 {

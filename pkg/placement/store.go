@@ -108,14 +108,7 @@ func (s *Store) hold(c *Commitment) {
 func (s *Store) unhold(c *Commitment) {
 	s.unindex(c)
 	c.Reserved = nil
-	ref := DomainRef{c.Key, c.Domain}
-	if s.heldDomains[ref]--; s.heldDomains[ref] <= 0 {
-		delete(s.heldDomains, ref)
-	}
-	if s.heldKeys[c.Key]--; s.heldKeys[c.Key] <= 0 {
-		delete(s.heldKeys, c.Key)
-	}
-	s.forming.Add(-1)
+	s.undoHold(c)
 	s.generation.Add(1)
 }
 
