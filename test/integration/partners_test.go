@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/moirai-internal/ome-scheduler/test/testenv"
@@ -23,6 +24,13 @@ const (
 // groupKey when not "") with minMember n, and its n one-GPU members <name>-<i>.
 func (e *env) partner(name string, n int32, grp, size, groupKey string) []string {
 	e.t.Helper()
+	e.partnerGroup(name, n, grp, size, groupKey)
+	return e.gang(name, int(n), 1, false)
+}
+
+// partnerGroup creates only the partner PodGroup of partner (no members).
+func (e *env) partnerGroup(name string, n int32, grp, size, groupKey string) {
+	e.t.Helper()
 	pg := testenv.NewPodGroup(e.ns, name, n, domainKey, 60)
 	pg.Labels = map[string]string{groupLabel: grp}
 	pg.Annotations[groupLabel+"-size"] = size
@@ -32,7 +40,6 @@ func (e *env) partner(name string, n int32, grp, size, groupKey string) []string
 	if _, err := e.cp.PodGroups.SchedulingV1alpha1().PodGroups(e.ns).Create(e.ctx, pg, metav1.CreateOptions{}); err != nil {
 		e.t.Fatalf("create PodGroup %s: %v", name, err)
 	}
-	return e.gang(name, int(n), 1, false)
 }
 
 // domainsOf maps each pod to its node's value of key.
@@ -207,4 +214,89 @@ func TestPartnerGroupDeletedPartnerUnwindsGroup(t *testing.T) {
 		t.Errorf("placement_group_total{unwound} = %v, want %v", m, before+1)
 	}
 	e.staysPending(2*time.Second, append(a, "b-0")...)
+}
+
+// Hard zone spread on a partner's leader: two placement groups (prefill + decode partners of
+// 2 members each), the prefill leader of each carrying a DoNotSchedule spread across zones.
+// Zone z1 has two cliques of 4, z2 one: the first group takes a1 (best fit, ties by name);
+// the second group, which alone would take a2, must go to z2 (b1), whole, in one clique.
+// The second group reaches b1 only after the spread filter vetoed its pin in a2 (logged).
+func TestPartnerGroupLeaderZoneSpread(t *testing.T) {
+	e := newEnv(t)
+	e.domain("a1", 4, 1, map[string]string{zoneKey: "z1"})
+	e.domain("a2", 4, 1, map[string]string{zoneKey: "z1"})
+	e.domain("b1", 4, 1, map[string]string{zoneKey: "z2"})
+	e.startScheduler(testenv.Profile{})
+	spread := spreadOn(zoneKey, "svc", v1.DoNotSchedule)
+	group := func(grp string) []string {
+		e.partnerGroup(grp+"-prefill", 2, grp, "2", "")
+		e.partnerGroup(grp+"-decode", 2, grp, "2", "")
+		leader := grp + "-prefill-0"
+		e.pod(testenv.PodSpec{Name: leader, Group: grp + "-prefill", GPUs: 1, Spread: spread,
+			Labels: map[string]string{"app": "svc", "role": "leader"}})
+		pods := []string{leader}
+		for _, m := range [][2]string{{"prefill", "1"}, {"decode", "0"}, {"decode", "1"}} {
+			name := grp + "-" + m[0] + "-" + m[1]
+			e.pod(testenv.PodSpec{Name: name, Group: grp + "-" + m[0], GPUs: 1,
+				Labels: map[string]string{"app": "svc", "role": "worker"}})
+			pods = append(pods, name)
+		}
+		return pods
+	}
+	zoneOf := map[string]string{}
+	for _, grp := range []string{"g1", "g2"} {
+		pods := group(grp)
+		got := e.bound(30*time.Second, pods...)
+		c := e.oneDomain(got, domainKey)
+		e.distinctNodes(got)
+		zoneOf[grp] = e.oneDomain(got, zoneKey)
+		t.Logf("%s in clique %s, zone %s", grp, c, zoneOf[grp])
+		// Unlike a single gang's leader (deferred pin, design section 11), a partner's leader
+		// is planned with its group at PreFilter: the group is first pinned in a2, the spread
+		// filter vetoes it (gang reservation released ..., the partners unwound), then b1.
+		vetoes := 0
+		for _, m := range testenv.FailedSchedulingMessages(e.ctx, e.cp.Client, e.ns, pods[0]) {
+			if strings.Contains(m, "gang reservation released after all candidate nodes were filtered") {
+				vetoes++
+			}
+		}
+		t.Logf("%s: %d spread vetoes of a pinned group domain", pods[0], vetoes)
+	}
+	if zoneOf["g1"] == zoneOf["g2"] {
+		t.Fatalf("both groups in zone %s", zoneOf["g1"])
+	}
+}
+
+// Restart mid-formation: partner b's second member is gated, so the group cannot complete
+// while a-0, a-1 and b-0 wait at Permit. A new scheduler process, then the ungate: every
+// member of both partners binds, all in the clique of 4 (alone each partner would best-fit
+// the clique of 2), none split.
+func TestPartnerGroupRestartMidFormation(t *testing.T) {
+	e := newEnv(t)
+	e.domain("c4", 4, 1)
+	e.domain("c2", 2, 1)
+	e.startScheduler(testenv.Profile{})
+	e.partnerGroup("a", 2, "grp", "2", "")
+	e.partnerGroup("b", 2, "grp", "2", "")
+	gw := newGateWatch(t)
+	e.pod(testenv.PodSpec{Name: "b-1", Group: "b", GPUs: 1, Gates: []string{"example.com/later"}})
+	pods := append(e.gang("a", 2, 1, false), "b-0", "b-1")
+	e.pod(testenv.PodSpec{Name: "b-0", Group: "b", GPUs: 1})
+	// a-0, a-1 and b-0 wait at Permit: the group is forming and holds c4
+	deadline := time.Now().Add(20 * time.Second)
+	for metric(t, "ome_scheduler_gang_gate_total", map[string]string{"result": "wait"}) < gw.base+3 {
+		if time.Now().After(deadline) {
+			t.Fatalf("members never all waited at Permit: %v", testenv.FailedSchedulingMessages(e.ctx, e.cp.Client, e.ns, "a-0"))
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	e.staysPending(time.Second, pods...)
+	e.stopScheduler()
+	e.startScheduler(testenv.Profile{})
+	e.ungate("b-1")
+	got := e.bound(30*time.Second, pods...)
+	if d := e.oneDomain(got, domainKey); d != "c4" {
+		t.Fatalf("group in %s, want c4", d)
+	}
+	e.distinctNodes(got)
 }
