@@ -50,6 +50,16 @@ func appendRun(m map[string][]float64, data map[string]float64) map[string][]flo
 	return m
 }
 
+// spread is "min–max" of the runs' values, or "" for fewer than two runs.
+func spread(vs []float64) string {
+	if len(vs) < 2 {
+		return ""
+	}
+	s := append([]float64(nil), vs...)
+	sort.Float64s(s)
+	return f1(s[0]) + "–" + f1(s[len(s)-1])
+}
+
 // median of the runs' values (the lower middle one for an even count).
 func median(vs []float64) float64 {
 	s := append([]float64(nil), vs...)
@@ -124,18 +134,19 @@ func main() {
 		return si < sj
 	})
 	fmt.Printf("Results from %s (median over runs)\n\n", strings.Join(files, ", "))
-	fmt.Println("| Workload | Size | Scheduler | Runs | Throughput avg (pods/s) | Throughput p50 | Throughput p90 | Attempt p99 (ms) | SLI p50 (ms) | SLI p99 (ms) | Permit wait p99 (ms) |")
-	fmt.Println("|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|")
+	fmt.Println("| Workload | Size | Scheduler | Runs | Throughput avg (pods/s) | Spread over runs | Throughput p50 | Throughput p90 | Attempt p99 (ms) | SLI p50 (ms) | SLI p99 (ms) | Permit wait p99 (ms) |")
+	fmt.Println("|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
 	for _, k := range keys {
 		r := rows[k]
 		w, s := split(r.testCase)
-		tp, p50, p90 := "n/a (run < 2 s)", "", ""
+		tp, sp, p50, p90 := "n/a (run < 2 s)", "", "", ""
 		if r.throughput != nil {
 			tp = f1(median(r.throughput["Average"]))
+			sp = spread(r.throughput["Average"])
 			p50 = f1(median(r.throughput["Perc50"]))
 			p90 = f1(median(r.throughput["Perc90"]))
 		}
-		fmt.Printf("| %s | %s | %s | %d | %s | %s | %s | %s | %s | %s | %s |\n", w, r.size, s, r.runs, tp, p50, p90,
+		fmt.Printf("| %s | %s | %s | %d | %s | %s | %s | %s | %s | %s | %s | %s |\n", w, r.size, s, r.runs, tp, sp, p50, p90,
 			get(r.attempt, "Perc99"), get(r.sli, "Perc50"), get(r.sli, "Perc99"), get(r.permit, "Perc99"))
 	}
 	printRatios(rows, keys)
