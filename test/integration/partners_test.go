@@ -300,3 +300,31 @@ func TestPartnerGroupRestartMidFormation(t *testing.T) {
 	}
 	e.distinctNodes(got)
 }
+
+// Rule 7: a placement group that fits nowhere preempts as one unit. Clique c1 (4 nodes) is
+// full of a low-priority gang, clique c2 has 2 nodes: the group of two 2-member partners
+// evicts the low gang whole and binds, every partner, in c1.
+func TestPartnerGroupPreemptsOneGroupDomain(t *testing.T) {
+	e := newEnv(t)
+	e.domain("c1", 4, 1)
+	e.domain("c2", 2, 1)
+	e.startScheduler(preemptionProfile)
+	low := e.prioGang("low", 4, 1, false)
+	e.bound(30*time.Second, low...)
+	e.partnerGroup("a", 2, "grp", "2", "")
+	e.partnerGroup("b", 2, "grp", "2", "")
+	var group []string
+	for _, p := range []string{"a", "b"} {
+		for i := 0; i < 2; i++ {
+			n := fmt.Sprintf("%s-%d", p, i)
+			e.prioPod(testenv.PodSpec{Name: n, Group: p, GPUs: 1}, 10, false)
+			group = append(group, n)
+		}
+	}
+	got := e.bound(40*time.Second, group...)
+	if d := e.oneDomain(got, domainKey); d != "c1" {
+		t.Fatalf("group in %s, want c1", d)
+	}
+	e.distinctNodes(got)
+	e.gone(20*time.Second, low...)
+}

@@ -14,10 +14,13 @@ import (
 // groupPlanning is one planning of a placement group: the partners still to place (each a
 // planner of its own, the current gang's first) and the group nodes they were planned over.
 type groupPlanning struct {
-	todo   []*planner
-	anchor string // the group domain bound or pinned partners fix; "" = any
-	nodes  []topology.GroupNode
-	byName map[string]int // node name → index in nodes
+	// forPreemption makes build judge only what evicting pods cannot change: shape fits
+	// ignore resources (the preemption arithmetic recomputes them from the freed room).
+	forPreemption bool
+	todo          []*planner
+	anchor        string // the group domain bound or pinned partners fix; "" = any
+	nodes         []topology.GroupNode
+	byName        map[string]int // node name → index in nodes
 }
 
 // placeGroup plans and pins the current gang's whole placement group (rules 2 and 3): every
@@ -191,7 +194,11 @@ func (gp *groupPlanning) build(p *planner, raw bool) {
 			n.Sub[i] = node.Labels[q.info.TopologyKey]
 			n.Fits[i] = make([]bool, len(q.shapeFits))
 			for s, f := range q.shapeFits {
-				n.Fits[i][s] = f.fits(ni, free, freePods)
+				if gp.forPreemption {
+					n.Fits[i][s] = f.fits(ni, f.request, 1)
+				} else {
+					n.Fits[i][s] = f.fits(ni, free, freePods)
+				}
 			}
 		}
 		gp.byName[node.Name] = len(gp.nodes)

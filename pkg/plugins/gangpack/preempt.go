@@ -43,6 +43,11 @@ type preemptor struct {
 	excluded map[string]bool
 	// holders are the lower-priority gangs holding a domain, released if it is chosen.
 	holders map[string]string
+	// group is set when the preemptor is a placement group (its unit name, "group:{ns}/{group}"):
+	// partners are the partner gangs to place and groupNodes the group planner's nodes.
+	group      string
+	partners   []topology.Partner
+	groupNodes []topology.GroupNode
 }
 
 // preempt is PostFilter for a pod without a cycle pin when preemption is on.
@@ -59,10 +64,16 @@ func (pl *GangPack) preempt(ctx context.Context, pod *v1.Pod, m fwk.NodeToStatus
 		return pl.noCandidate(logger, pr, reasonPreemptNever)
 	}
 	units := victimUnits(pr.all, pr.priority, pr.ownGang, pl.listPDBs(logger), pl.groupUnitOf())
+	units = slices.DeleteFunc(units, func(u victimUnit) bool { return pr.group != "" && u.unit.Name == pr.group })
 	if len(units) == 0 {
 		return pl.noCandidate(logger, pr, reasonNoLowerPriority)
 	}
-	cands := topology.PreemptionCandidates(&pr.gang, pr.priority, pr.nodes, topologyUnits(units))
+	var cands []topology.PreemptionCandidate
+	if pr.group != "" {
+		cands = topology.GroupPreemptionCandidates(pr.partners, pr.priority, pr.groupNodes, topologyUnits(units))
+	} else {
+		cands = topology.PreemptionCandidates(&pr.gang, pr.priority, pr.nodes, topologyUnits(units))
+	}
 	cands = slices.DeleteFunc(cands, func(c topology.PreemptionCandidate) bool { return pr.excluded[c.Domain] })
 	for _, c := range cands {
 		if len(c.Victims) == 0 { // room without evictions: something else keeps the pod out
@@ -93,6 +104,11 @@ func (pl *GangPack) newPreemptor(logger klog.Logger, pod *v1.Pod, m fwk.NodeToSt
 	pr := &preemptor{pod: pod, priority: corev1helpers.PodPriority(pod), all: all, fit: newPodFit(pod)}
 	if key, name, member := gangOf(pod); member {
 		pr.kind, pr.key, pr.name, pr.ownGang = preemptorGang, key, name, key
+		if unitOf := pl.groupUnitOf(); unitOf != nil {
+			if g := unitOf(pod); g != "" { // the partners share one preemption and its wait
+				pr.group, pr.key = g, g
+			}
+		}
 	} else {
 		pr.kind, pr.key, pr.name = preemptorPod, "pod/"+podKey(pod), pod.Name
 	}
@@ -174,7 +190,7 @@ func (pl *GangPack) gangLacksRoom(logger klog.Logger, pr *preemptor) bool {
 		return false
 	}
 	if info.Group != nil {
-		return false // a placement group's partners do not preempt (design.md section 18)
+		return pl.groupLacksRoom(logger, pr, info)
 	}
 	if _, pinned := pl.store.Get(info.Key); pinned {
 		return false // the gang has a domain: it waits there

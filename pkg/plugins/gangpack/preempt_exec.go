@@ -60,7 +60,7 @@ func (pl *GangPack) carryOut(ctx context.Context, logger klog.Logger, pr *preemp
 	node := nominatedNode(pr, c.Domain, victims)
 	pl.preempted.record(pr.key, preemptRecord{domain: c.Domain, node: node, victims: refsOf(victims),
 		deadline: time.Now().Add(pl.waitLimit(pr, victims))}, time.Now())
-	if pr.planner != nil {
+	if pr.planner != nil && pr.group == "" {
 		pl.holdDomain(logger, pr, c.Domain, victims)
 	}
 	preemptionTotal.WithLabelValues(pr.kind, preemptResultPreempted).Inc()

@@ -31,8 +31,13 @@ type preemptWorld struct {
 
 func newPreemptWorld(t *testing.T, nodes []*v1.Node, pods []*v1.Pod, pgs ...*schedv1alpha1.PodGroup) *preemptWorld {
 	t.Helper()
+	return newPreemptWorldArgs(t, testArgs(), nodes, pods, pgs...)
+}
+
+// newPreemptWorldArgs is newPreemptWorld with the given arguments (preemption turned on).
+func newPreemptWorldArgs(t *testing.T, args *Args, nodes []*v1.Node, pods []*v1.Pod, pgs ...*schedv1alpha1.PodGroup) *preemptWorld {
+	t.Helper()
 	registerMetrics()
-	args := testArgs()
 	args.Preemption = true
 	w := newWorld(t, args, nodes, pods, pgs...)
 	for _, p := range pods {
