@@ -112,6 +112,7 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzBestFit$$' -fuzztime $(FUZZTIME) ./pkg/topology/
 	$(GO) test -run '^$$' -fuzz '^FuzzAssign$$' -fuzztime $(FUZZTIME) ./pkg/topology/
 	$(GO) test -run '^$$' -fuzz '^FuzzMinimalVictims$$' -fuzztime $(FUZZTIME) ./pkg/topology/
+	$(GO) test -run '^$$' -fuzz '^FuzzGroupPreemption$$' -fuzztime $(FUZZTIME) ./pkg/topology/
 	$(GO) test -run '^$$' -fuzz '^FuzzPlanGroup$$' -fuzztime $(FUZZTIME) ./pkg/topology/
 	$(GO) test -run '^$$' -fuzz '^FuzzStore$$' -fuzztime $(FUZZTIME) ./pkg/placement/
 	$(GO) test -run '^$$' -fuzz '^FuzzDecodeArgs$$' -fuzztime $(FUZZTIME) ./pkg/plugins/gangpack/
