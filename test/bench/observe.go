@@ -41,6 +41,7 @@ const (
 )
 
 type podRecord struct {
+	namespace      string
 	gang           string // namespace/pod-group label; "" for standalone pods
 	group          string // namespace/groupLabel; "" when the pod has none
 	created        time.Time
@@ -179,7 +180,7 @@ func (o *observer) podSeen(pod *v1.Pod) {
 	defer o.mu.Unlock()
 	r := o.pods[pod.UID]
 	if r == nil {
-		r = &podRecord{created: now, gpus: podGPUs(pod)}
+		r = &podRecord{namespace: pod.Namespace, created: now, gpus: podGPUs(pod)}
 		if g := pod.Labels[gangLabel]; g != "" {
 			r.gang = pod.Namespace + "/" + g
 		}
@@ -320,7 +321,11 @@ func (o *observer) result(name string, nodes []*v1.Node) Result {
 		cl.nodes = append(cl.nodes, nodeCap{name: n.Name, domain: n.Labels[domainKey], gpus: q.Value()})
 	}
 	var recs []podSample
+	var burstCreated, burstBound []time.Time
 	for _, r := range o.pods {
+		if r.namespace == burstNamespace {
+			burstCreated, burstBound = append(burstCreated, r.created), append(burstBound, r.bound)
+		}
 		recs = append(recs, podSample{gang: r.gang, group: r.group, created: r.created, bound: r.bound, node: r.node,
 			gpus: r.gpus, deleted: r.deleted, neverBound: r.deletedUnbound})
 	}
@@ -347,6 +352,14 @@ func (o *observer) result(name string, nodes []*v1.Node) Result {
 	res.GroupP50ms = ms(percentile(q.groupLatencies, 0.50))
 	res.GroupP99ms = ms(percentile(q.groupLatencies, 0.99))
 	res.GroupMaxms = ms(percentile(q.groupLatencies, 1))
+	if len(burstCreated) > 0 {
+		ws := throughputWindows(burstCreated, burstBound, windowSeconds)
+		res.BurstPods, res.BurstBound, res.BurstRunSeconds = ws.Pods, ws.Bound, ws.Run.Seconds()
+		res.BurstMeanPerSecond, res.BurstWindows = ws.Mean, ws.Windows
+		res.BurstWorstWindowPerSecond, res.BurstWorstWindowAtSecond = ws.Worst, ws.WorstAtSeconds
+		res.BurstWorstWindowFraction = ws.WorstFraction
+		res.BurstBindsPerSecond = binsPerSecond(burstCreated, burstBound)
+	}
 	return res
 }
 

@@ -237,6 +237,7 @@ func printQuality(dir string) {
 	if len(obs) == 0 {
 		return
 	}
+	printBurst(obs)
 	obs = aggregate(obs)
 	heading("Placement quality and memory, median over runs (observer: gang latency = last member created -> last member bound; offline best fit = live gangs a sequential best fit places whole; stranded = free GPUs in domains that cannot host the smallest gang; RSS = whole test process: API server + scheduler + load generator):",
 		"| Workload | Size | Scheduler | Runs | Pods bound | Gangs | Placed | Split (worst run) | Partial (worst run) | Live whole / offline best fit | Gang p50 (ms) | Gang p99 (ms) | Gang max (ms) | Free GPUs | Stranded GPUs | Peak RSS (MiB) |",
@@ -319,6 +320,64 @@ func printPreemption(obs []observation.Result) {
 		fmt.Printf("| %s | %s | %s | %d | %.0f | %.0f | %.0f | %.0f | %s | %d | %d | %d | %d | %d |\n",
 			w, size, s, o.PreemptorGangs, o.PreemptorP50ms, o.PreemptorP99ms, o.PreemptorMaxms, n, per,
 			o.GangsEvicted, o.GangsPartlyEvicted, o.MembersEvicted, o.PartlyEvictedHeldGPUs, o.PreemptorGangsSplit)
+	}
+}
+
+// printBurst prints the burst workload's table, one row per run (in the order of the observer
+// files, which is the order the runs ended in) and the median over each case's runs, when a
+// workload had pods in namespace burst.
+func printBurst(obs []observation.Result) {
+	byName := map[string][]observation.Result{}
+	var names []string
+	for _, o := range obs {
+		if o.BurstPods == 0 {
+			continue
+		}
+		if byName[o.Name] == nil {
+			names = append(names, o.Name)
+		}
+		byName[o.Name] = append(byName[o.Name], o)
+	}
+	if len(names) == 0 {
+		return
+	}
+	sort.Strings(names)
+	heading("Burst (workload Burst: cliques about 90 % full of standalone pods, then gangs of 2, 4 and 8 created at once, namespace burst, while the standalone pods are deleted): from the burst pods' bind times, run = first burst pod created -> last bound, mean = bound / run, worst window = the 10 consecutive whole seconds with the fewest binds (target: worst / mean >= 0.2); gangs placed, split, partial and gang latency over the burst's gangs:",
+		"| Workload | Size | Scheduler | Run | Burst pods bound | Run (s) | Mean (pods/s) | Worst 10 s window (pods/s) | Window starts at (s) | Worst / mean | Gangs placed | Split | Partial | Gang p50 (ms) | Gang p99 (ms) |",
+		"|---|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+	row := func(w, size, s, run string, o observation.Result) {
+		worst, at, frac := "—", "—", "— (run < 10 s)"
+		if o.BurstWindows > 0 {
+			worst, at, frac = f1(o.BurstWorstWindowPerSecond), fmt.Sprint(o.BurstWorstWindowAtSecond), fmt.Sprintf("%.2f", o.BurstWorstWindowFraction)
+		}
+		fmt.Printf("| %s | %s | %s | %s | %d/%d | %.1f | %.1f | %s | %s | %s | %d/%d | %d | %d | %.0f | %.0f |\n",
+			w, size, s, run, o.BurstBound, o.BurstPods, o.BurstRunSeconds, o.BurstMeanPerSecond, worst, at, frac,
+			o.GangsPlaced, o.Gangs, o.GangsSplit, o.GangsPartial, o.LatencyP50ms, o.LatencyP99ms)
+	}
+	for _, n := range names {
+		w, size, s, ok := caseOf(n)
+		if !ok {
+			continue
+		}
+		runs := byName[n]
+		for i, o := range runs {
+			row(w, size, s, fmt.Sprint(i+1), o)
+		}
+		if len(runs) < 2 {
+			continue
+		}
+		m := aggregate(runs)[0]
+		fracs := make([]float64, 0, len(runs))
+		for _, o := range runs {
+			if o.BurstWindows > 0 {
+				fracs = append(fracs, o.BurstWorstWindowFraction)
+			}
+		}
+		if len(fracs) > 0 {
+			sort.Float64s(fracs)
+			fmt.Printf("| %s | %s | %s | lowest worst / mean of %d runs: **%.2f** | | | | | | | | | | | |\n", w, size, s, len(runs), fracs[0])
+		}
+		row(w, size, s, "median", m)
 	}
 }
 
@@ -407,6 +466,15 @@ func aggregate(obs []observation.Result) []observation.Result {
 		a.GroupP50ms = f(func(o observation.Result) float64 { return o.GroupP50ms })
 		a.GroupP99ms = f(func(o observation.Result) float64 { return o.GroupP99ms })
 		a.GroupMaxms = f(func(o observation.Result) float64 { return o.GroupMaxms })
+		a.BurstPods = int(f(func(o observation.Result) float64 { return float64(o.BurstPods) }))
+		a.BurstBound = int(f(func(o observation.Result) float64 { return float64(o.BurstBound) }))
+		a.BurstRunSeconds = f(func(o observation.Result) float64 { return o.BurstRunSeconds })
+		a.BurstMeanPerSecond = f(func(o observation.Result) float64 { return o.BurstMeanPerSecond })
+		a.BurstWindows = int(f(func(o observation.Result) float64 { return float64(o.BurstWindows) }))
+		a.BurstWorstWindowPerSecond = f(func(o observation.Result) float64 { return o.BurstWorstWindowPerSecond })
+		a.BurstWorstWindowAtSecond = int(f(func(o observation.Result) float64 { return float64(o.BurstWorstWindowAtSecond) }))
+		a.BurstWorstWindowFraction = f(func(o observation.Result) float64 { return o.BurstWorstWindowFraction })
+		a.Gangs = int(f(func(o observation.Result) float64 { return float64(o.Gangs) }))
 		a.FreeGPUs = int64(f(func(o observation.Result) float64 { return float64(o.FreeGPUs) }))
 		a.StrandedGPUs = int64(f(func(o observation.Result) float64 { return float64(o.StrandedGPUs) }))
 		a.PeakRSSMiB = f(func(o observation.Result) float64 { return o.PeakRSSMiB })

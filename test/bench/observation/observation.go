@@ -50,9 +50,22 @@ type Result struct {
 	GroupP50ms   float64 `json:"groupLatencyP50ms"`
 	GroupP99ms   float64 `json:"groupLatencyP99ms"`
 	GroupMaxms   float64 `json:"groupLatencyMaxms"`
-	FreeGPUs     int64   `json:"freeGPUs"`
-	StrandedGPUs int64   `json:"strandedGPUs"`
-	PeakRSSMiB   float64 `json:"peakRSSMiB"`
-	RSSSource    string  `json:"rssSource"`
-	Runs         int     `json:"-"`
+	// Burst (pods in namespace burst, workload Burst): the run is from the first pod created
+	// to the last pod bound; the mean is bound pods over the run; a window is 10 whole 1 s
+	// bins of binds from the start, and the worst window's throughput is also given as a
+	// fraction of the mean (target: no window below 0.2). Windows is 0 for a run under 10 s.
+	BurstPods                 int     `json:"burstPods,omitempty"`
+	BurstBound                int     `json:"burstBound,omitempty"`
+	BurstRunSeconds           float64 `json:"burstRunSeconds,omitempty"`
+	BurstMeanPerSecond        float64 `json:"burstMeanPerSecond,omitempty"`
+	BurstWindows              int     `json:"burstWindows,omitempty"`
+	BurstWorstWindowPerSecond float64 `json:"burstWorstWindowPerSecond,omitempty"`
+	BurstWorstWindowAtSecond  int     `json:"burstWorstWindowAtSecond,omitempty"`
+	BurstWorstWindowFraction  float64 `json:"burstWorstWindowFraction,omitempty"`
+	BurstBindsPerSecond       []int   `json:"burstBindsPerSecond,omitempty"` // binds in each second from the start
+	FreeGPUs                  int64   `json:"freeGPUs"`
+	StrandedGPUs              int64   `json:"strandedGPUs"`
+	PeakRSSMiB                float64 `json:"peakRSSMiB"`
+	RSSSource                 string  `json:"rssSource"`
+	Runs                      int     `json:"-"`
 }
