@@ -18,13 +18,8 @@ func (gs *gangs) pinned(c placement.Commitment, info gangInfo) {
 	if !c.Forming() || info.Timeout <= 0 {
 		return
 	}
-	gs.after(info.Timeout+expiryGrace, func() { gs.expire(c, info) })
+	gs.after(info.Timeout, func() { gs.expire(c, info) })
 }
-
-// expiryGrace lets kube-scheduler's own Permit timeout (started a cycle after the pin, with
-// the same duration) end a gang that waits at Permit first, with its usual "rejected due to
-// timeout" message; the expiry still ends every hold no Permit timeout ends.
-const expiryGrace = time.Second
 
 // expire ends a reservation that outlived its deadline: the attempt is unwound (its waiters,
 // if any, are rejected) and its domain rests for another timeout: the gang does not reserve
