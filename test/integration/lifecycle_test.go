@@ -2,6 +2,7 @@ package integration
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -60,7 +61,22 @@ func TestPermitTimeoutUnwindsThenRetrySucceeds(t *testing.T) {
 	e.podGroup("g", 2, domainKey, 3)
 	e.pod(testenv.PodSpec{Name: "g-1", Group: "g", GPUs: 1, Apart: true, Gates: []string{"example.com/later"}})
 	e.pod(testenv.PodSpec{Name: "g-0", Group: "g", GPUs: 1, Apart: true})
-	e.message("g-0", "rejected due to timeout after waiting 3s at plugin OMEGangPack", 30*time.Second)
+	// Two timers end the wait at the gang's timeout, whichever fires first: kube-scheduler's
+	// Permit timeout, or the reservation's own expiry (which rejects the waiter as an unwind).
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		msgs := testenv.FailedSchedulingMessages(e.ctx, e.cp.Client, e.ns, "g-0")
+		if slices.ContainsFunc(msgs, func(m string) bool {
+			return strings.Contains(m, "rejected due to timeout after waiting 3s at plugin OMEGangPack") ||
+				strings.Contains(m, "gang "+e.ns+"/g unwound after a member failed to schedule")
+		}) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("g-0 was not rejected at the gang's timeout; messages %q", msgs)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
 	if d := metric(t, "ome_scheduler_gang_unwind_total", nil) - unwinds; d < 1 {
 		t.Fatalf("unwind_total grew by %v, want >= 1", d)
 	}
