@@ -209,17 +209,14 @@ func (gp *groupPlanning) build(p *planner, raw bool) {
 // reservation is partner i's reservation: its members of the plan's witness, each node's
 // slot the size of the largest of its shapes that fit there.
 func (gp *groupPlanning) reservation(q *planner, i int, members map[string]int) placement.Reservation {
-	out := make(placement.Reservation, len(members))
-	for name, k := range members {
-		j, ok := gp.byName[name]
-		if !ok || k <= 0 {
-			continue
+	var nodes []topology.Node
+	for name := range members {
+		if j, ok := gp.byName[name]; ok {
+			n := gp.nodes[j]
+			nodes = append(nodes, topology.Node{Name: name, Free: n.Free, FreePods: n.FreePods, Fits: n.Fits[i]})
 		}
-		n := gp.nodes[j]
-		each, _ := topology.PerCopy(&q.gang, &topology.Node{Name: name, Free: n.Free, FreePods: n.FreePods, Fits: n.Fits[i]})
-		out[name] = placement.Slot{Count: k, Each: each}
 	}
-	return out
+	return slotsOf(&q.gang, nodes, members)
 }
 
 // groupNoFit parks the pod when no group domain holds every partner: with the reserved

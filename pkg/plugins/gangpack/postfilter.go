@@ -12,7 +12,8 @@ import (
 // domain as failed, and retries promptly in another domain. A pod without a cycle pin that
 // failed for lack of room preempts when preemption is on (preempt.go).
 func (pl *GangPack) PostFilter(ctx context.Context, cs fwk.CycleState, pod *v1.Pod, m fwk.NodeToStatusReader) (*fwk.PostFilterResult, *fwk.Status) {
-	pl.parkIfReserved(klog.FromContext(ctx), cs, pod, m)
+	refused := pl.reservedRefusals(m)
+	pl.parkIfReserved(klog.FromContext(ctx), cs, pod, refused)
 	pin := readPin(cs)
 	if pin == nil { // not pinned: nothing of ours to release
 		if pl.args.Preemption {
@@ -22,7 +23,7 @@ func (pl *GangPack) PostFilter(ctx context.Context, cs fwk.CycleState, pod *v1.P
 			}
 		}
 		// Not for lack of room: say whose reservations, if any, kept the pod out.
-		return nil, fwk.NewStatus(fwk.Unschedulable, pl.explainReserved(pod, m))
+		return nil, fwk.NewStatus(fwk.Unschedulable, pl.explainReserved(pod, m, refused))
 	}
 	logger := klog.FromContext(ctx)
 	res := pl.unwind(logger, pin.Gang.Key, pin.ID, causePostFilter, true)
@@ -38,19 +39,26 @@ func (pl *GangPack) PostFilter(ctx context.Context, cs fwk.CycleState, pod *v1.P
 // parkIfReserved parks a pod that Filter refused somewhere because of other gangs'
 // reservations, so the next time room is given back wakes it; the generation PreFilter read
 // makes sure room given back since then is not missed.
-func (pl *GangPack) parkIfReserved(logger klog.Logger, cs fwk.CycleState, pod *v1.Pod, m fwk.NodeToStatusReader) {
-	s, ok := readState[*requestState](cs, requestStateKey)
-	if !ok || m == nil {
-		return
+func (pl *GangPack) parkIfReserved(logger klog.Logger, cs fwk.CycleState, pod *v1.Pod, refused []string) {
+	if s, ok := readState[*requestState](cs, requestStateKey); ok && len(refused) > 0 {
+		pl.parkBlocked(logger, pod, s.generation)
+	}
+}
+
+// reservedRefusals returns the nodes Filter refused because of other gangs' reservations.
+func (pl *GangPack) reservedRefusals(m fwk.NodeToStatusReader) []string {
+	if m == nil {
+		return nil
 	}
 	nodes, err := m.NodesForStatusCode(pl.handle.SnapshotSharedLister().NodeInfos(), fwk.UnschedulableAndUnresolvable)
 	if err != nil {
-		return
+		return nil
 	}
+	var out []string
 	for _, ni := range nodes {
 		if n := ni.Node(); n != nil && m.Get(n.Name).Message() == msgNodeReserved {
-			pl.parkBlocked(logger, pod, s.generation)
-			return
+			out = append(out, n.Name)
 		}
 	}
+	return out
 }

@@ -143,13 +143,7 @@ func (pl *GangPack) holdDomain(logger klog.Logger, pr *preemptor, domain string,
 	g := pr.gang
 	g.Need = max(info.MinMember-len(p.placed), 1)
 	counts, _ := topology.Assign(&g, nodes, g.Need)
-	res := placement.Reservation{}
-	for i := range nodes {
-		if k := counts[nodes[i].Name]; k > 0 {
-			each, _ := topology.PerCopy(&g, &nodes[i])
-			res[nodes[i].Name] = placement.Slot{Count: k, Each: each}
-		}
-	}
+	res := slotsOf(&g, nodes, counts)
 	snapshot := pl.snapshotCapacity()
 	capacity := func(name string) (topology.Resources, int64, bool) {
 		free, n, ok := snapshot(name)

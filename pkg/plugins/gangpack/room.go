@@ -45,14 +45,18 @@ func (p *planner) reservation(domain string) placement.Reservation {
 		}
 	}
 	counts, _ := topology.Assign(&p.gang, nodes, p.need)
+	return slotsOf(&p.gang, nodes, counts)
+}
+
+// slotsOf turns a member count per node into a reservation: each node's slot is the size of
+// the largest of the gang's shapes that fit it (NodeRoom's copy size).
+func slotsOf(g *topology.Gang, nodes []topology.Node, counts map[string]int) placement.Reservation {
 	out := make(placement.Reservation, len(counts))
 	for i := range nodes {
-		k := counts[nodes[i].Name]
-		if k <= 0 {
-			continue
+		if k := counts[nodes[i].Name]; k > 0 {
+			each, _ := topology.PerCopy(g, &nodes[i])
+			out[nodes[i].Name] = placement.Slot{Count: k, Each: each}
 		}
-		each, _ := topology.PerCopy(&p.gang, &nodes[i])
-		out[nodes[i].Name] = placement.Slot{Count: k, Each: each}
 	}
 	return out
 }
@@ -130,7 +134,7 @@ const maxExplained = 3
 // each reserves, for PostFilter's message (empty when no reservation was the reason): the
 // nodes Filter refused as reserved, or, when PreFilter found every fitting domain reserved,
 // every other forming gang.
-func (pl *GangPack) explainReserved(pod *v1.Pod, statuses fwk.NodeToStatusReader) string {
+func (pl *GangPack) explainReserved(pod *v1.Pod, statuses fwk.NodeToStatusReader, refused []string) string {
 	own, _, _ := gangOf(pod)
 	gangs := sets.New[string]()
 	if st := statuses.Get(""); st != nil && (strings.HasSuffix(st.Message(), reservedSuffix) || strings.Contains(st.Message(), adoptReservedInfix)) {
@@ -139,11 +143,9 @@ func (pl *GangPack) explainReserved(pod *v1.Pod, statuses fwk.NodeToStatusReader
 				gangs.Insert(c.Gang)
 			}
 		}
-	} else if nodes, err := statuses.NodesForStatusCode(pl.handle.SnapshotSharedLister().NodeInfos(), fwk.UnschedulableAndUnresolvable); err == nil {
-		for _, ni := range nodes {
-			if n := ni.Node(); n != nil && statuses.Get(n.Name).Message() == msgNodeReserved {
-				gangs.Insert(pl.store.ReservedOn(n.Name, own).Gangs...)
-			}
+	} else {
+		for _, n := range refused {
+			gangs.Insert(pl.store.ReservedOn(n, own).Gangs...)
 		}
 	}
 	if gangs.Len() == 0 {
