@@ -162,13 +162,8 @@ func run(ctx context.Context) (err error) {
 		{"get", "events", "-n", "gang-demo", "--field-selector", "reason=Scheduled", "-o",
 			"custom-columns=REASON:.reason,FROM:.reportingComponent,OBJECT:.involvedObject.name,MESSAGE:.message"},
 	}
-	for _, c := range cmds {
-		fmt.Printf("$ kubectl %s\n", strings.Join(c, " "))
-		out, err := kubectl(c...)
-		if err != nil {
-			return err
-		}
-		fmt.Println(out)
+	if err := showKubectl(kubectl, cmds...); err != nil {
+		return err
 	}
 	if m, err := pluginMetrics(ctx, cp, port); err == nil {
 		fmt.Printf("$ curl https://127.0.0.1:%d/metrics | grep ome_scheduler_ (as the admin user; series above 0)\n%s\n\n", port, m)

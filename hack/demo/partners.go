@@ -73,12 +73,9 @@ func partnersAct(ctx context.Context, cp *testenv.ControlPlane, kubectl func(...
 	step("Check the placement group")
 	c := []string{"get", "pods", "-n", partnersNS, "--sort-by=.metadata.name", "-o",
 		"custom-columns=NAME:.metadata.name,PODGROUP:.metadata.labels.scheduling\\.x-k8s\\.io/pod-group,STATUS:.status.phase,NODE:.spec.nodeName"}
-	fmt.Printf("$ kubectl %s\n", strings.Join(c, " "))
-	out, err := kubectl(c...)
-	if err != nil {
+	if err := showKubectl(kubectl, c); err != nil {
 		return err
 	}
-	fmt.Println(out)
 	after, err := groupCounter(ctx, cp, port)
 	if err != nil {
 		fmt.Printf("metrics unavailable: %v\n", err)

@@ -85,13 +85,8 @@ func preemptAct(ctx context.Context, cp *testenv.ControlPlane, kubectl func(...s
 		{"get", "pods", "-n", demoNS, "--sort-by=.metadata.name", "-o",
 			"custom-columns=NAME:.metadata.name,PRIORITY:.spec.priority,STATUS:.status.phase,NODE:.spec.nodeName"},
 	}
-	for _, c := range cmds {
-		fmt.Printf("$ kubectl %s\n", strings.Join(c, " "))
-		out, err := kubectl(c...)
-		if err != nil {
-			return err
-		}
-		fmt.Println(out)
+	if err := showKubectl(kubectl, cmds...); err != nil {
+		return err
 	}
 	if m, err := pluginMetrics(ctx, cp, port); err == nil {
 		var lines []string

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"net/http"
 	"os"
@@ -29,4 +30,17 @@ func copyFile(src, dst string) error {
 	defer out.Close()
 	_, err = io.Copy(out, in)
 	return err
+}
+
+// showKubectl prints each kubectl command line and its output, stopping at the first error.
+func showKubectl(kubectl func(...string) (string, error), cmds ...[]string) error {
+	for _, c := range cmds {
+		fmt.Printf("$ kubectl %s\n", strings.Join(c, " "))
+		out, err := kubectl(c...)
+		if err != nil {
+			return err
+		}
+		fmt.Println(out)
+	}
+	return nil
 }
