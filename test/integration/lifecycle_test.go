@@ -58,16 +58,17 @@ func TestPermitTimeoutUnwindsThenRetrySucceeds(t *testing.T) {
 	e.domain("a", 2, 1)
 	e.startScheduler(testenv.Profile{})
 	unwinds := metric(t, "ome_scheduler_gang_unwind_total", nil)
-	e.podGroup("g", 2, domainKey, 3)
+	e.podGroup("g", 2, domainKey, 6)
 	e.pod(testenv.PodSpec{Name: "g-1", Group: "g", GPUs: 1, Apart: true, Gates: []string{"example.com/later"}})
 	e.pod(testenv.PodSpec{Name: "g-0", Group: "g", GPUs: 1, Apart: true})
 	// Two timers end the wait at the gang's timeout, whichever fires first: kube-scheduler's
 	// Permit timeout, or the reservation's own expiry (which rejects the waiter as an unwind).
+	// Either way the attempt expired, so the domain rests for another timeout.
 	deadline := time.Now().Add(30 * time.Second)
 	for {
 		msgs := testenv.FailedSchedulingMessages(e.ctx, e.cp.Client, e.ns, "g-0")
 		if slices.ContainsFunc(msgs, func(m string) bool {
-			return strings.Contains(m, "rejected due to timeout after waiting 3s at plugin OMEGangPack") ||
+			return strings.Contains(m, "rejected due to timeout after waiting 6s at plugin OMEGangPack") ||
 				strings.Contains(m, "gang "+e.ns+"/g unwound after a member failed to schedule")
 		}) {
 			break
@@ -80,6 +81,7 @@ func TestPermitTimeoutUnwindsThenRetrySucceeds(t *testing.T) {
 	if d := metric(t, "ome_scheduler_gang_unwind_total", nil) - unwinds; d < 1 {
 		t.Fatalf("unwind_total grew by %v, want >= 1", d)
 	}
+	e.message("g-0", "domain a rests after the gang's reservation there expired", 6*time.Second)
 	// The hold lifted: a standalone pod may use the domain.
 	e.pod(testenv.PodSpec{Name: "solo", CPU: "1"})
 	e.bound(20*time.Second, "solo")

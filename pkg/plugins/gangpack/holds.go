@@ -1,8 +1,6 @@
 package gangpack
 
 import (
-	"time"
-
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/klog/v2"
 
@@ -18,23 +16,40 @@ func (gs *gangs) pinned(c placement.Commitment, info gangInfo) {
 	if !c.Forming() || info.Timeout <= 0 {
 		return
 	}
-	gs.after(info.Timeout, func() { gs.expire(c, info) })
+	gs.deadlines.set(c.ID, gs.now().Add(info.Timeout))
+	gs.after(info.Timeout, func() {
+		gs.deadlines.forget(c.ID)
+		gs.expire(gs.logger, c.Gang, c.ID, info)
+	})
 }
 
 // expire ends a reservation that outlived its deadline: the attempt is unwound (its waiters,
 // if any, are rejected) and its domain rests for another timeout: the gang does not reserve
 // there again before then, even when no other domain fits, so a gang that never becomes
 // ready cannot keep room reserved by renewing. When the rest ends the gang is woken. A
-// commitment that committed meanwhile is kept.
-func (gs *gangs) expire(c placement.Commitment, info gangInfo) {
-	res := gs.unwindWith(gs.logger, gs.store.Expire, c.Gang, c.ID, causeExpired, true)
+// commitment that committed meanwhile is kept; expire reports whether it released one.
+func (gs *gangs) expire(logger klog.Logger, gang string, id uint64, info gangInfo) bool {
+	res := gs.unwindWith(logger, gs.store.Expire, gang, id, causeExpired, true)
 	if !res.released {
-		return
+		return false
 	}
-	gs.failed.Rest(info.owner(), placement.DomainRef{Key: c.Key, Value: c.Domain}, time.Now().Add(info.Timeout))
+	c := res.commitment
+	gs.failed.Rest(info.owner(), placement.DomainRef{Key: c.Key, Value: c.Domain}, gs.now().Add(info.Timeout))
 	gs.after(info.Timeout, func() {
 		gs.activateGang(gs.logger, triggerReservationReleased, info.Namespace, info.Name, "")
 	})
+	return true
+}
+
+// unreserved is Unreserve's unwind of a member's attempt. kube-scheduler's own Permit timeout
+// has the gang's timeout too and starts a cycle after the pin, so it may end the attempt
+// before the expiry timer fires: an attempt still forming at or past its deadline is expired
+// (its domain rests) rather than merely unwound, whichever timer came first.
+func (gs *gangs) unreserved(logger klog.Logger, pin *pinState) {
+	if gs.deadlines.reached(pin.ID, gs.now()) && gs.expire(logger, pin.Gang.Key, pin.ID, pin.Gang) {
+		return
+	}
+	gs.unwind(logger, pin.Gang.Key, pin.ID, causeUnreserve, false)
 }
 
 // pinsChanged is the store's change hook: the pinned-groups gauge and the per-domain held

@@ -42,11 +42,14 @@ type gangs struct {
 	doubts        *bindsInDoubt   // nodes of pods whose binding failed after admission
 	domains       *domainIndex    // topology key → domain → node names, from node events (nil: scan)
 	preempted     *preemptions    // victims each preemptor waits on
+	deadlines     *deadlineMap    // attempt id → when its reservation reaches the gang's timeout
 
 	// active is set by the first PreFilter: a standby replica makes no activations.
 	active atomic.Bool
 	// after runs f once d has passed (time.AfterFunc; tests drive it by hand).
 	after func(d time.Duration, f func())
+	// now is the clock of deadlines and rests (tests move it by hand).
+	now func() time.Time
 }
 
 func newGangs(ctx context.Context, h fwk.Handle, ml *memberLister) *gangs {
@@ -66,7 +69,9 @@ func newGangs(ctx context.Context, h fwk.Handle, ml *memberLister) *gangs {
 		quality:       newQualityTracker(),
 		doubts:        newBindsInDoubt(),
 		preempted:     newPreemptions(),
+		deadlines:     newDeadlineMap(),
 		after:         func(d time.Duration, f func()) { time.AfterFunc(d, f) },
+		now:           time.Now,
 	}
 	gs.store.SetOnChange(gs.pinsChanged)
 	return gs

@@ -26,9 +26,10 @@ const (
 
 // unwindResult reports an unwind release.
 type unwindResult struct {
-	released  bool
-	newFailed bool
-	rejected  int
+	commitment placement.Commitment // the commitment released, when released
+	released   bool
+	newFailed  bool
+	rejected   int
 }
 
 // unwind drops the gang's commitment if id owns it (placement.AnyID = whatever the owner),
@@ -54,7 +55,7 @@ func (gs *gangs) unwindWith(logger klog.Logger, release releaser, gang string, i
 	if !ok {
 		return res
 	}
-	res.released = true
+	res.released, res.commitment = true, c
 	unwindTotal.Inc()
 	logger.V(4).Info("gangpack.unwind", "gang", c.Gang, "domain", c.Domain, "cause", cause, "rejectedWaiters", res.rejected)
 	gs.cascade(logger, gang, c.ID, cause)

@@ -213,3 +213,56 @@ func TestPinnedMemberPrefersReservedNodes(t *testing.T) {
 		t.Fatalf("scores a0=%d a1=%d, want the reserved node a0 first", a0, a1)
 	}
 }
+
+// kube-scheduler's Permit timeout has the gang's timeout too and may fire before the
+// reservation's expiry timer: an attempt its Unreserve unwinds at or past the deadline is an
+// expiry (its domain rests); before the deadline it is an ordinary unwind and the gang may
+// reserve the same room again at once.
+func TestPermitTimeoutAtDeadlineRests(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		elapsed time.Duration
+		rests   bool
+	}{
+		{"before the deadline", 500 * time.Millisecond, false},
+		{"at the deadline", time.Second, true},
+		{"past the deadline", 3 * time.Second, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			nodes := []*v1.Node{testNode("a0", "a", 1), testNode("a1", "a", 1)}
+			m0, m1 := gangMember("g-0", "g", 1), gangMember("g-1", "g", 1)
+			pg := podGroup("g", 2)
+			pg.Spec.ScheduleTimeoutSeconds = ptr.To[int32](1)
+			w := newWorld(t, nil, nodes, []*v1.Pod{m0, m1}, pg)
+			var timers []func()
+			w.pl.after = func(_ time.Duration, f func()) { timers = append(timers, f) }
+			start := time.Now()
+			w.pl.now = func() time.Time { return start }
+			c := w.mustPin(m0)
+			if st := c.reserveOn("a0"); st.Code() != fwk.Wait {
+				t.Fatalf("Permit = %v, want Wait", st)
+			}
+			w.pl.now = func() time.Time { return start.Add(tc.elapsed) }
+			w.pl.Unreserve(w.ctx, c.cs, m0, "a0") // the framework rejected the waiter
+			if w.pl.store.HeldDomains() != 0 {
+				t.Fatal("the reservation outlived the unwind")
+			}
+			_, st := w.preFilter(m0)
+			if tc.rests {
+				if st.Code() != fwk.Unschedulable || st.Message() != msgNoRoomResting("ns/g", "a") {
+					t.Fatalf("PreFilter after the unwind = %v, want %q", st, msgNoRoomResting("ns/g", "a"))
+				}
+				if len(timers) != 2 {
+					t.Fatalf("%d timers, want the expiry's and the rest's wake-up", len(timers))
+				}
+			} else if !st.IsSuccess() {
+				t.Fatalf("PreFilter before the deadline = %v, want the gang to reserve again", st)
+			}
+			held := w.pl.store.HeldDomains()
+			timers[0]() // the expiry timer fires late: the attempt is gone, nothing more rests
+			if w.pl.store.HeldDomains() != held {
+				t.Fatalf("the late expiry timer changed the holds: %d → %d", held, w.pl.store.HeldDomains())
+			}
+		})
+	}
+}

@@ -40,7 +40,7 @@ func (pl *GangPack) Reserve(ctx context.Context, cs fwk.CycleState, pod *v1.Pod,
 // the unwind come back here with an id that no longer owns anything.
 func (pl *GangPack) Unreserve(ctx context.Context, cs fwk.CycleState, pod *v1.Pod, nodeName string) {
 	if pin := readPin(cs); pin != nil {
-		pl.unwind(klog.FromContext(ctx), pin.Gang.Key, pin.ID, causeUnreserve, false)
+		pl.unreserved(klog.FromContext(ctx), pin)
 	}
 	pl.attempts.forget(podKey(pod))
 	pl.reserved.forget(pod.UID)
