@@ -2,10 +2,13 @@ package gangpack
 
 import (
 	"fmt"
+	"runtime"
 	"testing"
 
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/klog/v2"
 	"k8s.io/kubernetes/pkg/scheduler/framework"
+	st "k8s.io/kubernetes/pkg/scheduler/testing"
 
 	"github.com/moirai-internal/ome-scheduler/pkg/placement"
 )
@@ -27,6 +30,7 @@ func BenchmarkPreFilter(b *testing.B) {
 		members = append(members, gangMember(fmt.Sprintf("g-%d", i), "g", 8))
 	}
 	w := newWorld(b, nil, nodes, members, podGroup("g", 4))
+	w.ctx = klog.NewContext(w.ctx, klog.Background()) // production verbosity: V(4) off
 	infos := w.nodeInfos()
 	b.Run("unpinned", func(b *testing.B) {
 		for i := 0; i < b.N; i++ {
@@ -35,6 +39,48 @@ func BenchmarkPreFilter(b *testing.B) {
 			}
 			w.pl.store.Release("ns/g", placement.AnyID, nil)
 		}
+	})
+	// Between two calls one domain changes (a standalone pod is assumed on one of its nodes,
+	// the snapshot updated in place as kube-scheduler does): the plan cache plans that domain
+	// again and reuses the other 624.
+	b.Run("unpinned-churn", func(b *testing.B) {
+		c := inPlaceSnapshot(w, nodes)
+		logger := klog.Background()
+		b.ResetTimer()
+		for i := 0; i < b.N; i++ {
+			b.StopTimer()
+			p := st.MakePod().Namespace(testNS).Name(fmt.Sprintf("s-%d", i)).UID(fmt.Sprintf("s-%d", i)).
+				Req(map[v1.ResourceName]string{testGPU: "1"}).Node(nodes[(i*8)%len(nodes)].Name).Obj()
+			if err := c.AssumePod(logger, p); err != nil {
+				b.Fatal(err)
+			}
+			if err := c.UpdateSnapshot(logger, w.h.snapshot); err != nil {
+				b.Fatal(err)
+			}
+			list := w.nodeInfos()
+			b.StartTimer()
+			if _, status := w.pl.PreFilter(w.ctx, framework.NewCycleState(), members[0], list); !status.IsSuccess() {
+				b.Fatal(status)
+			}
+			w.pl.store.Release("ns/g", placement.AnyID, nil)
+		}
+	})
+	// The heap the plan cache keeps for one gang signature at this size (reported as
+	// cache-B/sig; the cache keeps up to planCacheSignatures signatures).
+	b.Run("cache-memory", func(b *testing.B) {
+		var before, after runtime.MemStats
+		for i := 0; i < b.N; i++ {
+			w.pl.plans = newPlanCache()
+			runtime.GC()
+			runtime.ReadMemStats(&before)
+			if _, status := w.pl.PreFilter(w.ctx, framework.NewCycleState(), members[0], w.nodeInfos()); !status.IsSuccess() {
+				b.Fatal(status)
+			}
+			w.pl.store.Release("ns/g", placement.AnyID, nil)
+			runtime.GC()
+			runtime.ReadMemStats(&after)
+		}
+		b.ReportMetric(float64(after.HeapAlloc)-float64(before.HeapAlloc), "cache-B/sig")
 	})
 	b.Run("pinned", func(b *testing.B) {
 		if _, st := w.pl.PreFilter(w.ctx, framework.NewCycleState(), members[0], infos); !st.IsSuccess() {

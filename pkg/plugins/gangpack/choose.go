@@ -58,6 +58,7 @@ var maxShapes = 16
 
 // shapeGroup is the templates of one shape (or, past maxShapes, of several merged shapes).
 type shapeGroup struct {
+	key     string             // shapeKey of rep, "" for a merged group
 	rep     *v1.Pod            // whose node constraints the group is planned with
 	request topology.Resources // the shape (elementwise maximum over a merged group)
 	current bool               // holds the pod being scheduled
@@ -90,6 +91,7 @@ func (p *planner) buildGang() {
 		}
 	}
 	p.gang = g
+	p.signature = signatureOf(p.info.TopologyKey, g, groups)
 }
 
 // groupShapes groups templates by shape, in order of first appearance (the current pod's
@@ -103,7 +105,7 @@ func groupShapes(templates []*v1.Pod) []shapeGroup {
 		if !ok {
 			s = len(groups)
 			index[k] = s
-			groups = append(groups, shapeGroup{rep: t, request: podRequest(t)})
+			groups = append(groups, shapeGroup{key: k, rep: t, request: podRequest(t)})
 		}
 		if i == 0 {
 			groups[s].current = true
@@ -138,12 +140,15 @@ func mergeShapes(groups []shapeGroup, limit int) []shapeGroup {
 
 // planOver computes the per-domain plans over a node set under the gang's topology key.
 func (p *planner) planOver(set []fwk.NodeInfo) map[string]*topology.DomainPlan {
-	p.tnodes = p.topologyNodes(set)
+	p.tnodes, p.byDomain = p.topologyNodes(set), nil
 	return topology.Plan(&p.gang, p.tnodes)
 }
 
 // planAll plans over every snapshot node and records the quality gauges of that planning.
 func (p *planner) planAll() map[string]*topology.DomainPlan {
+	if plans, ok := p.planAllCached(); ok {
+		return plans
+	}
 	nodes := p.topologyNodes(p.all)
 	p.tnodes = nodes
 	plans := topology.Plan(&p.gang, nodes)

@@ -1,6 +1,8 @@
 package gangpack
 
 import (
+	"maps"
+	"slices"
 	"sync"
 
 	v1 "k8s.io/api/core/v1"
@@ -20,10 +22,18 @@ type domainIndex struct {
 	lister corelisters.NodeLister
 	synced func() bool
 	keys   map[string]map[string]map[string]struct{} // key → value → node names
+	// sorted: key → value → the node names sorted, built on demand and dropped when the
+	// domain changes; the slices are never modified once built, so callers may keep them.
+	sorted map[string]map[string][]string
+	// views: key → every domain's sorted names, built on demand and dropped on any change of
+	// the key's domains (shared read-only with callers); version counts those changes.
+	views   map[string]map[string][]string
+	version map[string]uint64
 }
 
 func newDomainIndex(lister corelisters.NodeLister, synced func() bool) *domainIndex {
-	return &domainIndex{lister: lister, synced: synced, keys: map[string]map[string]map[string]struct{}{}}
+	return &domainIndex{lister: lister, synced: synced, keys: map[string]map[string]map[string]struct{}{},
+		sorted: map[string]map[string][]string{}, views: map[string]map[string][]string{}, version: map[string]uint64{}}
 }
 
 // watch keeps the index current from the node informer's events.
@@ -53,6 +63,7 @@ func (x *domainIndex) update(old, cur *v1.Node) {
 	for key, domains := range x.keys {
 		if old != nil {
 			if v := old.Labels[key]; v != "" && (cur == nil || cur.Labels[key] != v) {
+				x.changed(key, v)
 				if set := domains[v]; set != nil {
 					delete(set, old.Name)
 					if len(set) == 0 {
@@ -63,6 +74,9 @@ func (x *domainIndex) update(old, cur *v1.Node) {
 		}
 		if cur != nil {
 			if v := cur.Labels[key]; v != "" {
+				if _, in := domains[v][cur.Name]; !in {
+					x.changed(key, v)
+				}
 				if domains[v] == nil {
 					domains[v] = map[string]struct{}{}
 				}
@@ -116,7 +130,51 @@ func (x *domainIndex) index(key string) error {
 		}
 	}
 	x.keys[key] = domains
+	x.sorted[key] = map[string][]string{}
 	return nil
+}
+
+// changed drops the sorted names of one domain and the key's view. Callers hold x.mu.
+func (x *domainIndex) changed(key, domain string) {
+	delete(x.sorted[key], domain)
+	delete(x.views, key)
+	x.version[key]++
+}
+
+// domainsOf returns every domain of key with its node names sorted, and a version that moves
+// whenever they change; ok is false when the index cannot answer yet. The map and the slices
+// are shared and read-only.
+func (x *domainIndex) domainsOf(key string) (map[string][]string, uint64, bool) {
+	if x == nil || x.synced == nil || !x.synced() {
+		return nil, 0, false
+	}
+	x.mu.RLock()
+	view, built := x.views[key]
+	version := x.version[key]
+	_, indexed := x.keys[key]
+	x.mu.RUnlock()
+	if built {
+		return view, version, true
+	}
+	if !indexed {
+		if err := x.index(key); err != nil {
+			return nil, 0, false
+		}
+	}
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	sorted := x.sorted[key]
+	view = make(map[string][]string, len(x.keys[key]))
+	for d, set := range x.keys[key] {
+		names, ok := sorted[d]
+		if !ok {
+			names = slices.Sorted(maps.Keys(set))
+			sorted[d] = names
+		}
+		view[d] = names
+	}
+	x.views[key] = view
+	return view, x.version[key], true
 }
 
 // nodesOfDomain returns the snapshot nodes whose label key has value domain: from the index

@@ -43,6 +43,7 @@ type gangs struct {
 	domains       *domainIndex    // topology key → domain → node names, from node events (nil: scan)
 	preempted     *preemptions    // victims each preemptor waits on
 	deadlines     *deadlineMap    // attempt id → when its reservation reaches the gang's timeout
+	plans         *planCache      // per-domain plans of recent gang signatures (plancache.go)
 
 	// active is set by the first PreFilter: a standby replica makes no activations.
 	active atomic.Bool
@@ -70,6 +71,7 @@ func newGangs(ctx context.Context, h fwk.Handle, ml *memberLister) *gangs {
 		doubts:        newBindsInDoubt(),
 		preempted:     newPreemptions(),
 		deadlines:     newDeadlineMap(),
+		plans:         newPlanCache(),
 		after:         func(d time.Duration, f func()) { time.AfterFunc(d, f) },
 		now:           time.Now,
 	}

@@ -43,9 +43,12 @@ type planner struct {
 	others         map[string]placement.Reserved
 	ignoreReserved bool
 	tnodes         []topology.Node // the nodes of the last planning, as the planner saw them
-	shapeFits      []*podFit
-	resources      []string // every resource some shape requests: all a plan reads of a node
-	gang           topology.Gang
+	// byDomain replaces tnodes when the last planning came from the plan cache (plancache.go).
+	byDomain  map[string][]topology.Node
+	signature string // what the plan of a domain depends on besides its nodes (plancache.go)
+	shapeFits []*podFit
+	resources []string // every resource some shape requests: all a plan reads of a node
+	gang      topology.Gang
 	// generation is the store's hold generation when planning started (see park).
 	generation uint64
 	// partners are the gang's placement-group partners found by groupGate (partners.go).

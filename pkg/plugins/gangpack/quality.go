@@ -14,6 +14,7 @@ package gangpack
 
 import (
 	"math"
+	"reflect"
 	"sort"
 	"sync"
 	"time"
@@ -31,9 +32,11 @@ func countSplitRefused() { placementTotal.WithLabelValues(outcomeSplitRefused).I
 // qualityTracker remembers which per-domain series exist and which gangs are pending.
 type qualityTracker struct {
 	mu sync.Mutex
-	// known: topology key → domains of the latest planning over all nodes (member_room series).
-	known map[string]map[string]struct{}
-	// held: domains with a held series.
+	// known: topology key → domain → member room of the latest planning over all nodes (the
+	// member_room series, set only when they change).
+	known map[string]map[string]int
+	// held: the domains held at the last refresh. Every known domain has a held series (1 when
+	// held, else 0), and so has every held domain.
 	held map[placement.DomainRef]struct{}
 	// parked: topology key → gang key → need, for gangs parked with "no domain has room".
 	parked map[string]map[string]int
@@ -41,6 +44,9 @@ type qualityTracker struct {
 	resources map[string]string
 	// seen: topology key → when a planning last recorded it.
 	seen map[string]time.Time
+	// rooms: topology key → the rooms map of its last recording (maps the plan cache reuses
+	// are recorded once).
+	rooms map[string]map[string]int
 }
 
 // keyRetention is how long the series of a topology key outlive its last planning.
@@ -48,11 +54,12 @@ const keyRetention = 10 * time.Minute
 
 func newQualityTracker() *qualityTracker {
 	return &qualityTracker{
-		known:     map[string]map[string]struct{}{},
+		known:     map[string]map[string]int{},
 		held:      map[placement.DomainRef]struct{}{},
 		parked:    map[string]map[string]int{},
 		resources: map[string]string{},
 		seen:      map[string]time.Time{},
+		rooms:     map[string]map[string]int{},
 	}
 }
 
@@ -63,41 +70,61 @@ func (q *qualityTracker) refreshHeld(store *placement.Store) {
 	q.refreshHeldLocked(store)
 }
 
-// refreshHeldLocked: one held series per domain of the latest full planning of each key (0 or
-// 1) plus one per currently held domain; series of other domains are deleted.
+// refreshHeldLocked follows the store's held domains: a domain that became held gets 1, one
+// that stopped being held gets 0 while it is known and loses its series otherwise. It touches
+// only the domains whose state changed: it runs on every pin, drain and release.
 func (q *qualityTracker) refreshHeldLocked(store *placement.Store) {
-	want := map[placement.DomainRef]float64{}
-	for key, ds := range q.known {
-		for d := range ds {
-			want[placement.DomainRef{Key: key, Value: d}] = 0
-		}
-	}
+	now := map[placement.DomainRef]struct{}{}
 	for _, ref := range store.HeldDomainRefs() {
-		want[ref] = 1
+		now[ref] = struct{}{}
+		if _, was := q.held[ref]; !was {
+			domainHeld.WithLabelValues(ref.Key, ref.Value).Set(1)
+		}
 	}
 	for ref := range q.held {
-		if _, ok := want[ref]; !ok {
-			domainHeld.DeleteLabelValues(ref.Key, ref.Value)
-			delete(q.held, ref)
+		if _, still := now[ref]; !still {
+			q.unheld(ref)
 		}
 	}
-	for ref, v := range want {
-		domainHeld.WithLabelValues(ref.Key, ref.Value).Set(v)
-		q.held[ref] = struct{}{}
+	q.held = now
+}
+
+// unheld sets the series of a domain no longer held: 0 while the domain is known, else gone.
+func (q *qualityTracker) unheld(ref placement.DomainRef) {
+	if _, known := q.known[ref.Key][ref.Value]; known {
+		domainHeld.WithLabelValues(ref.Key, ref.Value).Set(0)
+		return
+	}
+	domainHeld.DeleteLabelValues(ref.Key, ref.Value)
+}
+
+// forgetDomain drops the series of a domain that left the known set, unless it is held.
+func (q *qualityTracker) forgetDomain(key, d string) {
+	domainMemberRoom.DeleteLabelValues(key, d)
+	if _, held := q.held[placement.DomainRef{Key: key, Value: d}]; !held {
+		domainHeld.DeleteLabelValues(key, d)
 	}
 }
 
 // recordQuality sets member_room, largest_placeable_gang and stranded_capacity for the gang's
 // topology key from one planning over all nodes.
 func (p *planner) recordQuality(nodes []topology.Node) {
-	key := p.info.TopologyKey
-	rooms := memberRooms(&p.gang, nodes)
-	_, largest, _ := topology.Largest(rooms)
 	resource, hasResource := primaryResource(p.gang.Shapes)
+	var free map[string]int64
+	if hasResource {
+		free = freeUnits(nodes, resource)
+	}
+	p.recordQualityOf(memberRooms(&p.gang, nodes), free, resource, hasResource)
+}
+
+// recordQualityOf sets the gauges from each domain's member room and free units.
+func (p *planner) recordQualityOf(rooms map[string]int, free map[string]int64, resource string, hasResource bool) {
+	key := p.info.TopologyKey
+	_, largest, _ := topology.Largest(rooms)
 	var stranded int64
 	if hasResource {
 		threshold := p.pl.quality.smallestNeed(key, p.info.Key, p.need, p.pl.gangPending)
-		stranded = strandedUnits(rooms, freeUnits(nodes, resource), threshold)
+		stranded = strandedUnits(rooms, free, threshold)
 	}
 	p.pl.quality.record(p.pl.store, key, rooms, largest, resource, hasResource, stranded)
 }
@@ -107,17 +134,39 @@ func (p *planner) recordQuality(nodes []topology.Node) {
 func (q *qualityTracker) record(store *placement.Store, key string, rooms map[string]int, largest int, resource string, hasResource bool, stranded int64) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	seen := make(map[string]struct{}, len(rooms))
-	for d, r := range rooms {
-		seen[d] = struct{}{}
-		domainMemberRoom.WithLabelValues(key, d).Set(float64(r))
+	if sameMap(rooms, q.rooms[key]) { // the plan cache's planning of last time: series unchanged
+		q.finishRecord(store, key, largest, resource, hasResource, stranded)
+		return
 	}
-	for d := range q.known[key] {
-		if _, ok := seen[d]; !ok {
-			domainMemberRoom.DeleteLabelValues(key, d)
+	q.rooms[key] = rooms
+	last := q.known[key]
+	seen := make(map[string]int, len(rooms))
+	for d, r := range rooms {
+		seen[d] = r
+		old, ok := last[d]
+		if !ok || old != r {
+			domainMemberRoom.WithLabelValues(key, d).Set(float64(r))
+		}
+		if _, held := q.held[placement.DomainRef{Key: key, Value: d}]; !ok && !held {
+			domainHeld.WithLabelValues(key, d).Set(0)
 		}
 	}
 	q.known[key] = seen
+	for d := range last {
+		if _, ok := seen[d]; !ok {
+			q.forgetDomain(key, d)
+		}
+	}
+	q.finishRecord(store, key, largest, resource, hasResource, stranded)
+}
+
+// sameMap reports whether a and b are the same map (not merely equal).
+func sameMap(a, b map[string]int) bool {
+	return a != nil && b != nil && reflect.ValueOf(a).UnsafePointer() == reflect.ValueOf(b).UnsafePointer()
+}
+
+// finishRecord sets the per-key gauges of a planning and refreshes the held series.
+func (q *qualityTracker) finishRecord(store *placement.Store, key string, largest int, resource string, hasResource bool, stranded int64) {
 	q.seen[key] = time.Now()
 	largestPlaceableGang.WithLabelValues(key).Set(float64(largest))
 	if hasResource {
@@ -139,16 +188,18 @@ func (q *qualityTracker) forgetStaleKeys(store *placement.Store, now time.Time) 
 		if now.Sub(at) < keyRetention {
 			continue
 		}
-		for d := range q.known[key] {
-			domainMemberRoom.DeleteLabelValues(key, d)
-		}
+		domains := q.known[key]
 		delete(q.known, key)
+		for d := range domains {
+			q.forgetDomain(key, d)
+		}
 		largestPlaceableGang.DeleteLabelValues(key)
 		if r, ok := q.resources[key]; ok {
 			strandedCapacity.DeleteLabelValues(key, r)
 			delete(q.resources, key)
 		}
 		delete(q.seen, key)
+		delete(q.rooms, key)
 	}
 	q.refreshHeldLocked(store)
 }

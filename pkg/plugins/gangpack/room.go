@@ -1,6 +1,7 @@
 package gangpack
 
 import (
+	"slices"
 	"strings"
 
 	v1 "k8s.io/api/core/v1"
@@ -38,14 +39,25 @@ func (p *planner) setAsideReserved(name string, free topology.Resources, freePod
 // reservation is the room the gang reserves in a domain of its last planning: up to need
 // members spread over the domain's nodes by the planner's matching, packed in node order.
 func (p *planner) reservation(domain string) placement.Reservation {
+	nodes := p.nodesIn(domain)
+	counts, _ := topology.Assign(&p.gang, nodes, p.need)
+	return slotsOf(&p.gang, nodes, counts)
+}
+
+// nodesIn returns the domain's nodes of the last planning, as the planner saw them, sorted
+// by name (the order a reservation is packed in).
+func (p *planner) nodesIn(domain string) []topology.Node {
+	if p.byDomain != nil {
+		return p.byDomain[domain]
+	}
 	var nodes []topology.Node
 	for _, n := range p.tnodes {
 		if n.Domain == domain {
 			nodes = append(nodes, n)
 		}
 	}
-	counts, _ := topology.Assign(&p.gang, nodes, p.need)
-	return slotsOf(&p.gang, nodes, counts)
+	slices.SortFunc(nodes, func(a, b topology.Node) int { return strings.Compare(a.Name, b.Name) })
+	return nodes
 }
 
 // slotsOf turns a member count per node into a reservation: each node's slot is the size of
