@@ -33,7 +33,7 @@ TOOLS := $(CLUSTER_TOOLS) $(BIN)/prometheus $(BIN)/promtool
 GO_TEST_FLAGS ?=
 INTEGRATION_TIMEOUT ?= 40m
 
-.PHONY: all build tools demo test unit test-chart test-integration test-e2e test-reliability soak fuzz vuln vet fmt-check race crd crd-check image chart clean
+.PHONY: all build tools demo test unit test-chart test-integration test-e2e test-reliability soak fuzz vuln vet fmt-check race crd crd-check image chart clean sidebyside
 
 all: build
 
@@ -160,6 +160,20 @@ endif
 
 clean:
 	rm -rf $(BIN)
+
+## sidebyside: bin/ome-scheduler with the chart's configuration against the same binary as a
+## stock kube-scheduler, each a separate process on a fresh control plane (etcd and
+## kube-apiserver processes), the whole backlog created before the scheduler starts: time until
+## every pod is bound, pods/s, CPU time, peak RSS (VmHWM), a heap profile per case. Sizes from
+## SBS_NODES (512), SBS_GANG (4,8), SBS_RUNS (1), SBS_FILL, SBS_GPUS_PER_NODE, SBS_CLIQUE;
+## results.md, heap_*.pb.gz and scheduler logs in $(SBS_OUT). See docs/benchmarks.md.
+SBS_OUT     ?= $(BIN)/sidebyside
+SBS_TIMEOUT ?= 90m
+SBS_TMPDIR  ?= $(shell test -w /dev/shm && echo /dev/shm || echo /tmp)
+sidebyside: build $(CLUSTER_TOOLS)
+	@mkdir -p $(SBS_OUT)
+	set -o pipefail; OME_SIDEBYSIDE=1 SBS_OUT=$(SBS_OUT) TMPDIR=$(SBS_TMPDIR) $(GO) test -count=1 -timeout $(SBS_TIMEOUT) \
+		-run '^TestSideBySide$$' -v ./test/sidebyside/ 2>&1 | tee $(SBS_OUT)/sidebyside.log
 
 ## bench: scheduler_perf benchmarks at reduced sizes, every workload for the stock profile (A),
 ## ome-scheduler (B) and in-tree GangScheduling (C); prints the results tables (median over

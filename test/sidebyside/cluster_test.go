@@ -1,0 +1,179 @@
+package sidebyside
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/moirai-internal/ome-scheduler/test/testenv"
+)
+
+const (
+	namespace = "sbs"
+	// gangLabel names a pod's gang for both schedulers (only the split check reads it).
+	gangLabel = "sidebyside.ome.io/gang"
+	workers   = 16
+)
+
+// runScenario runs one case on a fresh control plane: nodes and the whole backlog first, then
+// the scheduler process, until every pod is bound.
+func runScenario(t *testing.T, sc scenario) (result, error) {
+	t.Helper()
+	res := result{scenario: sc, pods: sc.pods()}
+	cp, err := testenv.Start(testenv.Options{WithoutCRD: sc.sched == stock, WithoutKubelet: !sc.kubelet})
+	if err != nil {
+		return res, err
+	}
+	defer cp.Stop()
+	ctx, cancel := context.WithTimeout(context.Background(), sc.timeout+5*time.Minute)
+	defer cancel()
+
+	began := time.Now()
+	cliqueOf, err := createNodes(ctx, cp, sc)
+	if err != nil {
+		return res, err
+	}
+	nodesTook := time.Since(began)
+	began = time.Now()
+	if err := createBacklog(ctx, cp, sc); err != nil {
+		return res, err
+	}
+	t.Logf("%s: %d nodes in %.1fs, %d pods (%d gangs of %d) in %.1fs", sc.name(), sc.nodes, nodesTook.Seconds(),
+		res.pods, res.pods/sc.gang, sc.gang, time.Since(began).Seconds())
+
+	w, err := watchBinds(ctx, cp.Client, res.pods)
+	if err != nil {
+		return res, err
+	}
+	defer w.stop()
+	proc, err := startScheduler(ctx, cp, sc)
+	if err != nil {
+		return res, err
+	}
+	defer proc.stop()
+	if err := w.wait(ctx, sc.timeout, proc.proc); err != nil {
+		saveLog(t, proc, sc)
+		return res, err
+	}
+	if sc.kubelet {
+		took, err := w.settle(ctx, 2*time.Minute)
+		t.Logf("%s: every pod Running %.1fs after the last bind (err %v)", sc.name(), took.Seconds(), err)
+	}
+	if err := proc.measure(ctx, &res); err != nil {
+		t.Logf("%s: %v", sc.name(), err)
+	}
+	w.fill(&res, proc.started, cliqueOf)
+	proc.stop()
+	saveLog(t, proc, sc)
+	if sc.sched == ome && res.splits > 0 {
+		t.Errorf("%s: %d of %d gangs split across cliques", sc.name(), res.splits, res.gangs)
+	}
+	return res, nil
+}
+
+// createNodes creates the nodes concurrently: node i in clique i/SBS_CLIQUE. It returns each
+// node's clique.
+func createNodes(ctx context.Context, cp *testenv.ControlPlane, sc scenario) (map[string]string, error) {
+	names := make([]string, sc.nodes)
+	cliqueOf := make(map[string]string, sc.nodes)
+	for i := range names {
+		names[i] = fmt.Sprintf("gpu-node-%05d", i)
+		cliqueOf[names[i]] = fmt.Sprintf("clique-%04d", i/sc.clique)
+	}
+	err := parallel(ctx, sc.nodes, func(ctx context.Context, i int) error {
+		_, err := testenv.CreateNode(ctx, cp.Client, testenv.NodeSpec{
+			Name: names[i], GPUs: int64(sc.gpusPerNode), Labels: map[string]string{testenv.CliqueKey: cliqueOf[names[i]]},
+		})
+		return err
+	})
+	return cliqueOf, err
+}
+
+// createBacklog creates the namespace, the PodGroups (ome only) and every pod: one GPU,
+// 100m CPU and 128Mi each, with schedulerName ome-scheduler (the stock configuration's one
+// profile has that name too). Only ome's pods carry the PodGroup label.
+func createBacklog(ctx context.Context, cp *testenv.ControlPlane, sc scenario) error {
+	if err := testenv.CreateNamespace(ctx, cp.Client, namespace); err != nil {
+		return err
+	}
+	gangs := sc.pods() / sc.gang
+	if sc.sched == ome {
+		err := parallel(ctx, gangs, func(ctx context.Context, i int) error {
+			pg := testenv.NewPodGroup(namespace, gangName(i), int32(sc.gang), "", 0)
+			_, err := cp.PodGroups.SchedulingV1alpha1().PodGroups(namespace).Create(ctx, pg, metav1.CreateOptions{})
+			return err
+		})
+		if err != nil {
+			return fmt.Errorf("create PodGroups: %w", err)
+		}
+	}
+	return parallel(ctx, gangs*sc.gang, func(ctx context.Context, i int) error {
+		g := gangName(i / sc.gang)
+		s := testenv.PodSpec{Namespace: namespace, Name: fmt.Sprintf("%s-%d", g, i%sc.gang), GPUs: 1, CPU: "100m",
+			Labels: map[string]string{gangLabel: g}}
+		if sc.sched == ome {
+			s.Group = g
+		}
+		pod := testenv.NewPod(s)
+		pod.Spec.Containers[0].Resources.Requests["memory"] = resource.MustParse("128Mi")
+		_, err := cp.Client.CoreV1().Pods(namespace).Create(ctx, pod, metav1.CreateOptions{})
+		return err
+	})
+}
+
+func gangName(i int) string { return fmt.Sprintf("gang-%05d", i) }
+
+// parallel calls fn(0..n-1) on `workers` goroutines and returns the first error.
+func parallel(ctx context.Context, n int, fn func(context.Context, int) error) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	next := make(chan int)
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	var first error
+	for range min(workers, n) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range next {
+				if err := fn(ctx, i); err != nil {
+					mu.Lock()
+					if first == nil {
+						first = err
+						cancel()
+					}
+					mu.Unlock()
+				}
+			}
+		}()
+	}
+	for i := 0; i < n && ctx.Err() == nil; i++ {
+		next <- i
+	}
+	close(next)
+	wg.Wait()
+	if first == nil && ctx.Err() != nil && !errors.Is(ctx.Err(), context.Canceled) {
+		first = ctx.Err()
+	}
+	return first
+}
+
+// saveLog copies the scheduler's log to the output directory.
+func saveLog(t *testing.T, p *schedProc, sc scenario) {
+	t.Helper()
+	b, err := os.ReadFile(p.proc.LogPath)
+	if err == nil {
+		err = os.WriteFile(filepath.Join(sc.out, "scheduler_"+sc.name()+".log"), b, 0o644)
+	}
+	if err != nil {
+		t.Logf("%s: save scheduler log: %v", sc.name(), err)
+	}
+}

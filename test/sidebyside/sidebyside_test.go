@@ -1,0 +1,178 @@
+// Package sidebyside measures bin/ome-scheduler against the same binary configured as a stock
+// kube-scheduler, each as a separate process on a control plane of its own (real etcd and
+// kube-apiserver child processes): the whole backlog of GPU pods exists before the scheduler
+// starts, and the test reports the time until every pod is bound, pods/s, CPU time, the
+// scheduler process's peak RSS (VmHWM) and a heap profile taken at the end.
+//
+// It runs only with OME_SIDEBYSIDE=1 (`make sidebyside`), never in `make test`. Parameters
+// come from the environment: SBS_NODES (512), SBS_GPUS_PER_NODE (1), SBS_CLIQUE (nodes per
+// nvidia.com/gpu.clique, 8), SBS_GANG (comma-separated gang sizes, "4,8"), SBS_FILL (fraction
+// of the GPUs the backlog requests, 1.0), SBS_RUNS (1), SBS_KUBELET (1: the fake kubelet
+// marks bound pods Running; 0: none), SBS_TIMEOUT (per case, 20m), SBS_OUT (results, heap
+// profiles and scheduler logs; default <bin>/sidebyside) and SBS_MEMPROFILERATE (unset: Go's
+// default of one heap sample per 512 KiB allocated, too coarse to attribute a 20 MiB heap;
+// e.g. 4096 passes GODEBUG=memprofilerate=4096 to both schedulers, for a detailed heap
+// profile at some CPU cost).
+package sidebyside
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"k8s.io/klog/v2"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
+
+	"github.com/moirai-internal/ome-scheduler/test/testenv"
+)
+
+// The two schedulers compared.
+const (
+	stock = "stock"
+	ome   = "ome"
+)
+
+// params are the test's parameters, from the environment.
+type params struct {
+	nodes, gpusPerNode, clique int
+	gangs                      []int
+	fill                       float64
+	runs                       int
+	kubelet                    bool
+	timeout                    time.Duration
+	out                        string
+}
+
+// scenario is one measured case: a gang size, a scheduler, a run.
+type scenario struct {
+	params
+	gang  int
+	sched string
+	run   int
+}
+
+func (s scenario) name() string {
+	return fmt.Sprintf("gang%d_%s_run%d", s.gang, s.sched, s.run)
+}
+
+// pods is the size of the backlog: whole gangs filling the requested fraction of the GPUs.
+func (s scenario) pods() int {
+	gpus := float64(s.nodes*s.gpusPerNode) * s.fill
+	return int(gpus) / s.gang * s.gang
+}
+
+func TestSideBySide(t *testing.T) {
+	if os.Getenv("OME_SIDEBYSIDE") != "1" {
+		t.Skip("set OME_SIDEBYSIDE=1 (make sidebyside) to run the side-by-side benchmark")
+	}
+	testenv.QuietKlog()
+	ctrllog.SetLogger(klog.NewKlogr())
+	p, err := readParams()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(p.out, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if rate := os.Getenv("SBS_MEMPROFILERATE"); rate != "" {
+		// The scheduler processes inherit this process's environment.
+		t.Setenv("GODEBUG", strings.TrimPrefix(os.Getenv("GODEBUG")+",memprofilerate="+rate, ","))
+		t.Logf("schedulers run with GODEBUG=%s", os.Getenv("GODEBUG"))
+	}
+	t.Logf("side by side: %d nodes × %d GPU, cliques of %d nodes, gangs %v, fill %.2f, %d run(s), kubelet %v, output %s",
+		p.nodes, p.gpusPerNode, p.clique, p.gangs, p.fill, p.runs, p.kubelet, p.out)
+	var results []result
+	for run := 1; run <= p.runs; run++ {
+		for _, g := range p.gangs {
+			for _, sched := range []string{stock, ome} {
+				sc := scenario{params: p, gang: g, sched: sched, run: run}
+				r, err := runScenario(t, sc)
+				if err != nil {
+					t.Fatalf("%s: %v", sc.name(), err)
+				}
+				t.Logf("%s: %s", sc.name(), r.summary())
+				results = append(results, r)
+			}
+		}
+	}
+	table := resultsTable(p, results)
+	t.Logf("results:\n%s", table)
+	if err := os.WriteFile(filepath.Join(p.out, "results.md"), []byte(table), 0o644); err != nil {
+		t.Error(err)
+	}
+}
+
+func readParams() (params, error) {
+	p := params{kubelet: true}
+	var err error
+	ints := []struct {
+		name string
+		def  int
+		dst  *int
+	}{
+		{"SBS_NODES", 512, &p.nodes}, {"SBS_GPUS_PER_NODE", 1, &p.gpusPerNode},
+		{"SBS_CLIQUE", 8, &p.clique}, {"SBS_RUNS", 1, &p.runs},
+	}
+	for _, v := range ints {
+		if *v.dst, err = envInt(v.name, v.def); err != nil {
+			return p, err
+		}
+		if *v.dst < 1 {
+			return p, fmt.Errorf("%s must be at least 1", v.name)
+		}
+	}
+	if p.gangs, err = envInts("SBS_GANG", "4,8"); err != nil {
+		return p, err
+	}
+	for _, g := range p.gangs {
+		if g < 1 || g > p.clique*p.gpusPerNode {
+			return p, fmt.Errorf("SBS_GANG: a gang of %d does not fit a clique of %d GPUs", g, p.clique*p.gpusPerNode)
+		}
+	}
+	if p.fill, err = strconv.ParseFloat(envOr("SBS_FILL", "1.0"), 64); err != nil || p.fill <= 0 || p.fill > 1 {
+		return p, fmt.Errorf("SBS_FILL must be in (0, 1]: %q", os.Getenv("SBS_FILL"))
+	}
+	p.kubelet = envOr("SBS_KUBELET", "1") != "0"
+	if p.timeout, err = time.ParseDuration(envOr("SBS_TIMEOUT", "20m")); err != nil {
+		return p, fmt.Errorf("SBS_TIMEOUT: %w", err)
+	}
+	if p.out = os.Getenv("SBS_OUT"); p.out == "" {
+		bin, err := testenv.BinDir()
+		if err != nil {
+			return p, err
+		}
+		p.out = filepath.Join(bin, "sidebyside")
+	}
+	return p, nil
+}
+
+func envOr(name, def string) string {
+	if v := strings.TrimSpace(os.Getenv(name)); v != "" {
+		return v
+	}
+	return def
+}
+
+func envInt(name string, def int) (int, error) {
+	n, err := strconv.Atoi(envOr(name, strconv.Itoa(def)))
+	if err != nil {
+		return 0, fmt.Errorf("%s: %w", name, err)
+	}
+	return n, nil
+}
+
+func envInts(name, def string) ([]int, error) {
+	var out []int
+	for _, f := range strings.Split(envOr(name, def), ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", name, err)
+		}
+		out = append(out, n)
+	}
+	return out, nil
+}
