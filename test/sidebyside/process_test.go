@@ -53,9 +53,11 @@ func startScheduler(ctx context.Context, cp *testenv.ControlPlane, sc scenario) 
 		return nil, err
 	}
 	p := &schedProc{port: port, client: client, done: make(chan struct{}), started: time.Now()}
-	p.proc, err = testenv.StartProcess(cp.Dir, "ome-scheduler", "scheduler-"+sc.sched,
-		"--config="+path, "--bind-address=127.0.0.1", fmt.Sprintf("--secure-port=%d", port),
-		"--authentication-kubeconfig="+cp.KubeConfigPath, "--authorization-kubeconfig="+cp.KubeConfigPath)
+	args := []string{"--config=" + path, "--bind-address=127.0.0.1", fmt.Sprintf("--secure-port=%d", port),
+		"--authentication-kubeconfig=" + cp.KubeConfigPath, "--authorization-kubeconfig=" + cp.KubeConfigPath}
+	// SBS_SCHED_ARGS: extra flags for both schedulers (e.g. --feature-gates=...).
+	args = append(args, strings.Fields(os.Getenv("SBS_SCHED_ARGS"))...)
+	p.proc, err = testenv.StartProcess(cp.Dir, "ome-scheduler", "scheduler-"+sc.sched, args...)
 	if err != nil {
 		return nil, err
 	}
