@@ -246,6 +246,7 @@ func TestChecksum(t *testing.T) {
 	}{
 		{"podAnnotations", []string{"--set", "scheduler.podAnnotations.example\\.com/team=sched"}},
 		{"verbosity", []string{"--set", "scheduler.verbosity=4"}},
+		{"featureGates", []string{"--set", "scheduler.featureGates.NominatedNodeNameForExpectation=false"}},
 		{"resources", []string{"--set", "scheduler.resources.requests.memory=1Gi"}},
 		{"replicaCount", []string{"--set", "scheduler.replicaCount=3"}},
 		{"priorityClassName", []string{"--set", "scheduler.priorityClassName=other"}},

@@ -1,6 +1,7 @@
 package chart_test
 
 import (
+	"strings"
 	"testing"
 )
 
@@ -141,5 +142,84 @@ subjects:
 			}
 		}
 		wantLine(t, "config.yaml", configYAML(t, r, "ome-scheduler"), "  resourceNamespace: schedulers")
+	})
+}
+
+// ---------------------------------------------------------------------------------------
+// scheduler.featureGates: one --feature-gates argument after the others, gates sorted by name
+
+func TestFeatureGates(t *testing.T) {
+	baseArgs := `
+- --config=/etc/kubernetes/ome-scheduler/config.yaml
+- --v=2
+- --bind-address=0.0.0.0
+- --secure-port=10259
+`
+	const twoGates = "--feature-gates=NominatedNodeNameForExpectation=false,SchedulerAsyncAPICalls=true"
+	args := func(t *testing.T, r *rendered) any {
+		t.Helper()
+		return dig(podSpec(t, r, "ome-scheduler"), "containers", 0, "args")
+	}
+
+	t.Run("none by default", func(t *testing.T) {
+		t.Parallel()
+		res := template(t)
+		if res.err != nil {
+			t.Fatalf("render failed: %v\n%s", res.err, res.stderr)
+		}
+		wantYAML(t, "args", args(t, parseRender(t, res.stdout)), baseArgs)
+		wantNotContains(t, "render", res.stdout, "--feature-gates")
+	})
+	for _, tc := range []struct {
+		name string
+		args []string
+	}{
+		{"empty map", []string{"--set-json", "scheduler.featureGates={}"}},
+		{"null", []string{"--set", "scheduler.featureGates=null"}},
+	} {
+		t.Run("none with "+tc.name, func(t *testing.T) {
+			t.Parallel()
+			res := template(t, tc.args...)
+			if res.err != nil {
+				t.Fatalf("render failed: %v\n%s", res.err, res.stderr)
+			}
+			wantYAML(t, "args", args(t, parseRender(t, res.stdout)), baseArgs)
+			wantNotContains(t, "render", res.stdout, "--feature-gates")
+		})
+	}
+	t.Run("two gates with --set sorted by name", func(t *testing.T) {
+		t.Parallel()
+		// Given in reverse order: the argument lists them by name.
+		res := template(t, "--set", "scheduler.featureGates.SchedulerAsyncAPICalls=true",
+			"--set", "scheduler.featureGates.NominatedNodeNameForExpectation=false")
+		if res.err != nil {
+			t.Fatalf("render failed: %v\n%s", res.err, res.stderr)
+		}
+		wantYAML(t, "args", args(t, parseRender(t, res.stdout)), baseArgs+"- "+twoGates+"\n")
+		wantLine(t, "render", res.stdout, "        - "+twoGates)
+		wantEq(t, "--feature-gates arguments", strings.Count(res.stdout, "--feature-gates"), 1)
+	})
+	t.Run("two gates from a values file after the TLS arguments", func(t *testing.T) {
+		t.Parallel()
+		values := writeValues(t, `
+scheduler:
+  featureGates:
+    SchedulerAsyncAPICalls: true
+    NominatedNodeNameForExpectation: false
+  metrics:
+    tls:
+      secretName: sched-tls
+`)
+		r := render(t, "-f", values)
+		wantYAML(t, "args", args(t, r), baseArgs+`
+- --tls-cert-file=/etc/kubernetes/ome-scheduler-tls/tls.crt
+- --tls-private-key-file=/etc/kubernetes/ome-scheduler-tls/tls.key
+- `+twoGates+`
+`)
+	})
+	t.Run("one gate", func(t *testing.T) {
+		t.Parallel()
+		r := render(t, "--set", "scheduler.featureGates.NominatedNodeNameForExpectation=false")
+		wantYAML(t, "args", args(t, r), baseArgs+"- --feature-gates=NominatedNodeNameForExpectation=false\n")
 	})
 }
