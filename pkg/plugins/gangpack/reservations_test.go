@@ -154,18 +154,12 @@ func TestStandaloneUsesRoomOutsideReservations(t *testing.T) {
 // domain again at once, even though no other domain fits: the domain rests for another
 // timeout, the wait says so, and the gang is woken when the rest ends.
 func TestExpiredDomainRests(t *testing.T) {
-	nodes := []*v1.Node{testNode("a0", "a", 1), testNode("a1", "a", 1)}
-	m0, m1 := gangMember("g-0", "g", 1), gangMember("g-1", "g", 1)
-	pg := podGroup("g", 2)
-	pg.Spec.ScheduleTimeoutSeconds = ptr.To[int32](1)
-	w := newWorld(t, nil, nodes, []*v1.Pod{m0, m1}, pg)
-	var timers []func()
-	w.pl.after = func(_ time.Duration, f func()) { timers = append(timers, f) }
+	w, m0, timers := timedGang(t)
 	w.mustPin(m0)
-	if len(timers) != 1 {
-		t.Fatalf("%d timers after the pin, want the hold's", len(timers))
+	if len(*timers) != 1 {
+		t.Fatalf("%d timers after the pin, want the hold's", len(*timers))
 	}
-	timers[0]() // the gang's timeout passes: the reservation expires
+	(*timers)[0]() // the gang's timeout passes: the reservation expires
 	if w.pl.store.HeldDomains() != 0 {
 		t.Fatal("the reservation outlived its timeout")
 	}
@@ -175,12 +169,12 @@ func TestExpiredDomainRests(t *testing.T) {
 	if w.pl.store.HeldDomains() != 0 {
 		t.Fatal("the gang reserved the resting domain again")
 	}
-	if len(timers) != 2 {
-		t.Fatalf("%d timers, want the rest's wake-up", len(timers))
+	if len(*timers) != 2 {
+		t.Fatalf("%d timers, want the rest's wake-up", len(*timers))
 	}
 	owner := placement.GangOwner{Gang: "ns/g", Owner: "uid-g"}
 	w.pl.failed.Rest(owner, placement.DomainRef{Key: testKey, Value: "a"}, time.Now()) // the rest ends
-	timers[1]()
+	(*timers)[1]()
 	w.h.mu.Lock()
 	got := slices.Clone(w.h.activated)
 	w.h.mu.Unlock()
@@ -229,13 +223,7 @@ func TestPermitTimeoutAtDeadlineRests(t *testing.T) {
 		{"past the deadline", 3 * time.Second, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			nodes := []*v1.Node{testNode("a0", "a", 1), testNode("a1", "a", 1)}
-			m0, m1 := gangMember("g-0", "g", 1), gangMember("g-1", "g", 1)
-			pg := podGroup("g", 2)
-			pg.Spec.ScheduleTimeoutSeconds = ptr.To[int32](1)
-			w := newWorld(t, nil, nodes, []*v1.Pod{m0, m1}, pg)
-			var timers []func()
-			w.pl.after = func(_ time.Duration, f func()) { timers = append(timers, f) }
+			w, m0, timers := timedGang(t)
 			start := time.Now()
 			w.pl.now = func() time.Time { return start }
 			c := w.mustPin(m0)
@@ -252,17 +240,30 @@ func TestPermitTimeoutAtDeadlineRests(t *testing.T) {
 				if st.Code() != fwk.Unschedulable || st.Message() != msgNoRoomResting("ns/g", "a") {
 					t.Fatalf("PreFilter after the unwind = %v, want %q", st, msgNoRoomResting("ns/g", "a"))
 				}
-				if len(timers) != 2 {
-					t.Fatalf("%d timers, want the expiry's and the rest's wake-up", len(timers))
+				if len(*timers) != 2 {
+					t.Fatalf("%d timers, want the expiry's and the rest's wake-up", len(*timers))
 				}
 			} else if !st.IsSuccess() {
 				t.Fatalf("PreFilter before the deadline = %v, want the gang to reserve again", st)
 			}
 			held := w.pl.store.HeldDomains()
-			timers[0]() // the expiry timer fires late: the attempt is gone, nothing more rests
+			(*timers)[0]() // the expiry timer fires late: the attempt is gone, nothing more rests
 			if w.pl.store.HeldDomains() != held {
 				t.Fatalf("the late expiry timer changed the holds: %d → %d", held, w.pl.store.HeldDomains())
 			}
 		})
 	}
+}
+
+// timedGang is a gang of two one-GPU members with a 1 s timeout over one domain of two nodes,
+// whose timers the test fires by hand (returned in the order they were started).
+func timedGang(t *testing.T) (*world, *v1.Pod, *[]func()) {
+	nodes := []*v1.Node{testNode("a0", "a", 1), testNode("a1", "a", 1)}
+	m0, m1 := gangMember("g-0", "g", 1), gangMember("g-1", "g", 1)
+	pg := podGroup("g", 2)
+	pg.Spec.ScheduleTimeoutSeconds = ptr.To[int32](1)
+	w := newWorld(t, nil, nodes, []*v1.Pod{m0, m1}, pg)
+	timers := &[]func(){}
+	w.pl.after = func(_ time.Duration, f func()) { *timers = append(*timers, f) }
+	return w, m0, timers
 }
