@@ -137,6 +137,14 @@ func (s *Store) Get(gang string) (Commitment, bool) {
 	return c.clone(), true
 }
 
+// Has reports whether the gang has a commitment, forming or committed.
+func (s *Store) Has(gang string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	_, ok := s.pins[gang]
+	return ok
+}
+
 // Len returns the number of commitments, forming or committed.
 func (s *Store) Len() int {
 	s.mu.Lock()

@@ -21,7 +21,7 @@ func (pl *GangPack) EventsToRegister(_ context.Context) ([]fwk.ClusterEventWithH
 		{Event: fwk.ClusterEvent{Resource: fwk.Pod, ActionType: fwk.Add}, QueueingHintFn: hintPodAdd},
 		{Event: fwk.ClusterEvent{Resource: fwk.Pod, ActionType: fwk.UpdatePodLabel}, QueueingHintFn: hintPodLabel},
 		{Event: fwk.ClusterEvent{Resource: fwk.Pod, ActionType: fwk.UpdatePodToleration}, QueueingHintFn: hintPodToleration},
-		{Event: fwk.ClusterEvent{Resource: fwk.Pod, ActionType: fwk.Delete | fwk.UpdatePodScaleDown}, QueueingHintFn: hintPodDelete},
+		{Event: fwk.ClusterEvent{Resource: fwk.Pod, ActionType: fwk.Delete | fwk.UpdatePodScaleDown}, QueueingHintFn: pl.hintPodDelete},
 		{Event: fwk.ClusterEvent{Resource: fwk.Node, ActionType: nodeUpdates | fwk.Delete}, QueueingHintFn: pl.hintNodeChange},
 	}
 	if pl.registerPodGroupEvents {
@@ -57,10 +57,52 @@ var (
 	hintPodLabel      = podHint(true, nil)
 	hintPodToleration = podHint(true, nil)
 	// A deleted pod frees room only if it was on a node, or nominated to one.
-	hintPodDelete = podHint(true, func(o, _ *v1.Pod) bool {
+	hintPodFreesRoom = podHint(true, func(o, _ *v1.Pod) bool {
 		return o == nil || o.Spec.NodeName != "" || o.Status.NominatedNodeName != ""
 	})
 )
+
+// hintPodDelete queues the target when the deletion concerns it or its gang, or frees room.
+// Freed room is worth one retry per waiting gang, not one per member: a member of a gang
+// without a pin is queued only when it is the gang's representative (representsGang); the
+// representative's planning covers the whole gang, and when it pins, Permit wakes the rest.
+// Bursts of hundreds of waiting gangs otherwise retry every member on every deletion, and
+// the members of forming gangs wait behind those retries.
+func (pl *GangPack) hintPodDelete(logger klog.Logger, target *v1.Pod, oldObj, newObj any) (fwk.QueueingHint, error) {
+	h, err := hintPodFreesRoom(logger, target, oldObj, newObj)
+	if err != nil || h == fwk.QueueSkip {
+		return h, err
+	}
+	o, n, _ := util.As[*v1.Pod](oldObj, newObj)
+	if samePod(target, o) || samePod(target, n) || inGangOf(target, o) || inGangOf(target, n) || pl.representsGang(target) {
+		return fwk.Queue, nil
+	}
+	return fwk.QueueSkip, nil
+}
+
+// representsGang reports whether target stands for its gang in wake-ups on freed room: true
+// for a standalone pod, a member of a gang that holds a pin, or the first (by name) of the
+// gang's live, unbound members without scheduling gates; true whenever that cannot be told.
+func (pl *GangPack) representsGang(target *v1.Pod) bool {
+	key, name, ok := gangOf(target)
+	if !ok {
+		return true
+	}
+	if pl.store.Has(key) {
+		return true
+	}
+	pods, err := pl.members.liveUnbound(target.Namespace, name, "")
+	if err != nil {
+		return true
+	}
+	var rep *v1.Pod
+	for _, p := range pods {
+		if len(p.Spec.SchedulingGates) == 0 && (rep == nil || p.Name < rep.Name) {
+			rep = p
+		}
+	}
+	return rep == nil || samePod(rep, target)
+}
 
 func samePod(a, b *v1.Pod) bool {
 	if a == nil || b == nil {
