@@ -49,6 +49,7 @@ type podRecord struct {
 	node           string
 	gpus           int64
 	deleted        bool
+	deletedAt      time.Time // when the observer first saw the deletion
 	deletedUnbound bool
 	lastWait       string
 }
@@ -199,7 +200,7 @@ func (o *observer) podSeen(pod *v1.Pod) {
 		}
 	}
 	if pod.DeletionTimestamp != nil && !r.deleted {
-		r.deleted, r.deletedUnbound = true, r.node == ""
+		r.deleted, r.deletedAt, r.deletedUnbound = true, time.Now(), r.node == ""
 	}
 }
 
@@ -207,7 +208,7 @@ func (o *observer) podDeleted(pod *v1.Pod) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	if r := o.pods[pod.UID]; r != nil && !r.deleted {
-		r.deleted = true
+		r.deleted, r.deletedAt = true, time.Now()
 		r.deletedUnbound = r.node == ""
 	}
 }
@@ -321,10 +322,13 @@ func (o *observer) result(name string, nodes []*v1.Node) Result {
 		cl.nodes = append(cl.nodes, nodeCap{name: n.Name, domain: n.Labels[domainKey], gpus: q.Value()})
 	}
 	var recs []podSample
-	var burstCreated, burstBound []time.Time
+	var burstCreated, burstBound, fillDeleted []time.Time
 	for _, r := range o.pods {
 		if r.namespace == burstNamespace {
 			burstCreated, burstBound = append(burstCreated, r.created), append(burstBound, r.bound)
+		}
+		if r.namespace == burstFillNamespace && r.deleted {
+			fillDeleted = append(fillDeleted, r.deletedAt)
 		}
 		recs = append(recs, podSample{gang: r.gang, group: r.group, created: r.created, bound: r.bound, node: r.node,
 			gpus: r.gpus, deleted: r.deleted, neverBound: r.deletedUnbound})
@@ -359,6 +363,8 @@ func (o *observer) result(name string, nodes []*v1.Node) Result {
 		res.BurstWorstWindowPerSecond, res.BurstWorstWindowAtSecond = ws.Worst, ws.WorstAtSeconds
 		res.BurstWorstWindowFraction = ws.WorstFraction
 		res.BurstBindsPerSecond = binsPerSecond(burstCreated, burstBound)
+		res.BurstCreatedPerSecond = binsPerSecond(burstCreated, burstCreated)
+		res.BurstFillDeletedPerSecond = binsPerSecond(burstCreated, fillDeleted)
 	}
 	return res
 }

@@ -9,6 +9,10 @@ import (
 // throughput windows over its pods' bind times.
 const burstNamespace = "burst"
 
+// burstFillNamespace holds workload Burst's standalone fill pods, deleted during the burst:
+// the observer records when, so a slow window can be told apart from room not yet freed.
+const burstFillNamespace = "burst-fill"
+
 // windowSeconds is the width of the throughput window ("no 10-second window below 20 % of
 // the mean").
 const windowSeconds = 10

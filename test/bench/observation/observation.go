@@ -63,6 +63,10 @@ type Result struct {
 	BurstWorstWindowAtSecond  int     `json:"burstWorstWindowAtSecond,omitempty"`
 	BurstWorstWindowFraction  float64 `json:"burstWorstWindowFraction,omitempty"`
 	BurstBindsPerSecond       []int   `json:"burstBindsPerSecond,omitempty"` // binds in each second from the start
+	// BurstCreatedPerSecond and BurstFillDeletedPerSecond: burst pods created, and fill pods
+	// seen deleted, in each second from the start (room comes back only with the deletions).
+	BurstCreatedPerSecond     []int   `json:"burstCreatedPerSecond,omitempty"`
+	BurstFillDeletedPerSecond []int   `json:"burstFillDeletedPerSecond,omitempty"`
 	FreeGPUs                  int64   `json:"freeGPUs"`
 	StrandedGPUs              int64   `json:"strandedGPUs"`
 	PeakRSSMiB                float64 `json:"peakRSSMiB"`
