@@ -185,6 +185,7 @@ func (p *schedProc) measure(ctx context.Context, res *result) error {
 	if metrics, err := p.get(ctx, "/metrics"); err == nil {
 		res.heapMiB = metricValue(metrics, "go_memstats_heap_alloc_bytes") / (1 << 20)
 		res.goroutines = int(metricValue(metrics, "go_goroutines"))
+		_ = os.WriteFile(filepath.Join(res.out, "metrics_"+res.name()+".txt"), metrics, 0o644)
 	}
 	// What is still running once the backlog is bound (what holds memory, often).
 	if g, err := p.get(ctx, "/debug/pprof/goroutine?debug=1"); err == nil {
