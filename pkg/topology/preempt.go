@@ -272,17 +272,28 @@ func (d *preemptDomain) minimal(priority int32, units []VictimUnit) ([]int, int,
 	if !d.enough(room) {
 		return nil, 0, false
 	}
-	victims := cands
+	victims := reprieve(cands, func(u int) bool {
+		d.apply(frees[u], -1)
+		if r := d.room(); d.enough(r) {
+			room = r
+			return true
+		}
+		d.apply(frees[u], +1)
+		return false
+	})
+	return victims, room, true
+}
+
+// reprieve spares victims in the given order, pass after pass until a pass spares none:
+// spare(u) takes unit u back on paper and reports whether the candidate still fits, undoing
+// itself when it does not. It returns the units that must go, sorted.
+func reprieve(victims []int, spare func(u int) bool) []int {
 	for {
 		kept := make([]int, 0, len(victims))
 		for _, u := range victims {
-			d.apply(frees[u], -1)
-			if r := d.room(); d.enough(r) {
-				room = r
-				continue
+			if !spare(u) {
+				kept = append(kept, u)
 			}
-			d.apply(frees[u], +1)
-			kept = append(kept, u)
 		}
 		done := len(kept) == len(victims)
 		victims = kept
@@ -291,7 +302,7 @@ func (d *preemptDomain) minimal(priority int32, units []VictimUnit) ([]int, int,
 		}
 	}
 	sort.Ints(victims)
-	return victims, room, true
+	return victims
 }
 
 // reprieveFirst is the reprieve order: more PDB violations, higher priority, more pods,

@@ -113,24 +113,14 @@ func (gd *groupDomain) minimal(priority int32, units []VictimUnit) (victims []in
 		return nil, 0, 0, false
 	}
 	room, need = p.Room, p.Need
-	victims = cands
-	for {
-		kept := make([]int, 0, len(victims))
-		for _, u := range victims {
-			gd.apply(&units[u], -1)
-			if q := gd.plan(); q != nil && q.Feasible {
-				room = q.Room
-				continue
-			}
-			gd.apply(&units[u], +1)
-			kept = append(kept, u)
+	victims = reprieve(cands, func(u int) bool {
+		gd.apply(&units[u], -1)
+		if q := gd.plan(); q != nil && q.Feasible {
+			room = q.Room
+			return true
 		}
-		done := len(kept) == len(victims)
-		victims = kept
-		if done {
-			break
-		}
-	}
-	sort.Ints(victims)
+		gd.apply(&units[u], +1)
+		return false
+	})
 	return victims, room, need, true
 }
