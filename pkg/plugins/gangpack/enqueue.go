@@ -21,7 +21,7 @@ func (pl *GangPack) EventsToRegister(_ context.Context) ([]fwk.ClusterEventWithH
 		{Event: fwk.ClusterEvent{Resource: fwk.Pod, ActionType: fwk.Add}, QueueingHintFn: hintPodAdd},
 		{Event: fwk.ClusterEvent{Resource: fwk.Pod, ActionType: fwk.UpdatePodLabel}, QueueingHintFn: hintPodLabel},
 		{Event: fwk.ClusterEvent{Resource: fwk.Pod, ActionType: fwk.UpdatePodToleration}, QueueingHintFn: hintPodToleration},
-		{Event: fwk.ClusterEvent{Resource: fwk.Pod, ActionType: fwk.Delete | fwk.UpdatePodScaleDown}, QueueingHintFn: pl.hintPodDelete},
+		{Event: fwk.ClusterEvent{Resource: fwk.Pod, ActionType: fwk.Delete | fwk.UpdatePodScaleDown}, QueueingHintFn: podHint(true, pl.freesRoomFor)},
 		{Event: fwk.ClusterEvent{Resource: fwk.Node, ActionType: nodeUpdates | fwk.Delete}, QueueingHintFn: pl.hintNodeChange},
 	}
 	if pl.registerPodGroupEvents {
@@ -36,7 +36,7 @@ func (pl *GangPack) EventsToRegister(_ context.Context) ([]fwk.ClusterEventWithH
 // podHint is the shape of every pod queueing hint: Queue when the event's pod is the target
 // itself (when self), a member of the target's gang, or when also says so; QueueSkip
 // otherwise.
-func podHint(self bool, also func(o, n *v1.Pod) bool) fwk.QueueingHintFn {
+func podHint(self bool, also func(target, o, n *v1.Pod) bool) fwk.QueueingHintFn {
 	return func(_ klog.Logger, target *v1.Pod, oldObj, newObj any) (fwk.QueueingHint, error) {
 		o, n, err := util.As[*v1.Pod](oldObj, newObj)
 		if err != nil {
@@ -45,7 +45,7 @@ func podHint(self bool, also func(o, n *v1.Pod) bool) fwk.QueueingHintFn {
 		switch {
 		case self && (samePod(target, o) || samePod(target, n)),
 			inGangOf(target, o) || inGangOf(target, n),
-			also != nil && also(o, n):
+			also != nil && also(target, o, n):
 			return fwk.Queue, nil
 		}
 		return fwk.QueueSkip, nil
@@ -56,28 +56,17 @@ var (
 	hintPodAdd        = podHint(false, nil)
 	hintPodLabel      = podHint(true, nil)
 	hintPodToleration = podHint(true, nil)
-	// A deleted pod frees room only if it was on a node, or nominated to one.
-	hintPodFreesRoom = podHint(true, func(o, _ *v1.Pod) bool {
-		return o == nil || o.Spec.NodeName != "" || o.Status.NominatedNodeName != ""
-	})
 )
 
-// hintPodDelete queues the target when the deletion concerns it or its gang, or frees room.
-// Freed room is worth one retry per waiting gang, not one per member: a member of a gang
-// without a pin is queued only when it is the gang's representative (representsGang); the
-// representative's planning covers the whole gang, and when it pins, Permit wakes the rest.
-// Bursts of hundreds of waiting gangs otherwise retry every member on every deletion, and
-// the members of forming gangs wait behind those retries.
-func (pl *GangPack) hintPodDelete(logger klog.Logger, target *v1.Pod, oldObj, newObj any) (fwk.QueueingHint, error) {
-	h, err := hintPodFreesRoom(logger, target, oldObj, newObj)
-	if err != nil || h == fwk.QueueSkip {
-		return h, err
-	}
-	o, n, _ := util.As[*v1.Pod](oldObj, newObj)
-	if samePod(target, o) || samePod(target, n) || inGangOf(target, o) || inGangOf(target, n) || pl.representsGang(target) {
-		return fwk.Queue, nil
-	}
-	return fwk.QueueSkip, nil
+// freesRoomFor is the pod-deletion hint's condition beyond the target and its gang: a deleted
+// pod frees room only if it was on a node, or nominated to one. Freed room is worth one retry
+// per waiting gang, not one per member: a member of a gang without a pin is queued only when
+// it is the gang's representative (representsGang); the representative's planning covers the
+// whole gang, and when it pins, Permit wakes the rest. Bursts of hundreds of waiting gangs
+// otherwise retry every member on every deletion, and the members of forming gangs wait
+// behind those retries.
+func (pl *GangPack) freesRoomFor(target, o, _ *v1.Pod) bool {
+	return (o == nil || o.Spec.NodeName != "" || o.Status.NominatedNodeName != "") && pl.representsGang(target)
 }
 
 // representsGang reports whether target stands for its gang in wake-ups on freed room: true

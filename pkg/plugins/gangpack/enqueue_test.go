@@ -51,7 +51,7 @@ func TestDeleteHintQueuesOneMemberPerWaitingGang(t *testing.T) {
 				w.mustPin(pods["g-1"])
 			}
 			for name, want := range tc.want {
-				got, err := w.pl.hintPodDelete(klog.Background(), pods[name], tc.deleted, nil)
+				got, err := podHint(true, w.pl.freesRoomFor)(klog.Background(), pods[name], tc.deleted, nil)
 				if err != nil || got != want {
 					t.Errorf("hint for %s = %v, %v; want %v", name, got, err, want)
 				}
