@@ -1,13 +1,11 @@
 package bench
 
 import (
-	"bufio"
 	"encoding/json"
 	"flag"
 	"fmt"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -21,6 +19,7 @@ import (
 	"k8s.io/kubernetes/test/utils/ktesting"
 
 	"github.com/moirai-internal/ome-scheduler/test/bench/observation"
+	"github.com/moirai-internal/ome-scheduler/test/procstat"
 )
 
 // The observer is the benchmark's own collector for what scheduler_perf does not measure:
@@ -270,29 +269,12 @@ func (o *observer) sampleCounters() {
 }
 
 func (o *observer) sampleRSS() {
-	kib := procStatusKiB("VmRSS")
+	kib := procstat.StatusKiB(0, "VmRSS")
 	o.mu.Lock()
 	if kib > o.rssPeakKiB {
 		o.rssPeakKiB = kib
 	}
 	o.mu.Unlock()
-}
-
-// procStatusKiB reads one "<field>: <n> kB" line of /proc/self/status (0 if unavailable).
-func procStatusKiB(field string) int64 {
-	f, err := os.Open("/proc/self/status")
-	if err != nil {
-		return 0
-	}
-	defer f.Close()
-	s := bufio.NewScanner(f)
-	for s.Scan() {
-		if rest, ok := strings.CutPrefix(s.Text(), field+":"); ok {
-			n, _ := strconv.ParseInt(strings.Fields(rest)[0], 10, 64)
-			return n
-		}
-	}
-	return 0
 }
 
 func podGPUs(pod *v1.Pod) int64 {
@@ -311,7 +293,7 @@ func (o *observer) result(name string, nodes []*v1.Node) Result {
 	res := Result{Name: name, RSSSource: "VmRSS sampled every 100 ms", Counters: o.counters, Waits: o.waits}
 	res.PeakRSSMiB = float64(o.rssPeakKiB) / 1024
 	if o.hwmReset {
-		if hwm := procStatusKiB("VmHWM"); hwm > 0 {
+		if hwm := procstat.StatusKiB(0, "VmHWM"); hwm > 0 {
 			res.PeakRSSMiB, res.RSSSource = float64(hwm)/1024, "VmHWM (reset at workload start)"
 		}
 	}

@@ -1,7 +1,6 @@
 package sidebyside
 
 import (
-	"bufio"
 	"context"
 	"fmt"
 	"io"
@@ -18,6 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	"sigs.k8s.io/yaml"
 
+	"github.com/moirai-internal/ome-scheduler/test/procstat"
 	"github.com/moirai-internal/ome-scheduler/test/testenv"
 )
 
@@ -111,7 +111,7 @@ func (p *schedProc) sample() {
 	tick := time.NewTicker(200 * time.Millisecond)
 	defer tick.Stop()
 	for {
-		if kib := procStatusKiB(p.proc.Cmd.Process.Pid, "VmRSS"); kib > 0 {
+		if kib := procstat.StatusKiB(p.proc.Cmd.Process.Pid, "VmRSS"); kib > 0 {
 			p.mu.Lock()
 			p.maxRSS = max(p.maxRSS, kib)
 			p.mu.Unlock()
@@ -157,7 +157,7 @@ func (p *schedProc) get(ctx context.Context, path string) ([]byte, error) {
 // reads the live heap from go_memstats_heap_alloc_bytes.
 func (p *schedProc) measure(ctx context.Context, res *result) error {
 	pid := p.proc.Cmd.Process.Pid
-	res.hwmMiB = float64(procStatusKiB(pid, "VmHWM")) / 1024
+	res.hwmMiB = float64(procstat.StatusKiB(pid, "VmHWM")) / 1024
 	p.mu.Lock()
 	res.sampledMiB = float64(p.maxRSS) / 1024
 	p.mu.Unlock()
@@ -214,25 +214,6 @@ func pprofMiB(s string) float64 {
 		if v, ok := strings.CutSuffix(s, u); ok {
 			f, _ := strconv.ParseFloat(v, 64)
 			return f * units[u]
-		}
-	}
-	return 0
-}
-
-// procStatusKiB reads one "<field>: <n> kB" line of /proc/<pid>/status (0 if unavailable).
-func procStatusKiB(pid int, field string) int64 {
-	f, err := os.Open(fmt.Sprintf("/proc/%d/status", pid))
-	if err != nil {
-		return 0
-	}
-	defer f.Close()
-	s := bufio.NewScanner(f)
-	for s.Scan() {
-		if rest, ok := strings.CutPrefix(s.Text(), field+":"); ok {
-			if fs := strings.Fields(rest); len(fs) > 0 {
-				n, _ := strconv.ParseInt(fs[0], 10, 64)
-				return n
-			}
 		}
 	}
 	return 0
