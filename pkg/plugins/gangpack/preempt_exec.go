@@ -243,7 +243,7 @@ func (pl *GangPack) waitLimit(pr *preemptor, victims []*v1.Pod) time.Duration {
 func refsOf(pods []*v1.Pod) []victimRef {
 	out := make([]victimRef, len(pods))
 	for i, p := range pods {
-		out[i] = victimRef{namespace: p.Namespace, name: p.Name, uid: p.UID}
+		out[i] = victimRef{namespace: p.Namespace, name: p.Name, uid: p.UID, node: p.Spec.NodeName}
 	}
 	return out
 }

@@ -216,6 +216,34 @@ func TestPreemptNoStormWhileVictimsTerminate(t *testing.T) {
 	}
 }
 
+// The informer learns that the victims are gone before the scheduling snapshot does. A
+// cycle on the older snapshot still sees the domain full: the gang keeps its pin and waits,
+// and does not take the missing room for a reason to preempt the other gang.
+func TestPreemptWaitsUntilSnapshotDropsVictims(t *testing.T) {
+	pods := append(gangOn("low", 1, "a1", "a2"), gangOn("mid", 5, "b1", "b2")...)
+	hi := []*v1.Pod{prio(gangMember("hi-0", "hi", 1), 10), prio(gangMember("hi-1", "hi", 1), 10)}
+	w := newPreemptWorld(t, twoDomains(), append(pods, hi...), podGroup("low", 2), podGroup("mid", 2), podGroup("hi", 2))
+	res, st := w.postFilter(hi[0])
+	assertNominated(t, res, st, "a1", "a2")
+	for _, p := range pods[:2] { // gone from the informer; the snapshot is not rebuilt
+		_ = w.podInf.GetIndexer().Delete(p)
+	}
+	before := counter(t, preemptorGang, preemptResultPreempted)
+	_, st = w.postFilter(hi[1])
+	if st.Code() != fwk.Unschedulable || st.Message() != "; preemption: waiting for 2 preempted pods to terminate in domain a" {
+		t.Fatalf("PostFilter on a snapshot that still holds the victims = %v", st)
+	}
+	if got, want := w.remaining(), []string{"hi-0", "hi-1", "mid-0", "mid-1"}; !slices.Equal(got, want) {
+		t.Fatalf("pods left %v, want %v", got, want)
+	}
+	if counter(t, preemptorGang, preemptResultPreempted) != before {
+		t.Fatal("preempted again before the snapshot dropped the victims")
+	}
+	if c, ok := w.pl.store.Get(testNS + "/hi"); !ok || c.Domain != "a" {
+		t.Fatalf("pin = %+v %v, want a", c, ok)
+	}
+}
+
 func candidateNames(r *fwk.PreFilterResult) []string {
 	if r == nil {
 		return nil

@@ -156,6 +156,7 @@ func pdbSelects(pdb *policy.PodDisruptionBudget, p *v1.Pod) bool {
 type victimRef struct {
 	namespace, name string
 	uid             types.UID
+	node            string // the node it occupied when evicted
 }
 
 // preemptRecord is one preemption a gang (or standalone pod) made and now waits on.
@@ -222,12 +223,35 @@ func (p *preemptions) forget(key string, deadline time.Time) {
 }
 
 // victimExists reports whether the victim still occupies a node: the pod informer shows it
-// (same UID) bound. A victim that was only waiting at Permit is rejected, not deleted: it
-// stays in the informer unbound and holds nothing once rejected, so the preemptor does not
-// wait on it.
+// (same UID) bound, or the scheduling snapshot still counts it on its node. The informer
+// learns of a deletion before the snapshot does; a cycle whose snapshot still holds the
+// victim sees its domain without room, and the record must last until the snapshot agrees,
+// or that cycle would take the missing room for a reason to preempt elsewhere. A victim that
+// was only waiting at Permit is rejected, not deleted: it stays in the informer unbound and
+// holds nothing once rejected, so the preemptor does not wait on it.
 func (gs *gangs) victimExists(v victimRef) bool {
 	cur, err := gs.members.lister.Pods(v.namespace).Get(v.name)
-	return err == nil && cur.UID == v.uid && cur.Spec.NodeName != ""
+	if err == nil && cur.UID == v.uid && cur.Spec.NodeName != "" {
+		return true
+	}
+	return gs.inSnapshot(v)
+}
+
+// inSnapshot reports whether the current scheduling snapshot counts the victim on its node.
+func (gs *gangs) inSnapshot(v victimRef) bool {
+	if v.node == "" || gs.handle == nil {
+		return false
+	}
+	ni, err := gs.handle.SnapshotSharedLister().NodeInfos().Get(v.node)
+	if err != nil || ni == nil {
+		return false
+	}
+	for _, p := range ni.GetPods() {
+		if p.GetPod().UID == v.uid {
+			return true
+		}
+	}
+	return false
 }
 
 // awaitingVictims reports whether the preemptor (key) evicted victims for domain that are
