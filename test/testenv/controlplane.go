@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"sync"
 	"time"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
@@ -18,7 +19,9 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
+	"k8s.io/klog/v2"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/yaml"
 
 	pgclientset "sigs.k8s.io/scheduler-plugins/pkg/generated/clientset/versioned"
@@ -107,10 +110,15 @@ type Options struct {
 	MaxGrace time.Duration
 }
 
+var setLogger sync.Once
+
 // Start starts etcd and kube-apiserver from bin/ (no real kubelets; the admission plugins
 // that need them are off), installs the PodGroup CRD and starts the fake kubelet unless told
 // not to.
 func Start(opts Options) (*ControlPlane, error) {
+	// envtest logs through controller-runtime's logger; without one set it prints a stack
+	// trace that reads like a failure in every test run's output.
+	setLogger.Do(func() { ctrllog.SetLogger(klog.NewKlogr()) })
 	bin, err := BinDir()
 	if err != nil {
 		return nil, err
