@@ -37,9 +37,10 @@ INTEGRATION_TIMEOUT ?= 40m
 
 all: build
 
-## build: bin/ome-scheduler
+## build: bin/ome-scheduler (BUILD_TAGS=heapdump for memory investigations, docs/benchmarks.md)
+BUILD_TAGS ?=
 build:
-	$(GO) build -ldflags "$(KUBE_LDFLAGS)" -o $(BIN)/ome-scheduler ./cmd/ome-scheduler
+	$(GO) build -tags '$(BUILD_TAGS)' -ldflags "$(KUBE_LDFLAGS)" -o $(BIN)/ome-scheduler ./cmd/ome-scheduler
 
 ## tools: the real test components from the Go module proxy, cached in bin/
 tools: $(TOOLS)
@@ -84,7 +85,7 @@ fmt-check:
 ## unit: pure logic and plugin unit tests, with the race detector, fuzz seed corpora included
 unit:
 	$(GO) test -race -count=1 $(GO_TEST_FLAGS) ./pkg/...
-	$(GO) test -count=1 -run '^Test' $(GO_TEST_FLAGS) ./test/bench/...
+	$(GO) test -count=1 -run '^Test' $(GO_TEST_FLAGS) ./test/bench/... ./test/heapdump/...
 
 test-chart: $(BIN)/helm
 	$(GO) test -count=1 $(GO_TEST_FLAGS) ./test/chart/...

@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"k8s.io/apimachinery/pkg/util/wait"
@@ -31,6 +32,7 @@ type schedProc struct {
 	maxRSS   int64 // KiB, the largest VmRSS sampled
 	done     chan struct{}
 	stopOnce sync.Once
+	heapDump bool // the binary writes heap dumps (SBS_HEAPDUMP)
 }
 
 // startScheduler writes the case's configuration and runs bin/ome-scheduler with it, then
@@ -52,12 +54,12 @@ func startScheduler(ctx context.Context, cp *testenv.ControlPlane, sc scenario) 
 	if err != nil {
 		return nil, err
 	}
-	p := &schedProc{port: port, client: client, done: make(chan struct{}), started: time.Now()}
+	p := &schedProc{port: port, client: client, done: make(chan struct{}), started: time.Now(), heapDump: sc.heapDump}
 	args := []string{"--config=" + path, "--bind-address=127.0.0.1", fmt.Sprintf("--secure-port=%d", port),
 		"--authentication-kubeconfig=" + cp.KubeConfigPath, "--authorization-kubeconfig=" + cp.KubeConfigPath}
 	// SBS_SCHED_ARGS: extra flags for both schedulers (e.g. --feature-gates=...).
 	args = append(args, strings.Fields(os.Getenv("SBS_SCHED_ARGS"))...)
-	p.proc, err = testenv.StartProcess(cp.Dir, "ome-scheduler", "scheduler-"+sc.sched, args...)
+	p.proc, err = testenv.StartProcessEnv(cp.Dir, "ome-scheduler", "scheduler-"+sc.sched, sc.schedEnv, args...)
 	if err != nil {
 		return nil, err
 	}
@@ -162,6 +164,11 @@ func (p *schedProc) measure(ctx context.Context, res *result) error {
 	res.sampledMiB = float64(p.maxRSS) / 1024
 	p.mu.Unlock()
 	res.cpuSec = cpuSeconds(pid)
+	if p.heapDump {
+		if err := saveHeapDumps(ctx, p.proc.Cmd.Process, res); err != nil {
+			return err
+		}
+	}
 
 	heap, err := p.get(ctx, "/debug/pprof/heap?gc=1")
 	if err != nil {
@@ -203,6 +210,30 @@ func metricValue(text []byte, name string) float64 {
 		}
 	}
 	return 0
+}
+
+// saveHeapDumps asks a scheduler built with -tags heapdump for a heap dump (SIGUSR1; it
+// writes heapdump-<pid>-1 into res.out after a GC) and keeps it, and the last peak dump, under
+// the case's name.
+func saveHeapDumps(ctx context.Context, proc *os.Process, res *result) error {
+	if err := proc.Signal(syscall.SIGUSR1); err != nil {
+		return err
+	}
+	prefix := filepath.Join(res.out, fmt.Sprintf("heapdump-%d-", proc.Pid))
+	err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 2*time.Minute, true, func(context.Context) (bool, error) {
+		_, err := os.Stat(prefix + "1")
+		return err == nil, nil
+	})
+	if err != nil {
+		return fmt.Errorf("no heap dump %s1 (was the binary built with -tags heapdump?): %w", prefix, err)
+	}
+	if err := os.Rename(prefix+"1", filepath.Join(res.out, "heapdump_"+res.name())); err != nil {
+		return err
+	}
+	if err := os.Rename(prefix+"peak", filepath.Join(res.out, "heapdump_"+res.name()+"_peak")); err != nil && !os.IsNotExist(err) {
+		return err
+	}
+	return nil
 }
 
 // pprofTotal finds the profile's total in pprof's "Showing nodes accounting for …" line.

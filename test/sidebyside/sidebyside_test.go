@@ -9,10 +9,13 @@
 // nvidia.com/gpu.clique, 8), SBS_GANG (comma-separated gang sizes, "4,8"), SBS_FILL (fraction
 // of the GPUs the backlog requests, 1.0), SBS_RUNS (1), SBS_KUBELET (1: the fake kubelet
 // marks bound pods Running; 0: none), SBS_TIMEOUT (per case, 20m), SBS_OUT (results, heap
-// profiles and scheduler logs; default <bin>/sidebyside) and SBS_MEMPROFILERATE (unset: Go's
+// profiles and scheduler logs; default <bin>/sidebyside), SBS_MEMPROFILERATE (unset: Go's
 // default of one heap sample per 512 KiB allocated, too coarse to attribute a 20 MiB heap;
-// e.g. 4096 passes GODEBUG=memprofilerate=4096 to both schedulers, for a detailed heap
-// profile at some CPU cost).
+// e.g. 4096 passes GODEBUG=memprofilerate=4096 to both schedulers, and only to them, for a
+// detailed heap profile at some CPU cost) and SBS_HEAPDUMP (1: the scheduler binary was built
+// with -tags heapdump; each case also saves heapdump_<case>, a heap dump after a GC once every
+// pod is bound, and heapdump_<case>_peak, the dump taken when the RSS last grew 8 MiB; read
+// them with test/heapdump).
 package sidebyside
 
 import (
@@ -45,6 +48,10 @@ type params struct {
 	kubelet                    bool
 	timeout                    time.Duration
 	out                        string
+	// schedEnv is added to the schedulers' environment only: the control plane's Go
+	// processes must not sample every allocation too.
+	schedEnv []string
+	heapDump bool
 }
 
 // scenario is one measured case: a gang size, a scheduler, a run.
@@ -78,10 +85,8 @@ func TestSideBySide(t *testing.T) {
 	if err := os.MkdirAll(p.out, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	if rate := os.Getenv("SBS_MEMPROFILERATE"); rate != "" {
-		// The scheduler processes inherit this process's environment.
-		t.Setenv("GODEBUG", strings.TrimPrefix(os.Getenv("GODEBUG")+",memprofilerate="+rate, ","))
-		t.Logf("schedulers run with GODEBUG=%s", os.Getenv("GODEBUG"))
+	if len(p.schedEnv) > 0 {
+		t.Logf("schedulers run with %v", p.schedEnv)
 	}
 	t.Logf("side by side: %d nodes × %d GPU, cliques of %d nodes, gangs %v, fill %.2f, %d run(s), kubelet %v, output %s",
 		p.nodes, p.gpusPerNode, p.clique, p.gangs, p.fill, p.runs, p.kubelet, p.out)
@@ -146,6 +151,19 @@ func readParams() (params, error) {
 			return p, err
 		}
 		p.out = filepath.Join(bin, "sidebyside")
+	}
+	if rate := os.Getenv("SBS_MEMPROFILERATE"); rate != "" {
+		if n, err := strconv.Atoi(rate); err != nil || n <= 0 {
+			return p, fmt.Errorf("SBS_MEMPROFILERATE must be a positive integer: %q", rate)
+		}
+		p.schedEnv = append(p.schedEnv, "GODEBUG="+strings.TrimPrefix(os.Getenv("GODEBUG")+",memprofilerate="+rate, ","))
+	}
+	if p.heapDump = os.Getenv("SBS_HEAPDUMP") == "1"; p.heapDump {
+		abs, err := filepath.Abs(p.out)
+		if err != nil {
+			return p, err
+		}
+		p.schedEnv = append(p.schedEnv, "OME_HEAPDUMP_DIR="+abs, "OME_HEAPDUMP_PEAK=1")
 	}
 	return p, nil
 }

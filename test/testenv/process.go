@@ -28,6 +28,11 @@ type Process struct {
 
 // StartProcess runs bin/<name> with args, logging to <dir>/<logName>.log.
 func StartProcess(dir, name, logName string, args ...string) (*Process, error) {
+	return StartProcessEnv(dir, name, logName, nil, args...)
+}
+
+// StartProcessEnv is StartProcess with env (KEY=value) added to this process's environment.
+func StartProcessEnv(dir, name, logName string, env []string, args ...string) (*Process, error) {
 	path, err := Bin(name)
 	if err != nil {
 		return nil, err
@@ -38,6 +43,9 @@ func StartProcess(dir, name, logName string, args ...string) (*Process, error) {
 		return nil, err
 	}
 	cmd := exec.Command(path, args...)
+	if len(env) > 0 {
+		cmd.Env = append(os.Environ(), env...)
+	}
 	cmd.Stdout, cmd.Stderr = f, f
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	if err := cmd.Start(); err != nil {
