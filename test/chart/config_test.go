@@ -169,6 +169,36 @@ func TestConfigVariations(t *testing.T) {
 			want: defaultConfig,
 		},
 		{
+			name: "client rate limit",
+			args: []string{"--set", "scheduler.clientConnection.qps=75", "--set", "scheduler.clientConnection.burst=150"},
+			want: func(t *testing.T) string {
+				return replaceOnce(t, defaultConfig(t), "clientConnection:\n  qps: 200\n  burst: 400\n", "clientConnection:\n  qps: 75\n  burst: 150\n")
+			},
+			lines: []string{"    clientConnection:", "      qps: 75", "      burst: 150"},
+		},
+		{
+			name: "fractional client QPS",
+			args: []string{"--set-json", "scheduler.clientConnection.qps=12.5"},
+			want: func(t *testing.T) string {
+				return replaceOnce(t, defaultConfig(t), "  qps: 200\n", "  qps: 12.5\n")
+			},
+			lines: []string{"      qps: 12.5", "      burst: 400"},
+		},
+		{
+			name: "client rate limit from a values file stays integer",
+			args: []string{"-f", "VALUES:scheduler:\n  clientConnection:\n    qps: 1000000\n    burst: 2000000\n"},
+			want: func(t *testing.T) string {
+				return replaceOnce(t, defaultConfig(t), "clientConnection:\n  qps: 200\n  burst: 400\n", "clientConnection:\n  qps: 1000000\n  burst: 2000000\n")
+			},
+		},
+		{
+			name: "client rate limit removed: kube-scheduler's defaults",
+			args: []string{"--set", "scheduler.clientConnection=null"},
+			want: func(t *testing.T) string {
+				return replaceOnce(t, defaultConfig(t), "clientConnection:\n  qps: 200\n  burst: 400\n", "")
+			},
+		},
+		{
 			name: "integers from a values file stay integers",
 			args: []string{"-f", "VALUES:scheduler:\n  omeGangPack:\n    scoreWeight: 1000000\n  percentageOfNodesToScore: 100\n"},
 			want: func(t *testing.T) string {
@@ -227,6 +257,8 @@ func TestChecksum(t *testing.T) {
 		{"leaderElect", []string{"--set", "scheduler.leaderElect=false", "--set", "scheduler.replicaCount=1", "--set", "scheduler.podDisruptionBudget.enabled=false"}},
 		{"enableProfiling", []string{"--set", "scheduler.enableProfiling=true"}},
 		{"enableContentionProfiling", []string{"--set", "scheduler.enableContentionProfiling=true"}},
+		{"client QPS", []string{"--set", "scheduler.clientConnection.qps=100"}},
+		{"client burst", []string{"--set", "scheduler.clientConnection.burst=200"}},
 	}
 	for _, tc := range changes {
 		t.Run("changes with "+tc.name, func(t *testing.T) {

@@ -34,10 +34,14 @@ func TestRenderedObjectsDecodeStrictly(t *testing.T) {
 		name string
 		ns   string
 		args []string
+		// clientConnection.qps and burst as decoded; 0 = not rendered (kube-scheduler's
+		// defaults apply)
+		qps   float32
+		burst int32
 	}{
-		{"defaults", releaseNS, nil},
-		{"every value changed (A)", "sched-system", []string{"-f", fixturePath(t, "values/all-a.yaml")}},
-		{"every switch off (B)", releaseNS, []string{"-f", fixturePath(t, "values/all-b.yaml")}},
+		{"defaults", releaseNS, nil, 200, 400},
+		{"every value changed (A)", "sched-system", []string{"-f", fixturePath(t, "values/all-a.yaml")}, 75.5, 150},
+		{"every switch off (B)", releaseNS, []string{"-f", fixturePath(t, "values/all-b.yaml")}, 0, 0},
 		{"hardened", releaseNS, []string{
 			"--set", "scheduler.metrics.tls.secretName=ome-scheduler-metrics-tls",
 			"--set", "scheduler.metrics.serviceMonitor.enabled=true",
@@ -45,7 +49,7 @@ func TestRenderedObjectsDecodeStrictly(t *testing.T) {
 			"--set", "scheduler.metrics.prometheusRule.enabled=true",
 			"--set", "scheduler.networkPolicy.enabled=true",
 			"--set-json", `scheduler.networkPolicy.from=[{"ipBlock":{"cidr":"10.0.0.0/8"}}]`,
-		}},
+		}, 200, 400},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -69,6 +73,9 @@ func TestRenderedObjectsDecodeStrictly(t *testing.T) {
 					}
 					if cfg.EnableProfiling == nil || cfg.EnableContentionProfiling == nil {
 						t.Errorf("config.yaml leaves enableProfiling/enableContentionProfiling to kube-scheduler's defaults")
+					}
+					if cc := cfg.ClientConnection; cc.QPS != tc.qps || cc.Burst != tc.burst {
+						t.Errorf("config.yaml clientConnection qps %v, burst %d; want %v, %d", cc.QPS, cc.Burst, tc.qps, tc.burst)
 					}
 				}
 			}

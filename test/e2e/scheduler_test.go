@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"reflect"
 	"regexp"
 	"sort"
 	"strings"
@@ -25,13 +26,14 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
+	"sigs.k8s.io/yaml"
 
 	"github.com/moirai-internal/ome-scheduler/test/testenv"
 )
 
 // TestSchedulerRunsAsChartServiceAccount runs bin/ome-scheduler with nothing but the chart:
 // its config.yaml as rendered (plus clientConnection.kubeconfig, which in a cluster is the
-// in-cluster config) and a token of ServiceAccount ome/ome-scheduler bound only by the chart's
+// in-cluster config; the rendered clientConnection holds only qps and burst) and a token of ServiceAccount ome/ome-scheduler bound only by the chart's
 // RBAC. The demo gang of manifests/demo must land whole in clique-a, both members bound within
 // 30 s on two different nodes, the leader-election Lease must be held, each member must have a
 // Scheduled event from ome-scheduler, and the scheduler must never have been refused anything.
@@ -71,8 +73,16 @@ func TestSchedulerRunsAsChartServiceAccount(t *testing.T) {
 	if want := "system:serviceaccount:" + releaseNS + ":" + releaseName; ssr.Status.UserInfo.Username != want {
 		t.Fatalf("the scheduler's kubeconfig authenticates as %q, want %q", ssr.Status.UserInfo.Username, want)
 	}
-	if bytes.Contains(s.config, []byte("clientConnection")) {
-		t.Errorf("the chart's config.yaml already sets clientConnection:\n%s", s.config)
+	// The chart sets the client's rate limit and nothing else of clientConnection: in a
+	// cluster the scheduler connects with its in-cluster config.
+	var rendered struct {
+		ClientConnection map[string]any `json:"clientConnection"`
+	}
+	if err := yaml.Unmarshal(s.config, &rendered); err != nil {
+		t.Fatalf("parse the chart's config.yaml: %v", err)
+	}
+	if want := map[string]any{"qps": 200.0, "burst": 400.0}; !reflect.DeepEqual(rendered.ClientConnection, want) {
+		t.Errorf("the chart's config.yaml sets clientConnection %v, want %v:\n%s", rendered.ClientConnection, want, s.config)
 	}
 
 	// The Lease named after the scheduler, in the release namespace, has a holder.

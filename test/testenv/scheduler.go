@@ -31,7 +31,7 @@ standaloneDomainPacking: true`
 // Profile describes the test-only changes to the scheduler configuration the chart renders
 // with its default values (ChartSchedulerConfig). The zero value is the chart's configuration
 // (preemption off, PodTopologySpread score off, MostAllocated on cpu and memory, OMEGangPack
-// with the chart's args) without leader election.
+// with the chart's args, the chart's client QPS and burst) without leader election.
 type Profile struct {
 	// Args replaces the OMEGangPack args block (a YAML mapping, e.g. "key: value" lines);
 	// "" keeps the chart's args.
@@ -91,9 +91,9 @@ func (p Profile) apply(cfg map[string]any, kubeconfig string) error {
 	if err != nil {
 		return err
 	}
+	// Only the kubeconfig: qps and burst stay the chart's (scheduler.clientConnection), so
+	// the tests run with the client rate limit the chart ships.
 	cc["kubeconfig"] = kubeconfig
-	cc["qps"] = 200
-	cc["burst"] = 400
 
 	le, err := child(cfg, "leaderElection")
 	if err != nil {

@@ -105,7 +105,8 @@ func scoreDisabled(prof config.KubeSchedulerProfile, name string) bool {
 	return slices.ContainsFunc(prof.Plugins.Score.Disabled, func(p config.Plugin) bool { return p.Name == name })
 }
 
-// The zero profile is the chart's configuration plus the connection and without leader election.
+// The zero profile is the chart's configuration (its client QPS and burst included) plus the
+// kubeconfig and without leader election.
 func TestZeroProfileIsTheChartConfiguration(t *testing.T) {
 	base, err := ChartSchedulerConfig()
 	if err != nil {
@@ -119,12 +120,10 @@ func TestZeroProfileIsTheChartConfiguration(t *testing.T) {
 	got := load(t, rendered)
 	want := load(t, base)
 	want.ClientConnection.Kubeconfig = "/kubeconfig"
-	want.ClientConnection.QPS = 200
-	want.ClientConnection.Burst = 400
 	want.LeaderElection.LeaderElect = false
 	want.LeaderElection.ResourceNamespace = "kube-system"
 	if !reflect.DeepEqual(got, want) {
-		t.Fatalf("zero profile:\n%+v\nwant the chart's configuration with the test connection:\n%+v", got, want)
+		t.Fatalf("zero profile:\n%+v\nwant the chart's configuration with the kubeconfig:\n%+v", got, want)
 	}
 	if got.LeaderElection.ResourceName != SchedulerName {
 		t.Fatalf("lease %s, want %s", got.LeaderElection.ResourceName, SchedulerName)

@@ -106,6 +106,12 @@ apiVersion: kubescheduler.config.k8s.io/v1
 kind: KubeSchedulerConfiguration
 enableProfiling: {{ eq (toString $s.enableProfiling) "true" }}
 enableContentionProfiling: {{ eq (toString $s.enableContentionProfiling) "true" }}
+{{- with $s.clientConnection }}
+{{- $qps := float64 .qps }}
+clientConnection:
+  qps: {{ if eq $qps (floor $qps) }}{{ int64 $qps }}{{ else }}{{ $qps }}{{ end }}
+  burst: {{ int64 .burst }}
+{{- end }}
 leaderElection:
   leaderElect: {{ $s.leaderElect }}
   resourceName: {{ $name }}
