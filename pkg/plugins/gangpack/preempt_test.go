@@ -176,22 +176,31 @@ func TestPreemptGangEvictsOneWholeGang(t *testing.T) {
 	}
 }
 
+// hiPreemptedLow is the world of a low gang on a1, a2 and a mid gang on b1, b2, where hi-0
+// of a two-member high-priority gang has just evicted the low gang. It returns the low
+// gang's pods (the victims) and the hi members.
+func hiPreemptedLow(t *testing.T) (w *preemptWorld, victims, hi []*v1.Pod) {
+	t.Helper()
+	pods := append(gangOn("low", 1, "a1", "a2"), gangOn("mid", 5, "b1", "b2")...)
+	hi = []*v1.Pod{prio(gangMember("hi-0", "hi", 1), 10), prio(gangMember("hi-1", "hi", 1), 10)}
+	w = newPreemptWorld(t, twoDomains(), append(pods, hi...), podGroup("low", 2), podGroup("mid", 2), podGroup("hi", 2))
+	res, st := w.postFilter(hi[0])
+	assertNominated(t, res, st, "a1", "a2")
+	return w, pods[:2], hi
+}
+
 // While the victims terminate the gang keeps its pin and does not preempt again; once they
 // are gone the pin stands and the members are placed in the domain (rule 8).
 func TestPreemptNoStormWhileVictimsTerminate(t *testing.T) {
-	pods := append(gangOn("low", 1, "a1", "a2"), gangOn("mid", 5, "b1", "b2")...)
-	hi := []*v1.Pod{prio(gangMember("hi-0", "hi", 1), 10), prio(gangMember("hi-1", "hi", 1), 10)}
-	w := newPreemptWorld(t, twoDomains(), append(pods, hi...), podGroup("low", 2), podGroup("mid", 2), podGroup("hi", 2))
-	res, st := w.postFilter(hi[0])
-	assertNominated(t, res, st, "a1", "a2")
+	w, victims, hi := hiPreemptedLow(t)
 	// The informer still shows the victims, Terminating.
-	for _, p := range pods[:2] {
+	for _, p := range victims {
 		w.updatePod(terminating(p))
 	}
 	w.resnap()
 	before := counter(t, preemptorGang, preemptResultPreempted)
 	events := len(w.eventNotes())
-	res, st = w.postFilter(hi[1])
+	res, st := w.postFilter(hi[1])
 	if st.Code() != fwk.Unschedulable || st.Message() != "; preemption: waiting for 2 preempted pods to terminate in domain a" {
 		t.Fatalf("PostFilter while victims terminate = %v", st)
 	}
@@ -206,7 +215,7 @@ func TestPreemptNoStormWhileVictimsTerminate(t *testing.T) {
 	}
 	// The victims are gone: the pinned domain has room and the member goes there.
 	w.pods = slices.DeleteFunc(w.pods, func(p *v1.Pod) bool { return strings.HasPrefix(p.Name, "low-") })
-	for _, p := range pods[:2] {
+	for _, p := range victims {
 		_ = w.podInf.GetIndexer().Delete(p)
 	}
 	w.resnap()
@@ -220,16 +229,12 @@ func TestPreemptNoStormWhileVictimsTerminate(t *testing.T) {
 // cycle on the older snapshot still sees the domain full: the gang keeps its pin and waits,
 // and does not take the missing room for a reason to preempt the other gang.
 func TestPreemptWaitsUntilSnapshotDropsVictims(t *testing.T) {
-	pods := append(gangOn("low", 1, "a1", "a2"), gangOn("mid", 5, "b1", "b2")...)
-	hi := []*v1.Pod{prio(gangMember("hi-0", "hi", 1), 10), prio(gangMember("hi-1", "hi", 1), 10)}
-	w := newPreemptWorld(t, twoDomains(), append(pods, hi...), podGroup("low", 2), podGroup("mid", 2), podGroup("hi", 2))
-	res, st := w.postFilter(hi[0])
-	assertNominated(t, res, st, "a1", "a2")
-	for _, p := range pods[:2] { // gone from the informer; the snapshot is not rebuilt
+	w, victims, hi := hiPreemptedLow(t)
+	for _, p := range victims { // gone from the informer; the snapshot is not rebuilt
 		_ = w.podInf.GetIndexer().Delete(p)
 	}
 	before := counter(t, preemptorGang, preemptResultPreempted)
-	_, st = w.postFilter(hi[1])
+	_, st := w.postFilter(hi[1])
 	if st.Code() != fwk.Unschedulable || st.Message() != "; preemption: waiting for 2 preempted pods to terminate in domain a" {
 		t.Fatalf("PostFilter on a snapshot that still holds the victims = %v", st)
 	}
