@@ -32,7 +32,6 @@ type schedProc struct {
 	maxRSS   int64 // KiB, the largest VmRSS sampled
 	done     chan struct{}
 	stopOnce sync.Once
-	heapDump bool // the binary writes heap dumps (SBS_HEAPDUMP)
 }
 
 // startScheduler writes the case's configuration and runs bin/ome-scheduler with it, then
@@ -54,7 +53,7 @@ func startScheduler(ctx context.Context, cp *testenv.ControlPlane, sc scenario) 
 	if err != nil {
 		return nil, err
 	}
-	p := &schedProc{port: port, client: client, done: make(chan struct{}), started: time.Now(), heapDump: sc.heapDump}
+	p := &schedProc{port: port, client: client, done: make(chan struct{}), started: time.Now()}
 	args := []string{"--config=" + path, "--bind-address=127.0.0.1", fmt.Sprintf("--secure-port=%d", port),
 		"--authentication-kubeconfig=" + cp.KubeConfigPath, "--authorization-kubeconfig=" + cp.KubeConfigPath}
 	// SBS_SCHED_ARGS: extra flags for both schedulers (e.g. --feature-gates=...).
@@ -164,7 +163,7 @@ func (p *schedProc) measure(ctx context.Context, res *result) error {
 	res.sampledMiB = float64(p.maxRSS) / 1024
 	p.mu.Unlock()
 	res.cpuSec = cpuSeconds(pid)
-	if p.heapDump {
+	if res.heapDump {
 		if err := saveHeapDumps(ctx, p.proc.Cmd.Process, res); err != nil {
 			return err
 		}
