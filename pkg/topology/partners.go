@@ -43,7 +43,13 @@ package topology
 // needs a partner to spread in a way its greedy does not choose, in every order, is missed
 // (TestPlanGroupBruteForce, against a brute force over member → node assignments on tiny
 // random groups, measures it: about 1% of the feasible group domains and 0.5% of the
-// candidate nodes are missed; a Feasible plan or candidate is never wrong).
+// candidate nodes are missed; a Feasible plan or candidate is never wrong). The assignments
+// are walked lazily, best first, within a bound (partners_queue.go); a domain whose search
+// reaches the bound is reported Truncated.
+//
+// Files: partners.go (types and answers), partners_solver.go (one group domain's figures and
+// the sequential placement), partners_queue.go (the feasibility search), partners_search.go
+// (the plan of a domain, Holds).
 
 // Partner is one gang of a placement group.
 type Partner struct {
@@ -94,6 +100,9 @@ type GroupPlan struct {
 	// otherwise the most members the planner placed (partners may be partial, each still in
 	// one sub-domain), a lower bound of the true maximum.
 	Holds int
+	// Truncated is set when the search stopped at its bound (partners_queue.go) before it
+	// found a fit; Feasible is false then, although a fit may exist.
+	Truncated bool
 
 	// placed is the witness: node name → members per partner (tests check it).
 	placed map[string][]int

@@ -6,7 +6,8 @@ import (
 )
 
 // maxHoldsAssignments bounds the sub-domain assignments tried for Holds in an infeasible
-// group domain, and maxHoldsEvals the sequential placements run for it.
+// group domain, and maxHoldsEvals the sequential placements run for it. The feasibility
+// search has its own bounds (MaxGroupAssignments, MaxGroupPlacements in partners_queue.go).
 const (
 	maxHoldsAssignments = 1 << 14
 	maxHoldsEvals       = 1 << 12
@@ -18,61 +19,38 @@ func (s *groupSolver) plan(domain string) *GroupPlan {
 	for _, n := range s.need {
 		gp.Need += n
 	}
-	// Feasibility: assignments among the sub-domains where each partner fits alone, by Room
-	// then Sub vector; the first that fits in some order wins.
-	choices := make([][]int, P)
-	for p := range s.subs {
-		for a, sd := range s.subs[p] {
-			if sd.alone >= s.need[p] {
-				choices[p] = append(choices[p], a)
-			}
-		}
-	}
-	assigns := product(choices, 0)
-	roomOf := func(as []int) int {
-		r := 0
-		for p, a := range as {
-			r += s.subs[p][a].room
-		}
-		return r
-	}
-	slices.SortStableFunc(assigns, func(x, y []int) int {
-		if c := cmp.Compare(roomOf(x), roomOf(y)); c != 0 {
-			return c
-		}
-		for p := range x {
-			if c := cmp.Compare(s.subs[p][x[p]].value, s.subs[p][y[p]].value); c != 0 {
-				return c
-			}
-		}
-		return 0
-	})
-	for _, as := range assigns {
-		o, ok := s.fits(as, -1, -1)
-		if !ok {
-			continue
-		}
-		gp.Feasible, gp.Room, gp.Holds = true, roomOf(as), gp.Need
-		gp.Sub = make([]string, P)
-		gp.Nodes = make([][]string, P)
-		gp.placed = s.witness(o)
-		for p, a := range as {
-			gp.Sub[p] = s.subs[p][a].value
-			g := s.partners[p].Gang
-			for _, i := range s.subs[p][a].nodes {
-				f := partnerFits(s.nodes[i], p)
-				if g.Current < 0 || g.Current >= len(f) || !f[g.Current] || s.alone[p][i] <= 0 {
-					continue
-				}
-				if _, ok := s.fits(as, p, i); ok {
-					gp.Nodes[p] = append(gp.Nodes[p], s.nodes[i].Name)
-				}
-			}
-		}
+	as, o, ok, truncated := s.search()
+	if !ok {
+		gp.Truncated = truncated
+		gp.Holds, gp.placed = s.holds()
 		return gp
 	}
-	gp.Holds, gp.placed = s.holds()
+	gp.Feasible, gp.Room, gp.Holds = true, s.roomOf(as), gp.Need
+	gp.Sub = make([]string, P)
+	gp.Nodes = make([][]string, P)
+	gp.placed = s.witness(o)
+	for p, a := range as {
+		gp.Sub[p] = s.subs[p][a].value
+		g := s.partners[p].Gang
+		for _, i := range s.subs[p][a].nodes {
+			f := partnerFits(s.nodes[i], p)
+			if g.Current < 0 || g.Current >= len(f) || !f[g.Current] || s.alone[p][i] <= 0 {
+				continue
+			}
+			if _, ok := s.fits(as, p, i); ok {
+				gp.Nodes[p] = append(gp.Nodes[p], s.nodes[i].Name)
+			}
+		}
+	}
 	return gp
+}
+
+func (s *groupSolver) roomOf(as []int) int {
+	r := 0
+	for p, a := range as {
+		r += s.subs[p][a].room
+	}
+	return r
 }
 
 // holds is the most members a sequential placement puts in the group domain, partners
