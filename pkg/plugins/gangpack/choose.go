@@ -201,13 +201,15 @@ func (p *planner) bestFit(cs fwk.CycleState, plans map[string]*topology.DomainPl
 	rooms := topology.Rooms(plans)
 	failed := pl.failed.Values(info.owner(), info.TopologyKey)
 	req := placement.ChooseRequest{Gang: info.Key, Owner: info.UID, Key: info.TopologyKey, Need: p.need,
-		MinMember: info.MinMember, Reserve: p.reservation, Capacity: p.capacity(), Rank: p.softSpreadRank()}
+		MinMember: info.MinMember, Reserve: p.reservation, Capacity: p.capacity()}
 	req.Rooms = without(rooms, failed)
+	req.Rank = p.softSpreadRank(req.Rooms)
 	res := pl.store.Choose(req)
 	if !res.OK && !res.Existing && !res.Conflict && len(req.Rooms) < len(rooms) {
 		pl.failed.Wrap(info.owner()) // the lap wraps; resting domains stay out
 		failed = pl.failed.Values(info.owner(), info.TopologyKey)
 		req.Rooms = without(rooms, failed)
+		req.Rank = p.softSpreadRank(req.Rooms)
 		res = pl.store.Choose(req)
 	}
 	if res.OK {

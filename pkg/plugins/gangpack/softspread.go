@@ -6,6 +6,8 @@ import (
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+
+	"github.com/moirai-internal/ome-scheduler/pkg/topology"
 )
 
 // softAnchor returns the first template (current pod first) with a ScheduleAnyway topology
@@ -25,14 +27,16 @@ func softAnchor(templates []*v1.Pod) (*v1.Pod, []v1.TopologySpreadConstraint) {
 	return nil, nil
 }
 
-// softSpreadRank returns the best-fit tie-breaker of gang soft spread: a domain ranks by how
-// many pods matching the anchor's ScheduleAnyway constraints already sit in its spread
-// domains (fewer = lower skew after placing the gang there). nil when off or no anchor.
+// softSpreadRank returns the best-fit tie-breaker of gang soft spread over rooms: a domain
+// ranks by how many pods matching the anchor's ScheduleAnyway constraints already sit in its
+// spread domains (fewer = lower skew after placing the gang there). nil when off, when no
+// template has such a constraint, or when no other domain ties with the best fit: counting
+// the matching pods reads every pod of every node, so it is done only when a tie needs it.
 //
 // Packing wins over the preference: the rank only orders domains whose room equals the best
 // fit's room. A domain with more room is never chosen for a better spread.
-func (p *planner) softSpreadRank() func(string) int {
-	if !p.pl.args.SoftSpread() {
+func (p *planner) softSpreadRank(rooms map[string]int) func(string) int {
+	if !p.pl.args.SoftSpread() || !bestFitTies(rooms, p.need) {
 		return nil
 	}
 	anchor, soft := softAnchor(p.templates)
@@ -99,4 +103,18 @@ func (p *planner) softSpreadRank() func(string) int {
 		}
 		return total
 	}
+}
+
+// bestFitTies reports whether another domain has the best fit's room.
+func bestFitTies(rooms map[string]int, need int) bool {
+	best, ok := topology.BestFit(rooms, need)
+	if !ok {
+		return false
+	}
+	for d, r := range rooms {
+		if r == rooms[best] && d != best {
+			return true
+		}
+	}
+	return false
 }
