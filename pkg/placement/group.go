@@ -38,7 +38,7 @@ func (s *Store) pinGroup(reqs []PinRequest) ([]Commitment, PinOutcome, int) {
 			return nil, HeldByOther, i
 		}
 		s.add(&Commitment{Gang: r.Gang, Key: r.Key, Domain: r.Domain, Owner: r.Owner,
-			Reserved: r.Reserved, Remaining: rem, SoleFit: r.SoleFit, MinMember: r.MinMember})
+			Reserved: r.Reserved, Remaining: rem, SoleFit: r.SoleFit, MinMember: r.MinMember, Within: r.Within})
 		added = append(added, s.pins[r.Gang])
 	}
 	out := make([]Commitment, len(added))

@@ -35,6 +35,10 @@ type Commitment struct {
 	// MinMember is the gang size the commitment was planned for: a PodGroup whose minMember
 	// changes while the gang forms makes the commitment stale.
 	MinMember int
+	// Within is the group domain a placement-group partner was pinned inside (zero for a
+	// gang of its own): its members and reservation stay on the nodes of Domain that also
+	// carry Within, whatever other group domains share the value Domain.
+	Within DomainRef
 }
 
 // Forming reports whether the gang still forms (and so may hold reserved room).
@@ -239,6 +243,8 @@ type PinRequest struct {
 	Remaining int
 	SoleFit   bool
 	MinMember int
+	// Within is the commitment's group domain (Commitment.Within).
+	Within DomainRef
 }
 
 // PinOutcome says why Pin did or did not record a commitment.
@@ -278,7 +284,7 @@ func (s *Store) pin(r PinRequest) (Commitment, PinOutcome) {
 		return Commitment{}, HeldByOther
 	}
 	c := s.add(&Commitment{Gang: r.Gang, Key: r.Key, Domain: r.Domain, Owner: r.Owner,
-		Reserved: r.Reserved, Remaining: rem, SoleFit: r.SoleFit, MinMember: r.MinMember})
+		Reserved: r.Reserved, Remaining: rem, SoleFit: r.SoleFit, MinMember: r.MinMember, Within: r.Within})
 	return c, Pinned
 }
 

@@ -18,7 +18,7 @@ import (
 func (p *planner) choose(cs fwk.CycleState, c *placement.Commitment) (*fwk.PreFilterResult, *fwk.Status) {
 	p.buildGang()
 	if c != nil {
-		plans := p.planOver(p.nodesOfDomain(c.Key, c.Domain))
+		plans := p.planOver(inside(p.nodesOfDomain(c.Key, c.Domain), c.Within))
 		p.logEnter(plans, c.Domain)
 		d, stale := p.staleByRoom(*c, plans)
 		if !stale {
@@ -33,9 +33,13 @@ func (p *planner) choose(cs fwk.CycleState, c *placement.Commitment) (*fwk.PreFi
 		}
 	}
 	if len(p.placed) > 0 {
-		plans := p.planOver(p.nodesOfDomain(p.info.TopologyKey, p.placed[0].domain))
+		within, st := p.placedWithin()
+		if st != nil {
+			return nil, st
+		}
+		plans := p.planOver(inside(p.nodesOfDomain(p.info.TopologyKey, p.placed[0].domain), within))
 		p.logEnter(plans, "")
-		return p.adopt(cs, plans)
+		return p.adopt(cs, plans, within)
 	}
 	plans := p.planAll()
 	p.logEnter(plans, "")
@@ -185,7 +189,7 @@ func (p *planner) narrow(cs fwk.CycleState, plans map[string]*topology.DomainPla
 	if dp == nil || len(dp.Candidates) == 0 {
 		return nil, fwk.NewStatus(fwk.Unschedulable, msgNoFeasibleNode(c.Domain, p.info.Key))
 	}
-	cs.Write(pinStateKey, &pinState{Gang: p.info, Domain: c.Domain, ID: c.ID, SoleFit: c.SoleFit})
+	cs.Write(pinStateKey, &pinState{Gang: p.info, Domain: c.Domain, ID: c.ID, SoleFit: c.SoleFit, Within: c.Within, Surplus: !c.Forming()})
 	p.logger.V(4).Info("gangpack.pinGang.result", "pod", klog.KObj(p.pod), "gang", p.info.Key, "topologyKey", c.Key,
 		"domain", c.Domain, "source", source, "need", p.need, "remaining", c.Remaining, "candidates", len(dp.Candidates))
 	return &fwk.PreFilterResult{NodeNames: sets.New(dp.Candidates...)}, nil
@@ -257,10 +261,12 @@ func (p *planner) logNoFit(rooms map[string]int, failed map[string]struct{}, rea
 		"need", p.need, "room", rooms, "failedDomains", sets.List(sets.KeySet(failed)), "reason", reason)
 }
 
-// adopt pins the domain the placed members already sit in. While that domain lacks room the
-// pin holds it, so the room freed there goes to this gang; once such a hold has expired (the
-// domain is a failed domain of the gang), the gang waits for room without holding again.
-func (p *planner) adopt(cs fwk.CycleState, plans map[string]*topology.DomainPlan) (*fwk.PreFilterResult, *fwk.Status) {
+// adopt pins the domain the placed members already sit in (inside their group domain, within,
+// for a partner). While that domain lacks room the pin holds it, so the room freed there goes
+// to this gang; once such a hold has expired (the domain is a failed domain of the gang), the
+// gang waits for room without holding again. An adopted partner joins its group's record, so
+// that its unwind unwinds its partners.
+func (p *planner) adopt(cs fwk.CycleState, plans map[string]*topology.DomainPlan, within placement.DomainRef) (*fwk.PreFilterResult, *fwk.Status) {
 	pl, info := p.pl, p.info
 	d := p.placed[0].domain
 	room := 0
@@ -281,13 +287,17 @@ func (p *planner) adopt(cs fwk.CycleState, plans map[string]*topology.DomainPlan
 		}
 	}
 	c, outcome := pl.store.Pin(placement.PinRequest{Gang: info.Key, Owner: info.UID, Key: info.TopologyKey, Domain: d,
-		Reserved: p.reservation(d), Capacity: p.capacity(), Remaining: remaining, SoleFit: true, MinMember: info.MinMember})
+		Reserved: p.reservation(d), Capacity: p.capacity(), Remaining: remaining, SoleFit: true, MinMember: info.MinMember,
+		Within: within})
 	switch outcome {
 	case placement.HeldByOther:
 		return nil, p.adoptBlocked(d)
 	case placement.Pinned:
 		countPin(pinAdopted)
 		pl.pinned(c, info)
+		if info.Group != nil {
+			pl.groups.record(info.Group.Key, c.Gang, c.ID)
+		}
 	}
 	if room < p.need {
 		return nil, fwk.NewStatus(fwk.Unschedulable, msgAdoptedShort(d, info.Key, room, p.need))
@@ -362,13 +372,17 @@ func without(rooms map[string]int, excluded map[string]struct{}) map[string]int 
 // pinStateKey holds the cycle's pin, written by narrow (and by Reserve for a deferred plan).
 const pinStateKey fwk.StateKey = "gangpack.pin"
 
-// pinState is the cycle pin: this member goes to Domain under attempt ID. Absent for
-// standalone pods and for a spread anchor until Reserve pins its deferred plan.
+// pinState is the cycle pin: this member goes to Domain (inside Within, for a partner of a
+// placement group) under attempt ID. Absent for standalone pods and for a spread anchor until
+// Reserve pins its deferred plan. Surplus marks a member planned under a pin that was
+// already committed: the gang formed without it, so its failure unwinds nothing.
 type pinState struct {
 	Gang    gangInfo
 	Domain  string
 	ID      uint64
 	SoleFit bool
+	Within  placement.DomainRef
+	Surplus bool
 }
 
 func (s *pinState) Clone() fwk.StateData { return s }

@@ -117,9 +117,9 @@ func inGangOf(target, p *v1.Pod) bool {
 }
 
 // hintKeys are the node label keys whose change can matter to the target: its gang's
-// topology key (annotation or fallback); for a standalone pod, which this plugin only refuses
-// on held nodes, the fallback key and every key a forming gang holds a domain under. nil
-// means any change matters.
+// topology key (annotation or fallback) and, for a partner of a placement group, the group
+// key; for a standalone pod, which this plugin only refuses on held nodes, the fallback key
+// and every key a forming gang holds a domain under. nil means any change matters.
 func (pl *GangPack) hintKeys(target *v1.Pod) []string {
 	if _, name, ok := gangOf(target); ok {
 		var pg *schedv1alpha1.PodGroup
@@ -129,6 +129,9 @@ func (pl *GangPack) hintKeys(target *v1.Pod) []string {
 		key := topologyKeyOf(pl.args, pg)
 		if key == "" {
 			return nil
+		}
+		if gk := groupKeyOf(pl.args, target, pg); gk != "" && gk != key {
+			return []string{key, gk}
 		}
 		return []string{key}
 	}

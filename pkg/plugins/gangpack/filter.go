@@ -11,9 +11,10 @@ import (
 	"github.com/moirai-internal/ome-scheduler/pkg/topology"
 )
 
-// Filter enforces the pinned domain for pinned members and the reservations for everyone: a
-// pod may use a node only when it fits the room left there outside the other forming gangs'
-// reservations (a pinned member of a committed gang, placed beyond minMember, included).
+// Filter enforces the pinned domain (and a partner's group domain) for pinned members and the
+// reservations for everyone: a pod may use a node only when it fits the room left there
+// outside the other forming gangs' reservations (a pinned member of a committed gang, placed
+// beyond minMember, included).
 // Messages carry no per-node numbers so the framework aggregates them.
 func (pl *GangPack) Filter(ctx context.Context, cs fwk.CycleState, pod *v1.Pod, ni fwk.NodeInfo) *fwk.Status {
 	node := ni.Node()
@@ -25,6 +26,10 @@ func (pl *GangPack) Filter(ctx context.Context, cs fwk.CycleState, pod *v1.Pod, 
 		if node.Labels[pin.Gang.TopologyKey] != pin.Domain {
 			klog.FromContext(ctx).V(4).Info("gangpack.Filter.reject", "pod", klog.KObj(pod), "node", node.Name, "reason", "outside_domain", "domain", pin.Domain)
 			return fwk.NewStatus(fwk.UnschedulableAndUnresolvable, msgOutsideDomain(pin.Domain))
+		}
+		if w := pin.Within; w.Key != "" && node.Labels[w.Key] != w.Value {
+			klog.FromContext(ctx).V(4).Info("gangpack.Filter.reject", "pod", klog.KObj(pod), "node", node.Name, "reason", "outside_group_domain", "domain", w.Value)
+			return fwk.NewStatus(fwk.UnschedulableAndUnresolvable, msgOutsideGroupDomain(w.Value))
 		}
 		own = pin.Gang.Key
 	}

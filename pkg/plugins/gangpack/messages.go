@@ -193,3 +193,71 @@ func msgPreemptWaiting(n int, domain string) string {
 func msgPreempted(kind, ns, name, domain string) string {
 	return fmt.Sprintf("Preempted by %s %s/%s to place it in domain %s", kind, ns, name, domain)
 }
+
+// Partner placement groups (partners.go, partners_plan.go, partners_anchor.go).
+
+func msgGroupWait(group string, ready, size int) string {
+	return fmt.Sprintf("waiting for placement group %s: %d of %d PodGroups ready", group, ready, size)
+}
+
+func msgGroupDisagree(group, annotation string) string {
+	return fmt.Sprintf("placement group %s: PodGroups disagree on %s", group, annotation)
+}
+
+func msgGroupTooMany(group, annotation string, found, size int) string {
+	return fmt.Sprintf("%s: %d PodGroups carry the group label, the size is %d", msgGroupDisagree(group, annotation), found, size)
+}
+
+func msgGroupSize(group, annotation string) string {
+	return fmt.Sprintf("placement group %s: %s must be an integer of at least 2", group, annotation)
+}
+
+func msgGroupSizeTooLarge(group, annotation string) string {
+	return fmt.Sprintf("%s: at most %d partners are supported", msgGroupSize(group, annotation), maxGroupSize)
+}
+
+func msgGroupKeyInvalid(group, annotation, value string) string {
+	return fmt.Sprintf("placement group %s: %s %q is not a valid node label key", group, annotation, value)
+}
+
+func msgGroupNoRoomPrefix(group string) string {
+	return "no domain has room for placement group " + group
+}
+
+func msgGroupNoRoomBest(group, domain string, room, need int) string {
+	return fmt.Sprintf("%s: the best domain %s has room for %d of %d members", msgGroupNoRoomPrefix(group), domain, room, need)
+}
+
+func msgGroupNoRoomNoLabel(group, key string) string {
+	return fmt.Sprintf("%s: no node has label %s", msgGroupNoRoomPrefix(group), key)
+}
+
+func msgGroupNoRoomReserved(group string) string {
+	return msgGroupNoRoomPrefix(group) + reservedSuffix
+}
+
+// msgGroupNoRoomTruncated: the group planner's search reached its bound in every group
+// domain where it did not find a fit (topology/partners_queue.go).
+func msgGroupNoRoomTruncated(group, domain string) string {
+	return fmt.Sprintf("%s: the search for a placement stopped at its limit in domain %s", msgGroupNoRoomPrefix(group), domain)
+}
+
+// msgGroupStraddles: a partner's pin or placed members span several group domains.
+func msgGroupStraddles(group, gang, key string, values []string) string {
+	return fmt.Sprintf("placement group %s: partner %s spans domains %s of %s; a partner must stay inside one group domain", group, gang, strings.Join(values, ", "), key)
+}
+
+// msgGroupSplit: pinned or placed partners sit in different group domains.
+func msgGroupSplit(group, key string, values []string) string {
+	return fmt.Sprintf("placement group %s: partners sit in different domains %s of %s", group, strings.Join(values, ", "), key)
+}
+
+// msgGroupAnchorNoLabel: a pinned or placed partner's node lacks the group key.
+func msgGroupAnchorNoLabel(group, gang, key string) string {
+	return fmt.Sprintf("placement group %s: partner %s sits on a node without label %s", group, gang, key)
+}
+
+// msgOutsideGroupDomain: Filter's refusal of a node outside a partner's group domain.
+func msgOutsideGroupDomain(domain string) string {
+	return "node not in placement group's pinned domain " + domain
+}

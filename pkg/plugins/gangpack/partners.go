@@ -1,7 +1,6 @@
 package gangpack
 
 import (
-	"fmt"
 	"sort"
 	"strconv"
 	"sync"
@@ -25,6 +24,7 @@ import (
 //
 //   - partners.go: what a PodGroup says about its group, listing the partners, the gate;
 //   - partners_plan.go: planning and pinning the whole group at once;
+//   - partners_anchor.go: the group domain pinned and placed partners fix;
 //   - partners_permit.go: the cross-partner Permit gate, group records and cascading unwinds.
 
 // Annotation suffixes appended to placementGroupLabel.
@@ -64,6 +64,15 @@ func groupNameOf(args *Args, pod *v1.Pod, pg *schedv1alpha1.PodGroup) string {
 	return ""
 }
 
+// groupKeyOf is the group key a partner's PodGroup names in its annotation; "" when the gang
+// is not a partner or the group key is the gang's own.
+func groupKeyOf(args *Args, pod *v1.Pod, pg *schedv1alpha1.PodGroup) string {
+	if pg == nil || groupNameOf(args, pod, pg) == "" {
+		return ""
+	}
+	return pg.Annotations[args.PlacementGroupLabel+groupTopologySuffix]
+}
+
 // interpretGroup reads the gang's placement group from its PodGroup; nil when the gang is
 // not a partner. ownKey is the gang's topology key (the default group key).
 func interpretGroup(args *Args, pod *v1.Pod, pg *schedv1alpha1.PodGroup, ownKey string) (*groupRef, *fwk.Status) {
@@ -85,6 +94,9 @@ func interpretGroup(args *Args, pod *v1.Pod, pg *schedv1alpha1.PodGroup, ownKey 
 	if k := pg.Annotations[keyAnn]; k != "" {
 		if msgs := validation.IsQualifiedName(k); len(msgs) > 0 {
 			return nil, fwk.NewStatus(fwk.Unschedulable, msgGroupKeyInvalid(g.Key, keyAnn, k))
+		}
+		if !args.KeyAllowed(k) {
+			return nil, fwk.NewStatus(fwk.Unschedulable, msgKeyNotAllowed(pg.Namespace, pg.Name, k, args.AllowedTopologyKeys, args.TopologyKey))
 		}
 		g.TopologyKey, g.explicitKey = k, true
 	}
@@ -292,44 +304,4 @@ func (gs *gangs) activateGroup(logger klog.Logger, pts []partner, except string)
 		pods = append(pods, list...)
 	}
 	return gs.activate(logger, triggerTemplatesComplete, pods)
-}
-
-func msgGroupWait(group string, ready, size int) string {
-	return fmt.Sprintf("waiting for placement group %s: %d of %d PodGroups ready", group, ready, size)
-}
-
-func msgGroupDisagree(group, annotation string) string {
-	return fmt.Sprintf("placement group %s: PodGroups disagree on %s", group, annotation)
-}
-
-func msgGroupTooMany(group, annotation string, found, size int) string {
-	return fmt.Sprintf("%s: %d PodGroups carry the group label, the size is %d", msgGroupDisagree(group, annotation), found, size)
-}
-
-func msgGroupSize(group, annotation string) string {
-	return fmt.Sprintf("placement group %s: %s must be an integer of at least 2", group, annotation)
-}
-
-func msgGroupSizeTooLarge(group, annotation string) string {
-	return fmt.Sprintf("%s: at most %d partners are supported", msgGroupSize(group, annotation), maxGroupSize)
-}
-
-func msgGroupKeyInvalid(group, annotation, value string) string {
-	return fmt.Sprintf("placement group %s: %s %q is not a valid node label key", group, annotation, value)
-}
-
-func msgGroupNoRoomPrefix(group string) string {
-	return "no domain has room for placement group " + group
-}
-
-func msgGroupNoRoomBest(group, domain string, room, need int) string {
-	return fmt.Sprintf("%s: the best domain %s has room for %d of %d members", msgGroupNoRoomPrefix(group), domain, room, need)
-}
-
-func msgGroupNoRoomNoLabel(group, key string) string {
-	return fmt.Sprintf("%s: no node has label %s", msgGroupNoRoomPrefix(group), key)
-}
-
-func msgGroupNoRoomReserved(group string) string {
-	return msgGroupNoRoomPrefix(group) + reservedSuffix
 }

@@ -4,6 +4,7 @@ import (
 	"sort"
 
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
 
@@ -18,7 +19,7 @@ type groupPlanning struct {
 	// ignore resources (the preemption arithmetic recomputes them from the freed room).
 	forPreemption bool
 	todo          []*planner
-	anchor        string // the group domain bound or pinned partners fix; "" = any
+	anchor        string // the group domain pinned or placed partners fix; "" = any
 	nodes         []topology.GroupNode
 	byName        map[string]int // node name → index in nodes
 }
@@ -45,6 +46,7 @@ func (p *planner) placeGroup() (*placement.Commitment, *fwk.Status) {
 		return nil, p.groupNoFit(gp, partners, plans)
 	}
 	plan := plans[best]
+	within := placement.DomainRef{Key: g.TopologyKey, Value: best}
 	sole := 0
 	for _, gpl := range plans {
 		if gpl.Feasible {
@@ -55,7 +57,7 @@ func (p *planner) placeGroup() (*placement.Commitment, *fwk.Status) {
 	for i, q := range gp.todo {
 		reqs[i] = placement.PinRequest{Gang: q.info.Key, Owner: q.info.UID, Key: q.info.TopologyKey, Domain: plan.Sub[i],
 			Reserved: gp.reservation(q, i, plan.Members(i)), Capacity: p.capacity(), Remaining: q.need,
-			SoleFit: sole < 2, MinMember: q.info.MinMember}
+			SoleFit: sole < 2, MinMember: q.info.MinMember, Within: within}
 	}
 	cs, outcome, _ := p.pl.store.PinGroup(reqs)
 	if outcome != placement.Pinned {
@@ -83,21 +85,27 @@ func (p *planner) placeGroup() (*placement.Commitment, *fwk.Status) {
 }
 
 // groupTodo lists the partners to place now (the current gang first, then by key) and the
-// group domain the other partners anchor.
+// group domain the other partners anchor (groupAnchors).
 func (p *planner) groupTodo() (*groupPlanning, *fwk.Status) {
 	gp := &groupPlanning{}
 	self := p.partnerPlanner(p.info, p.templates)
 	gp.todo = append(gp.todo, self)
+	anchors := map[string]string{} // group-key value → the first partner fixing it
 	for _, pt := range p.partners {
 		if pt.info.Key == p.info.Key {
 			continue
 		}
-		if c, pinned := p.pl.store.Get(pt.info.Key); pinned {
-			gp.setAnchor(p.groupValueOf(c.Key, c.Domain))
-			continue
+		values, anchored, st := p.partnerAnchor(pt.info)
+		if st != nil {
+			return nil, st
 		}
-		if placed := membersOnNodes(p.all, pt.info); len(placed) > 0 {
-			gp.setAnchor(p.groupValueOfNode(placed[0].node))
+		if anchored {
+			if len(values) > 1 {
+				return nil, p.anchorWait("straddles", msgGroupStraddles(p.info.Group.Key, pt.info.Key, p.info.Group.TopologyKey, values))
+			}
+			if _, seen := anchors[values[0]]; !seen {
+				anchors[values[0]] = pt.info.Key
+			}
 			continue
 		}
 		templates, err := p.pl.partnerTemplates(pt.info)
@@ -109,13 +117,14 @@ func (p *planner) groupTodo() (*groupPlanning, *fwk.Status) {
 		}
 		gp.todo = append(gp.todo, p.partnerPlanner(pt.info, templates))
 	}
-	return gp, nil
-}
-
-func (gp *groupPlanning) setAnchor(v string) {
-	if gp.anchor == "" {
+	if len(anchors) > 1 {
+		values := sets.List(sets.KeySet(anchors))
+		return nil, p.anchorWait("split", msgGroupSplit(p.info.Group.Key, p.info.Group.TopologyKey, values))
+	}
+	for v := range anchors {
 		gp.anchor = v
 	}
+	return gp, nil
 }
 
 // partnerTemplates returns a partner's live members without a node, by name.
@@ -135,28 +144,6 @@ func (p *planner) partnerPlanner(info gangInfo, templates []*v1.Pod) *planner {
 		templates: templates, need: max(info.MinMember, 1), generation: p.generation}
 	q.buildGang()
 	return q
-}
-
-// groupValueOf is the group-key value of the nodes of domain (key, value); "" if none.
-func (p *planner) groupValueOf(key, value string) string {
-	for _, ni := range p.all {
-		if n := ni.Node(); n != nil && value != "" && n.Labels[key] == value {
-			if v := n.Labels[p.info.Group.TopologyKey]; v != "" {
-				return v
-			}
-		}
-	}
-	return ""
-}
-
-// groupValueOfNode is the group-key value of the named node; "" if none.
-func (p *planner) groupValueOfNode(name string) string {
-	for _, ni := range p.all {
-		if n := ni.Node(); n != nil && n.Name == name {
-			return n.Labels[p.info.Group.TopologyKey]
-		}
-	}
-	return ""
 }
 
 // build translates the snapshot's nodes with a group-key value (only the anchor's when set)
@@ -220,8 +207,9 @@ func (gp *groupPlanning) reservation(q *planner, i int, members map[string]int) 
 }
 
 // groupNoFit parks the pod when no group domain holds every partner: with the reserved
-// suffix when one would if no other gang reserved room, else naming the domain that holds
-// the most of the group's members.
+// suffix when one would if no other gang reserved room, naming a domain where the planner's
+// search stopped at its bound (a fit may exist there), else naming the domain that holds the
+// most of the group's members.
 func (p *planner) groupNoFit(gp *groupPlanning, partners []topology.Partner, plans map[string]*topology.GroupPlan) *fwk.Status {
 	g := p.info.Group
 	p.parked()
@@ -236,6 +224,11 @@ func (p *planner) groupNoFit(gp *groupPlanning, partners []topology.Partner, pla
 	}
 	countPin(pinNoFit)
 	groupTotal.WithLabelValues(groupNoFit).Inc()
+	if d, ok := truncatedGroup(plans); ok {
+		p.logger.V(4).Info("gangpack.group.no_fit", "pod", klog.KObj(p.pod), "group", g.Key, "reason", "search_limit",
+			"anchor", gp.anchor, "bestDomain", d)
+		return fwk.NewStatus(fwk.Unschedulable, msgGroupNoRoomTruncated(g.Key, d))
+	}
 	d, holds, need, ok := topology.LargestGroup(plans)
 	p.logger.V(4).Info("gangpack.group.no_fit", "pod", klog.KObj(p.pod), "group", g.Key, "reason", "capacity",
 		"anchor", gp.anchor, "bestDomain", d, "holds", holds, "need", need)
@@ -243,4 +236,16 @@ func (p *planner) groupNoFit(gp *groupPlanning, partners []topology.Partner, pla
 		return fwk.NewStatus(fwk.Unschedulable, msgGroupNoRoomNoLabel(g.Key, g.TopologyKey))
 	}
 	return fwk.NewStatus(fwk.Unschedulable, msgGroupNoRoomBest(g.Key, d, holds, need))
+}
+
+// truncatedGroup returns the byte-wise smallest group domain whose search stopped at its
+// bound.
+func truncatedGroup(plans map[string]*topology.GroupPlan) (string, bool) {
+	best, ok := "", false
+	for d, p := range plans {
+		if p != nil && p.Truncated && (!ok || d < best) {
+			best, ok = d, true
+		}
+	}
+	return best, ok
 }

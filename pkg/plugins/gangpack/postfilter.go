@@ -9,12 +9,23 @@ import (
 )
 
 // PostFilter unwinds a pinned attempt whose candidates were all filtered out, remembers the
-// domain as failed, and retries promptly in another domain. A pod without a cycle pin that
-// failed for lack of room preempts when preemption is on (preempt.go).
+// domain as failed, and retries promptly in another domain; a surplus member's failure
+// unwinds nothing. A pod without a cycle pin that failed for lack of room preempts when
+// preemption is on (preempt.go).
 func (pl *GangPack) PostFilter(ctx context.Context, cs fwk.CycleState, pod *v1.Pod, m fwk.NodeToStatusReader) (*fwk.PostFilterResult, *fwk.Status) {
 	refused := pl.reservedRefusals(m)
 	pl.parkIfReserved(klog.FromContext(ctx), cs, pod, refused)
 	pin := readPin(cs)
+	if pin != nil && pin.Surplus {
+		// The gang formed without this member: its committed pin (and the group's) stays,
+		// and the domain is not a failed one.
+		klog.FromContext(ctx).V(4).Info("gangpack.PostFilter.surplus", "pod", klog.KObj(pod), "gang", pin.Gang.Key, "domain", pin.Domain)
+		msg := ""
+		if m != nil {
+			msg = pl.explainReserved(pod, m, refused)
+		}
+		return nil, fwk.NewStatus(fwk.Unschedulable, msg)
+	}
 	if pin == nil { // not pinned: nothing of ours to release
 		if pl.args.Preemption {
 			res, st := pl.preempt(ctx, pod, m)

@@ -37,9 +37,10 @@ func (pl *GangPack) Reserve(ctx context.Context, cs fwk.CycleState, pod *v1.Pod,
 
 // Unreserve unwinds the member's attempt and, when the pod failed in binding after Permit
 // admitted it, puts its node in doubt (doubt.go). Idempotent: siblings rejected by
-// the unwind come back here with an id that no longer owns anything.
+// the unwind come back here with an id that no longer owns anything. A surplus member (its
+// gang was committed before it was planned) unwinds nothing: the gang formed without it.
 func (pl *GangPack) Unreserve(ctx context.Context, cs fwk.CycleState, pod *v1.Pod, nodeName string) {
-	if pin := readPin(cs); pin != nil {
+	if pin := readPin(cs); pin != nil && !pin.Surplus {
 		pl.unreserved(klog.FromContext(ctx), pin)
 	}
 	pl.attempts.forget(podKey(pod))

@@ -60,7 +60,7 @@ func (p *planner) checkPin(c placement.Commitment) pinDecision {
 		return pinDecision{cause: causeTopologyChange, always: true, newKey: info.TopologyKey, msg: msgTopologyReleased(key)}
 	case c.Forming() && c.MinMember > 0 && c.MinMember != info.MinMember:
 		return pinDecision{cause: causeMinMemberChange, msg: msgMinMemberReleased(key)}
-	case p.memberOutside(c.Domain):
+	case p.memberOutside(c.Domain) || p.outsideWithin(c.Within):
 		return pinDecision{cause: causeStalePin, stale: staleMemberMoved, msg: msgStaleReleased(c.Domain, key)}
 	case !c.Forming() && len(p.placed) < info.MinMember:
 		// A committed gang that lost members forms again: its pin is replanned from the

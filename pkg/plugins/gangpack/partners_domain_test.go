@@ -1,0 +1,245 @@
+package gangpack
+
+import (
+	"slices"
+	"sort"
+	"testing"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/sets"
+	"k8s.io/klog/v2"
+	fwk "k8s.io/kube-scheduler/framework"
+)
+
+// Partner keys not nested in the group key: rack values repeat in every zone.
+
+// rackNode is a one-GPU node of rack (the gangs' key) in zone (no zone label when "").
+func rackNode(name, zone, rack string) *v1.Node {
+	n := testNode(name, rack, 1)
+	if zone != "" {
+		n.Labels[testZoneKey] = zone
+	}
+	return n
+}
+
+// zonesWithRepeatedRacks: zone A has racks r1 and r2 (two nodes each), zone B has racks r1
+// and r2 (two nodes each), and two nodes of rack r1 carry no zone.
+func zonesWithRepeatedRacks() []*v1.Node {
+	return []*v1.Node{
+		rackNode("a-r1-0", "A", "r1"), rackNode("a-r1-1", "A", "r1"), rackNode("a-r2-0", "A", "r2"), rackNode("a-r2-1", "A", "r2"),
+		rackNode("b-r1-0", "B", "r1"), rackNode("b-r1-1", "B", "r1"), rackNode("b-r2-0", "B", "r2"), rackNode("b-r2-1", "B", "r2"),
+		rackNode("x-r1-0", "", "r1"), rackNode("x-r1-1", "", "r1"),
+	}
+}
+
+// zoneOfNodes returns the zones of the named nodes.
+func (w *world) zoneOfNodes(names []string) []string {
+	var out []string
+	for _, name := range names {
+		for _, n := range w.nodes {
+			if n.Name == name && !slices.Contains(out, n.Labels[testZoneKey]) {
+				out = append(out, n.Labels[testZoneKey])
+			}
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+// A partner's pin keeps its group domain: zone B has only rack r1 free (zone B's r2 is
+// full), so the group goes to zone A, partner a to rack r1 there. Every candidate of a's
+// members, a's reservation, and the nodes Filter lets a's member use are in zone A, though
+// rack r1 also exists in zone B.
+func TestPartnerGroupStaysInGroupDomain(t *testing.T) {
+	nodes := zonesWithRepeatedRacks()[:6] // zone A, and zone B's rack r1 only
+	a, b := members("a", 2), members("b", 2)
+	w := newWorld(t, groupArgs(), nodes, slices.Concat(a, b),
+		partnerPG("a", 2, "grp", "2", testZoneKey), partnerPG("b", 2, "grp", "2", testZoneKey))
+
+	c := w.mustPin(a[0])
+	cands := c.res.NodeNames.UnsortedList()
+	if z := w.zoneOfNodes(cands); !slices.Equal(z, []string{"A"}) {
+		t.Fatalf("a-0 candidates %v in zones %v, want zone A only", cands, z)
+	}
+	sort.Strings(cands)
+	if st := c.reserveOn(cands[0]); st.Code() != fwk.Wait {
+		t.Fatalf("a-0 Permit = %v, want Wait", st)
+	}
+	w.resnap(assumed(a[0], cands[0]))
+
+	c = w.mustPin(a[1])
+	if z := w.zoneOfNodes(c.res.NodeNames.UnsortedList()); !slices.Equal(z, []string{"A"}) {
+		t.Errorf("a-1 candidates %v in zones %v, want zone A only", c.res.NodeNames.UnsortedList(), z)
+	}
+	pa, _ := w.pl.store.Get("ns/a")
+	var reserved []string
+	for n := range pa.Reserved {
+		reserved = append(reserved, n)
+	}
+	if z := w.zoneOfNodes(reserved); len(z) > 0 && !slices.Equal(z, []string{"A"}) {
+		t.Errorf("a reserves %v in zones %v, want zone A only", reserved, z)
+	}
+	for _, name := range []string{"b-r1-0", "b-r1-1"} {
+		ni, err := w.h.snapshot.NodeInfos().Get(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if st := w.pl.Filter(w.ctx, c.cs, a[1], ni); st.IsSuccess() {
+			t.Errorf("Filter(a-1 on %s in zone B) passed, want refused", name)
+		}
+	}
+}
+
+// The partners already pinned or placed must fix one group domain; otherwise the missing
+// partner waits with a reason instead of being planned in the wrong zone or in any zone.
+func TestPartnerGroupAnchorWaits(t *testing.T) {
+	bound := func(p *v1.Pod, node string) *v1.Pod { p.Spec.NodeName = node; return p }
+	for _, tc := range []struct {
+		name  string
+		size  string
+		pods  func() []*v1.Pod
+		pgs   []string // partner PodGroups (minMember 2; a's is 3 when a-2 is planned)
+		pod   string   // the pod planned
+		wantF func() string
+	}{
+		{
+			name: "anchor nodes lack the group key", size: "2", pgs: []string{"a", "b"}, pod: "a-0",
+			pods: func() []*v1.Pod {
+				b := members("b", 2)
+				return slices.Concat(members("a", 2), []*v1.Pod{bound(b[0], "x-r1-0"), bound(b[1], "x-r1-1")})
+			},
+			wantF: func() string { return msgGroupAnchorNoLabel("ns/grp", "ns/b", testZoneKey) },
+		},
+		{
+			name: "bound partner spans group domains", size: "2", pgs: []string{"a", "b"}, pod: "a-0",
+			pods: func() []*v1.Pod {
+				b := members("b", 2)
+				return slices.Concat(members("a", 2), []*v1.Pod{bound(b[0], "a-r1-0"), bound(b[1], "b-r1-0")})
+			},
+			wantF: func() string { return msgGroupStraddles("ns/grp", "ns/b", testZoneKey, []string{"A", "B"}) },
+		},
+		{
+			name: "bound partners in different group domains", size: "3", pgs: []string{"a", "b", "c"}, pod: "a-0",
+			pods: func() []*v1.Pod {
+				b, c := members("b", 2), members("c", 2)
+				return slices.Concat(members("a", 2), []*v1.Pod{bound(b[0], "a-r1-0"), bound(b[1], "a-r1-1"),
+					bound(c[0], "b-r2-0"), bound(c[1], "b-r2-1")})
+			},
+			wantF: func() string { return msgGroupSplit("ns/grp", testZoneKey, []string{"A", "B"}) },
+		},
+		{
+			name: "own placed members span group domains", size: "2", pgs: []string{"a", "b"}, pod: "a-2",
+			pods: func() []*v1.Pod {
+				a, b := members("a", 3), members("b", 2)
+				return []*v1.Pod{bound(a[0], "a-r1-0"), bound(a[1], "b-r1-0"), a[2],
+					bound(b[0], "a-r2-0"), bound(b[1], "a-r2-1")}
+			},
+			wantF: func() string { return msgGroupStraddles("ns/grp", "ns/a", testZoneKey, []string{"A", "B"}) },
+		},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			pods := tc.pods()
+			w := newWorld(t, groupArgs(), zonesWithRepeatedRacks(), pods)
+			for _, name := range tc.pgs {
+				min := int32(2)
+				if name == "a" && tc.pod == "a-2" {
+					min = 3
+				}
+				w.putPodGroup(partnerPG(name, min, "grp", tc.size, testZoneKey))
+			}
+			var target *v1.Pod
+			for _, p := range pods {
+				if p.Name == tc.pod {
+					target = p
+				}
+			}
+			_, st := w.preFilter(target)
+			if want := tc.wantF(); st.Code() != fwk.Unschedulable || st.Message() != want {
+				t.Fatalf("PreFilter(%s) = %v, want Unschedulable %q", tc.pod, st, want)
+			}
+		})
+	}
+}
+
+// A partner pinned by adoption joins its group's record: when its attempt is unwound, the
+// partner placed next to it is unwound too.
+func TestPartnerGroupAdoptedPartnerCascades(t *testing.T) {
+	a, b := members("a", 2), members("b", 2)
+	b[0].Spec.NodeName = "a-r1-0" // b lost its other member's node in a restart
+	w := newWorld(t, groupArgs(), zonesWithRepeatedRacks()[:8], slices.Concat(a, b),
+		partnerPG("a", 2, "grp", "2", testZoneKey), partnerPG("b", 2, "grp", "2", testZoneKey))
+	w.mustPin(b[1]) // adopts rack r1 in zone A, one member still to place
+	pb, ok := w.pl.store.Get("ns/b")
+	if !ok || !pb.Forming() {
+		t.Fatalf("b pin %+v (%v), want a forming adoption", pb, ok)
+	}
+	w.mustPin(a[0]) // the group is anchored by b: a is placed in zone A
+	if _, ok := w.pl.store.Get("ns/a"); !ok {
+		t.Fatal("a not pinned")
+	}
+	w.pl.Unreserve(w.ctx, w.cycleOfPin(b[1]), b[1], "a-r1-1")
+	if pa, ok := w.pl.store.Get("ns/a"); ok {
+		t.Errorf("a still pinned (%+v) after its adopted partner b was unwound", pa)
+	}
+}
+
+// A surplus member (its gang committed before it was planned) that fails unwinds nothing:
+// neither its gang's committed pin nor the forming partner, whose waiter stays.
+func TestPartnerGroupSurplusFailureKeepsGroup(t *testing.T) {
+	for _, how := range []string{"Unreserve", "PostFilter"} {
+		t.Run(how, func(t *testing.T) {
+			a, b := members("a", 3), members("b", 2)
+			w := newWorld(t, groupArgs(), cliqueNodes("c6", "", 6), slices.Concat(a, b),
+				partnerPG("a", 2, "grp", "2", ""), partnerPG("b", 2, "grp", "2", ""))
+			waiters, st, nodeOf := w.formGroup([]*v1.Pod{a[0], a[1], b[0]})
+			if st.Code() != fwk.Wait || len(waiters) != 3 {
+				t.Fatalf("b-0 Permit %v, %d waiters; want Wait and 3", st, len(waiters))
+			}
+			if pa, _ := w.pl.store.Get("ns/a"); pa.Forming() {
+				t.Fatalf("a pin %+v, want committed", pa)
+			}
+			used := map[string]bool{}
+			for _, n := range nodeOf {
+				used[n] = true
+			}
+			w.resnap(assumed(a[0], nodeOf["a-0"]), assumed(a[1], nodeOf["a-1"]), assumed(b[0], nodeOf["b-0"]))
+			c := w.mustPin(a[2])
+			node := ""
+			for _, n := range sets.List(c.res.NodeNames) {
+				if !used[n] {
+					node = n
+					break
+				}
+			}
+			if how == "Unreserve" {
+				if st := c.reserveOn(node); st.Code() != fwk.Wait {
+					t.Fatalf("a-2 Permit = %v, want Wait (b forms)", st)
+				}
+				w.pl.Unreserve(w.ctx, c.cs, a[2], node)
+			} else {
+				w.pl.PostFilter(w.ctx, c.cs, a[2], nil)
+			}
+			for _, gang := range []string{"ns/a", "ns/b"} {
+				if _, ok := w.pl.store.Get(gang); !ok {
+					t.Errorf("%s unpinned by the surplus member's %s", gang, how)
+				}
+			}
+			if v := waiters["b-0"].now(); v != "" {
+				t.Errorf("b-0 decided %q, want still waiting", v)
+			}
+		})
+	}
+}
+
+// A partner parked because no group domain had room is retried when a node's group-key
+// label changes, even on a node without the gang's own key.
+func TestPartnerGroupHintOnGroupKey(t *testing.T) {
+	a := members("a", 1)
+	w := newWorld(t, groupArgs(), nil, a, partnerPG("a", 1, "grp", "2", testZoneKey))
+	old := testNode("n", "", 1)
+	cur := old.DeepCopy()
+	cur.Labels[testZoneKey] = "A"
+	if h, err := w.pl.hintNodeChange(klog.Background(), a[0], old, cur); err != nil || h != fwk.Queue {
+		t.Fatalf("hint = %v, %v; want Queue", h, err)
+	}
+}
