@@ -58,7 +58,7 @@ var maxShapes = 16
 
 // shapeGroup is the templates of one shape (or, past maxShapes, of several merged shapes).
 type shapeGroup struct {
-	key     string             // shapeKey of rep, "" for a merged group
+	key     string             // shapeKey of rep, prefixed with "merged:" for a merged group
 	rep     *v1.Pod            // whose node constraints the group is planned with
 	request topology.Resources // the shape (elementwise maximum over a merged group)
 	current bool               // holds the pod being scheduled
@@ -135,6 +135,9 @@ func mergeShapes(groups []shapeGroup, limit int) []shapeGroup {
 			merged.rep, repSize = sg.rep, size
 		}
 	}
+	// The key names the representative's node constraints: two gangs whose merged maxima are
+	// equal but whose representatives differ must not share cached plans (signatureOf).
+	merged.key = "merged:" + shapeKey(merged.rep)
 	return append(kept, merged)
 }
 
