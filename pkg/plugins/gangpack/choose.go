@@ -188,10 +188,11 @@ func (p *planner) narrow(cs fwk.CycleState, plans map[string]*topology.DomainPla
 	if dp == nil || len(dp.Candidates) == 0 {
 		return nil, fwk.NewStatus(fwk.Unschedulable, msgNoFeasibleNode(c.Domain, p.info.Key))
 	}
-	cs.Write(pinStateKey, &pinState{Gang: p.info, Domain: c.Domain, ID: c.ID, SoleFit: c.SoleFit})
+	cands := sets.New(dp.Candidates...)
+	cs.Write(pinStateKey, &pinState{Gang: p.info, Domain: c.Domain, ID: c.ID, SoleFit: c.SoleFit, Candidates: cands})
 	p.logger.V(4).Info("gangpack.pinGang.result", "pod", klog.KObj(p.pod), "gang", p.info.Key, "topologyKey", c.Key,
 		"domain", c.Domain, "source", source, "need", p.need, "remaining", c.Remaining, "candidates", len(dp.Candidates))
-	return &fwk.PreFilterResult{NodeNames: sets.New(dp.Candidates...)}, nil
+	return &fwk.PreFilterResult{NodeNames: cands}, nil
 }
 
 // bestFit pins the domain with the least room that fits the gang, skipping domains held by
@@ -370,6 +371,10 @@ type pinState struct {
 	Domain  string
 	ID      uint64
 	SoleFit bool
+	// Candidates are the nodes PreFilter narrowed the cycle to (nil: no narrowing). Filter
+	// enforces them too: kube-scheduler evaluates a pod's nominated node with Filter alone,
+	// before and regardless of the PreFilter result.
+	Candidates sets.Set[string]
 }
 
 func (s *pinState) Clone() fwk.StateData { return s }
