@@ -1,6 +1,8 @@
 package gangpack
 
 import (
+	"sync"
+
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/klog/v2"
 )
@@ -31,11 +33,65 @@ func (gs *gangs) activateGang(logger klog.Logger, trigger, ns, name, except stri
 	return gs.activate(logger, trigger, pods)
 }
 
+// wakeForPermit is Permit's wake-up (trigger permit) of a member under attempt id: the pod
+// itself (an attempt that unwinds while it waits then sends it straight back to the active
+// queue), the siblings parked behind it (sibling and spread-anchor waits), and, on the first
+// Permit of the attempt only, the gang's live unbound members that have not passed Reserve.
+// Members already reserved or waiting are never woken by a sibling: for a pod in flight the
+// queue keeps every activation as an event until the oldest in-flight pod is done, and a
+// gang of N woken on every Permit kept about N²/2 of them.
+func (gs *gangs) wakeForPermit(logger klog.Logger, pod *v1.Pod, gang gangInfo, id uint64) int {
+	pods := append([]*v1.Pod{pod}, gs.waits.take(pod.Namespace, pod.Name)...)
+	if gs.permitWoke.first(gang.Key, id) {
+		others, err := gs.members.liveUnbound(gang.Namespace, gang.Name, pod.Name)
+		if err != nil {
+			logger.Error(err, "List gang members for activation", "gang", gang.Key)
+		}
+		for _, p := range others {
+			if _, reserved := gs.reserved.get(p.UID); !reserved {
+				pods = append(pods, p)
+			}
+		}
+	}
+	return gs.activate(logger, triggerPermit, pods)
+}
+
+// permitWakes records, per gang, the attempt whose first Permit woke the gang.
+type permitWakes struct {
+	mu sync.Mutex
+	m  map[string]uint64
+}
+
+func newPermitWakes() *permitWakes { return &permitWakes{m: map[string]uint64{}} }
+
+// first reports whether this is the first call for the gang's attempt id.
+func (w *permitWakes) first(gang string, id uint64) bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if got, ok := w.m[gang]; ok && got == id {
+		return false
+	}
+	w.m[gang] = id
+	return true
+}
+
+// prune forgets the gangs keep rejects (GC: gangs without a live pod).
+func (w *permitWakes) prune(keep func(gang string) bool) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for g := range w.m {
+		if !keep(g) {
+			delete(w.m, g)
+		}
+	}
+}
+
 // wakeBlocked activates the reservation-blocked pods (trigger reservation_released): every
-// standalone pod, and one member per gang (the first by name that is still a live unbound pod:
-// a deleted representative would leave its siblings asleep). The other members of a gang stay
-// in the set: the woken member either pins a domain, and then its Permit activation wakes its
-// siblings, or meets the same hold and parks again. Waking whole gangs on every drain made every
+// standalone pod, every member of a gang that holds a pin, and one member per other gang (the
+// first by name that is still a live unbound pod: a deleted representative would leave its
+// siblings asleep). The other members of an unpinned gang stay in the set: the woken member
+// either pins a domain, and then the first Permit of that attempt wakes its siblings, or
+// meets the same hold and parks again. Waking whole gangs on every drain made every
 // blocked member re-plan for nothing (a thundering herd with hundreds of gangs waiting).
 func (gs *gangs) wakeBlocked(logger klog.Logger) {
 	pods := gs.blocked.drain()
@@ -51,6 +107,10 @@ func (gs *gangs) wakeBlocked(logger klog.Logger) {
 			continue
 		}
 		if !gs.members.pending(p.Namespace, p.Name, p.UID) {
+			continue
+		}
+		if gs.store.Has(key) { // each member is needed, and the attempt's Permits woke the gang already
+			list = append(list, p)
 			continue
 		}
 		if cur, ok := first[key]; !ok || p.Name < cur.Name {

@@ -62,7 +62,7 @@ var maxShapes = 16
 
 // shapeGroup is the templates of one shape (or, past maxShapes, of several merged shapes).
 type shapeGroup struct {
-	key     string             // shapeKey of rep, "" for a merged group
+	key     string             // shapeKey of rep, prefixed with "merged:" for a merged group
 	rep     *v1.Pod            // whose node constraints the group is planned with
 	request topology.Resources // the shape (elementwise maximum over a merged group)
 	current bool               // holds the pod being scheduled
@@ -139,6 +139,9 @@ func mergeShapes(groups []shapeGroup, limit int) []shapeGroup {
 			merged.rep, repSize = sg.rep, size
 		}
 	}
+	// The key names the representative's node constraints: two gangs whose merged maxima are
+	// equal but whose representatives differ must not share cached plans (signatureOf).
+	merged.key = "merged:" + shapeKey(merged.rep)
 	return append(kept, merged)
 }
 
@@ -189,10 +192,11 @@ func (p *planner) narrow(cs fwk.CycleState, plans map[string]*topology.DomainPla
 	if dp == nil || len(dp.Candidates) == 0 {
 		return nil, fwk.NewStatus(fwk.Unschedulable, msgNoFeasibleNode(c.Domain, p.info.Key))
 	}
-	cs.Write(pinStateKey, &pinState{Gang: p.info, Domain: c.Domain, ID: c.ID, SoleFit: c.SoleFit, Within: c.Within, Surplus: !c.Forming()})
+	cands := sets.New(dp.Candidates...)
+	cs.Write(pinStateKey, &pinState{Gang: p.info, Domain: c.Domain, ID: c.ID, SoleFit: c.SoleFit, Within: c.Within, Surplus: !c.Forming(), Candidates: cands})
 	p.logger.V(4).Info("gangpack.pinGang.result", "pod", klog.KObj(p.pod), "gang", p.info.Key, "topologyKey", c.Key,
 		"domain", c.Domain, "source", source, "need", p.need, "remaining", c.Remaining, "candidates", len(dp.Candidates))
-	return &fwk.PreFilterResult{NodeNames: sets.New(dp.Candidates...)}, nil
+	return &fwk.PreFilterResult{NodeNames: cands}, nil
 }
 
 // bestFit pins the domain with the least room that fits the gang, skipping domains held by
@@ -383,6 +387,10 @@ type pinState struct {
 	SoleFit bool
 	Within  placement.DomainRef
 	Surplus bool
+	// Candidates are the nodes PreFilter narrowed the cycle to (nil: no narrowing). Filter
+	// enforces them too: kube-scheduler evaluates a pod's nominated node with Filter alone,
+	// before and regardless of the PreFilter result.
+	Candidates sets.Set[string]
 }
 
 func (s *pinState) Clone() fwk.StateData { return s }

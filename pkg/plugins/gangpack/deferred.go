@@ -26,6 +26,8 @@ type deferredState struct {
 	Planned map[string]*topology.DomainPlan
 	// Reserve is the room the gang would reserve in each planned domain.
 	Reserve map[string]placement.Reservation
+	// Candidates are the nodes PreFilter narrowed the cycle to; Filter enforces them.
+	Candidates sets.Set[string]
 }
 
 func (s *deferredState) Clone() fwk.StateData { return s }
@@ -71,7 +73,7 @@ func (p *planner) deferredPlan(cs fwk.CycleState, plans map[string]*topology.Dom
 		p.logNoFit(rooms, failed, "no_candidates")
 		return nil, fwk.NewStatus(fwk.Unschedulable, msgNoCandidates(info.Key, len(planned)))
 	}
-	cs.Write(deferredStateKey, &deferredState{Gang: info, Need: p.need, Planned: planned, Reserve: reserve})
+	cs.Write(deferredStateKey, &deferredState{Gang: info, Need: p.need, Planned: planned, Reserve: reserve, Candidates: cands})
 	if v := p.logger.V(4); v.Enabled() {
 		plannedRooms := make(map[string]int, len(planned))
 		for d, dp := range planned {

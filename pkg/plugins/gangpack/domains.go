@@ -109,16 +109,19 @@ func (x *domainIndex) nodes(key, domain string) ([]string, bool) {
 	return x.nodes(key, domain)
 }
 
-// index adds a key, from the node lister.
+// index adds a key, from the node lister. The listing happens under the lock: a node event
+// whose handler runs meanwhile waits and is then applied to the new key, and one handled
+// before found no key but is already in the listing. Listed outside the lock, a node updated
+// between the listing and the lock stayed stale under the new key until its next event.
 func (x *domainIndex) index(key string) error {
-	list, err := x.lister.List(labels.Everything())
-	if err != nil {
-		return err
-	}
 	x.mu.Lock()
 	defer x.mu.Unlock()
 	if _, ok := x.keys[key]; ok {
 		return nil
+	}
+	list, err := x.lister.List(labels.Everything())
+	if err != nil {
+		return err
 	}
 	domains := map[string]map[string]struct{}{}
 	for _, n := range list {

@@ -72,6 +72,8 @@ func (pl *GangPack) freesRoomFor(target, o, _ *v1.Pod) bool {
 // representsGang reports whether target stands for its gang in wake-ups on freed room: true
 // for a standalone pod, a member of a gang that holds a pin, or the first (by name) of the
 // gang's live, unbound members without scheduling gates; true whenever that cannot be told.
+// The hint runs for every parked pod under the scheduling queue's lock, so the representative
+// comes from a per-gang cache (gangs.representative): O(1) per member, not O(gang).
 func (pl *GangPack) representsGang(target *v1.Pod) bool {
 	key, name, ok := gangOf(target)
 	if !ok {
@@ -80,17 +82,8 @@ func (pl *GangPack) representsGang(target *v1.Pod) bool {
 	if pl.store.Has(key) {
 		return true
 	}
-	pods, err := pl.members.liveUnbound(target.Namespace, name, "")
-	if err != nil {
-		return true
-	}
-	var rep *v1.Pod
-	for _, p := range pods {
-		if len(p.Spec.SchedulingGates) == 0 && (rep == nil || p.Name < rep.Name) {
-			rep = p
-		}
-	}
-	return rep == nil || samePod(rep, target)
+	rep, ok := pl.representative(target.Namespace, name, key)
+	return !ok || rep == nil || samePod(rep, target)
 }
 
 func samePod(a, b *v1.Pod) bool {

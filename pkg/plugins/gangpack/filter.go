@@ -8,34 +8,51 @@ import (
 	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
 
+	"github.com/moirai-internal/ome-scheduler/pkg/placement"
 	"github.com/moirai-internal/ome-scheduler/pkg/topology"
 )
 
-// Filter enforces the pinned domain (and a partner's group domain) for pinned members and the
-// reservations for everyone: a pod may use a node only when it fits the room left there
-// outside the other forming gangs' reservations (a pinned member of a committed gang, placed
-// beyond minMember, included).
-// Messages carry no per-node numbers so the framework aggregates them.
+// Filter enforces the pinned domain (and a partner's group domain) and the planned candidates
+// for pinned members, and the reservations for everyone: a pod may use a node only when it fits
+// the room left there outside the other forming gangs' reservations (a pinned member of a
+// committed gang, placed beyond minMember, included). Messages carry no per-node numbers so
+// the framework aggregates them.
 func (pl *GangPack) Filter(ctx context.Context, cs fwk.CycleState, pod *v1.Pod, ni fwk.NodeInfo) *fwk.Status {
 	node := ni.Node()
 	if node == nil {
 		return fwk.NewStatus(fwk.UnschedulableAndUnresolvable, "node not found")
 	}
+	logger := klog.FromContext(ctx)
+	pin := readPin(cs)
+	if pin != nil && node.Labels[pin.Gang.TopologyKey] != pin.Domain {
+		logger.V(4).Info("gangpack.Filter.reject", "pod", klog.KObj(pod), "node", node.Name, "reason", "outside_domain", "domain", pin.Domain)
+		return fwk.NewStatus(fwk.UnschedulableAndUnresolvable, msgOutsideDomain(pin.Domain))
+	}
+	if w := pinWithin(pin); w.Key != "" && node.Labels[w.Key] != w.Value {
+		logger.V(4).Info("gangpack.Filter.reject", "pod", klog.KObj(pod), "node", node.Name, "reason", "outside_group_domain", "domain", w.Value)
+		return fwk.NewStatus(fwk.UnschedulableAndUnresolvable, msgOutsideGroupDomain(w.Value))
+	}
+	if st := pl.filterRoom(logger, cs, pod, pin, ni); !st.IsSuccess() {
+		return st
+	}
+	if !plannedCandidate(cs, pin, node.Name) {
+		logger.V(4).Info("gangpack.Filter.reject", "pod", klog.KObj(pod), "node", node.Name, "reason", "not_candidate")
+		return fwk.NewStatus(fwk.UnschedulableAndUnresolvable, msgNotCandidate)
+	}
+	return nil
+}
+
+// filterRoom refuses nodes with a binding in doubt and nodes where the pod does not fit the
+// room left outside other forming gangs' reservations.
+func (pl *GangPack) filterRoom(logger klog.Logger, cs fwk.CycleState, pod *v1.Pod, pin *pinState, ni fwk.NodeInfo) *fwk.Status {
+	node := ni.Node()
 	own := ""
-	if pin := readPin(cs); pin != nil {
-		if node.Labels[pin.Gang.TopologyKey] != pin.Domain {
-			klog.FromContext(ctx).V(4).Info("gangpack.Filter.reject", "pod", klog.KObj(pod), "node", node.Name, "reason", "outside_domain", "domain", pin.Domain)
-			return fwk.NewStatus(fwk.UnschedulableAndUnresolvable, msgOutsideDomain(pin.Domain))
-		}
-		if w := pin.Within; w.Key != "" && node.Labels[w.Key] != w.Value {
-			klog.FromContext(ctx).V(4).Info("gangpack.Filter.reject", "pod", klog.KObj(pod), "node", node.Name, "reason", "outside_group_domain", "domain", w.Value)
-			return fwk.NewStatus(fwk.UnschedulableAndUnresolvable, msgOutsideGroupDomain(w.Value))
-		}
+	if pin != nil {
 		own = pin.Gang.Key
 	}
 	generation := pl.store.Generation()
 	if pl.doubts.blocks(node.Name, pod.UID, time.Now()) {
-		pl.parkBlocked(klog.FromContext(ctx), pod, generation)
+		pl.parkBlocked(logger, pod, generation)
 		return fwk.NewStatus(fwk.Unschedulable, msgBindInDoubt)
 	}
 	reserved := pl.store.ReservedOn(node.Name, own)
@@ -48,9 +65,19 @@ func (pl *GangPack) Filter(ctx context.Context, cs fwk.CycleState, pod *v1.Pod, 
 	}
 	// The pod is parked once, by PostFilter, if no node takes it: parking here, once per
 	// refused node, woke every parked pod again whenever room had been given back meanwhile.
-	logger := klog.FromContext(ctx)
 	logger.V(4).Info("gangpack.Filter.reject", "pod", klog.KObj(pod), "node", node.Name, "reason", "reserved", "heldBy", reserved.Gangs)
 	return fwk.NewStatus(fwk.UnschedulableAndUnresolvable, msgNodeReserved)
+}
+
+// plannedCandidate reports whether the node is among the candidates PreFilter narrowed the
+// cycle to (a pinned member's, or a spread anchor's deferred plan); true without narrowing.
+// kube-scheduler tries a pod's nominated node with Filter alone, ignoring the PreFilter result.
+func plannedCandidate(cs fwk.CycleState, pin *pinState, node string) bool {
+	if pin != nil {
+		return pin.Candidates == nil || pin.Candidates.Has(node)
+	}
+	d := readDeferred(cs)
+	return d == nil || d.Candidates == nil || d.Candidates.Has(node)
 }
 
 // requestStateKey holds the pod's request in the planner's units, written by PreFilter for
@@ -72,4 +99,12 @@ func requestOf(cs fwk.CycleState, pod *v1.Pod) topology.Resources {
 		return s.request
 	}
 	return podRequest(pod)
+}
+
+// pinWithin is the group domain a partner's pin is confined to (zero: none, or no pin).
+func pinWithin(pin *pinState) placement.DomainRef {
+	if pin == nil {
+		return placement.DomainRef{}
+	}
+	return pin.Within
 }

@@ -23,10 +23,12 @@ func (p *planner) gate() *fwk.Status {
 	placedPods := p.placedPods()
 	if s := waitsForSibling(p.pod, p.templates[1:], placedPods); s != nil {
 		p.logger.V(4).Info("gangpack.pinGang.sibling_wait", "pod", klog.KObj(p.pod), "gang", key, "sibling", klog.KObj(s))
+		p.pl.waits.add(s, p.pod)
 		return fwk.NewStatus(fwk.Unschedulable, msgSiblingWait(s.Namespace, s.Name))
 	}
 	if a := p.spreadAnchorFirst(placedPods); a != nil {
 		p.logger.V(4).Info("gangpack.pinGang.spread_anchor_wait", "pod", klog.KObj(p.pod), "gang", key, "anchor", klog.KObj(a))
+		p.pl.waits.add(a, p.pod)
 		return fwk.NewStatus(fwk.Unschedulable, msgAnchorWait(a.Namespace, a.Name))
 	}
 	return nil

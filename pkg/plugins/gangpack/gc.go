@@ -30,6 +30,10 @@ func (pl *GangPack) gcOnce(logger klog.Logger) {
 			pl.incomplete.remove(k)
 		}
 	}
+	isLive := func(k string) bool { _, ok := liveGangs[k]; return ok }
+	pl.reps.prune(isLive)
+	pl.permitWoke.prune(isLive)
+	pl.waits.prune(pl.members.pending)
 	for _, k := range pl.failed.Gangs() {
 		if _, ok := liveGangs[k]; !ok {
 			pl.failed.ClearGang(k)

@@ -34,6 +34,9 @@ type gangs struct {
 	reserved   *reservedNodes           // member → node it was reserved on, until bound
 	blocked    *podSet                  // pods refused because of a hold, woken when one lifts
 	incomplete *keySet                  // gangs waiting for all their members to exist
+	reps       *repCache                // each gang's representative for freed-room wake-ups
+	waits      *waitSet                 // members parked behind an unplaced sibling
+	permitWoke *permitWakes             // the attempt whose first Permit woke each gang
 	// groupsWaiting are the placement groups waiting for partners; groups records the
 	// partners pinned together (partners_permit.go).
 	groupsWaiting *groupStates
@@ -65,6 +68,9 @@ func newGangs(ctx context.Context, h fwk.Handle, ml *memberLister) *gangs {
 		reserved:      newReservedNodes(),
 		blocked:       newPodSet(),
 		incomplete:    newKeySet(),
+		reps:          newRepCache(),
+		waits:         newWaitSet(),
+		permitWoke:    newPermitWakes(),
 		groupsWaiting: newGroupStates(),
 		groups:        newGroupRecords(),
 		quality:       newQualityTracker(),

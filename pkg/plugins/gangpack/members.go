@@ -62,10 +62,18 @@ func live(p *v1.Pod) bool {
 	return p.DeletionTimestamp == nil && p.Status.Phase != v1.PodSucceeded && p.Status.Phase != v1.PodFailed
 }
 
-// pending reports whether the informer still shows the pod (same UID) live and unbound.
+// pending reports whether the informer still shows the pod (same UID; any when uid is empty)
+// live and unbound.
 func (m *memberLister) pending(ns, name string, uid types.UID) bool {
 	cur, err := m.lister.Pods(ns).Get(name)
-	return err == nil && cur.UID == uid && live(cur) && cur.Spec.NodeName == ""
+	return err == nil && (uid == "" || cur.UID == uid) && live(cur) && cur.Spec.NodeName == ""
+}
+
+// ungatedPending reports whether the informer still shows p (same UID) live, unbound and
+// without scheduling gates.
+func (m *memberLister) ungatedPending(p *v1.Pod) bool {
+	cur, err := m.lister.Pods(p.Namespace).Get(p.Name)
+	return err == nil && cur.UID == p.UID && live(cur) && cur.Spec.NodeName == "" && len(cur.Spec.SchedulingGates) == 0
 }
 
 // liveUnbound returns the gang's live members without spec.nodeName, except the pod named

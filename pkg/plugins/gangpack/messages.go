@@ -23,6 +23,10 @@ const (
 	// msgBindInDoubt: the node's last binding failed after admission and may have happened
 	// anyway; the node is avoided until the pod's fate is known (at most 30 s).
 	msgBindInDoubt = "node has a binding in doubt after an API error"
+	// msgNotCandidate: a pinned member (or a spread anchor with a deferred plan) was offered a
+	// node outside the candidates its PreFilter planned, as kube-scheduler does when it tries a
+	// pod's nominated node first.
+	msgNotCandidate = "node is not among the gang member's planned candidate nodes"
 )
 
 func msgNotResolvable(ns, name string) string {
@@ -134,6 +138,10 @@ func msgNoFeasibleNode(domain, key string) string {
 
 func msgOutsideDomain(domain string) string {
 	return "node not in gang's pinned domain " + domain
+}
+
+func msgWaitEndsSoon(key string) string {
+	return fmt.Sprintf("gang %s not admitted: a member's Permit wait ends within a second; the attempt is unwound", key)
 }
 
 func msgUnwound(key string) string {

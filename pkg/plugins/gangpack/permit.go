@@ -27,19 +27,23 @@ func (pl *GangPack) Permit(ctx context.Context, cs fwk.CycleState, pod *v1.Pod, 
 	logger := klog.FromContext(ctx)
 	// The attempt record comes first: an unwind from now on finds the pod by it, as a waiter
 	// or, before the framework registers the waiter, through superviseWaiter.
-	pl.attempts.set(podKey(pod), pin.ID)
+	pl.attempts.set(podKey(pod), pin.ID, pl.now())
 	owned, committed := pl.store.Committed(pin.Gang.Key, pin.ID)
 	if !owned {
 		pl.attempts.forgetIf(podKey(pod), pin.ID)
 		return fwk.NewStatus(fwk.Unschedulable, msgUnwound(pin.Gang.Key)), 0
 	}
-	pl.activateGang(logger, triggerPermit, pin.Gang.Namespace, pin.Gang.Name, "")
+	pl.wakeForPermit(logger, pod, pin.Gang, pin.ID)
 	// A partner of a placement group binds only when every partner is committed too.
 	admit := func() bool { return pl.groupCommitted(pin.Gang) }
 	if !committed || !admit() {
 		gateTotal.WithLabelValues("wait").Inc()
 		go pl.superviseWaiter(pod, pin.Gang.Key, pin.ID, admit)
 		return fwk.NewStatus(fwk.Wait), pin.Gang.Timeout
+	}
+	if pl.waitEndsSoon(pin) {
+		logger.V(4).Info("gangpack.Permit.deadline_guard", "pod", klog.KObj(pod), "gang", pin.Gang.Key, "margin", permitDeadlineMargin)
+		return fwk.NewStatus(fwk.Unschedulable, msgWaitEndsSoon(pin.Gang.Key)), 0
 	}
 	pl.forEachWaiter(pin.Gang.Key, pin.ID, func(wp fwk.WaitingPod) {
 		pl.doubts.admit(wp.GetPod().UID)
@@ -53,6 +57,29 @@ func (pl *GangPack) Permit(ctx context.Context, cs fwk.CycleState, pod *v1.Pod, 
 	gateTotal.WithLabelValues("admit").Inc()
 	pl.gangAdmitted(logger, cs, pod, pin, nodeName)
 	return nil, 0
+}
+
+// permitDeadlineMargin is how close to the end of a waiter's Permit wait the gang is no longer
+// admitted (waitEndsSoon).
+const permitDeadlineMargin = time.Second
+
+// maxPermitWait is kube-scheduler's cap on any Permit wait.
+const maxPermitWait = 15 * time.Minute
+
+// waitEndsSoon reports whether a member waiting under the pin's attempt reaches the end of its
+// Permit wait within permitDeadlineMargin. kube-scheduler's timer rejects such a member on its
+// own, possibly while the completing member allows the others, which would bind part of the
+// gang; refusing the completing member instead unwinds the whole attempt (its Unreserve). The
+// wait is measured from the waiter's Permit, a little before kube-scheduler starts its timer.
+func (gs *gangs) waitEndsSoon(pin *pinState) bool {
+	limit := gs.now().Add(permitDeadlineMargin - min(pin.Gang.Timeout, maxPermitWait))
+	soon := false
+	gs.forEachWaiter(pin.Gang.Key, pin.ID, func(wp fwk.WaitingPod) {
+		if at, ok := gs.attempts.since(podKey(wp.GetPod()), pin.ID); ok && !at.After(limit) {
+			soon = true
+		}
+	})
+	return soon
 }
 
 // waiterRegistration bounds how long superviseWaiter looks for the framework's waiting pod.

@@ -112,10 +112,13 @@ func (e *domainEntry) current(infos []fwk.NodeInfo, others map[string]placement.
 }
 
 // unchanged reports, without looking nodes up, whether the entry is still current: the
-// domain index lists the same nodes, the snapshot's node list is the same (sameList), and
-// no node's NodeInfo or reservation changed.
+// domain index lists the same nodes, the snapshot's node list is the same (sameList), every
+// node the index lists was found in the snapshot under this domain, and no node's NodeInfo or
+// reservation changed. A node the lookup skipped (the index saw its relabel before the
+// snapshot did) is looked up again on every planning until the snapshot agrees: its NodeInfo
+// is in no entry, so no generation would reveal the change.
 func (e *domainEntry) unchanged(index []string, sameList bool, others map[string]placement.Reserved) bool {
-	if !sameList || !sameSlice(index, e.index) {
+	if !sameList || !sameSlice(index, e.index) || len(e.infos) != len(index) {
 		return false
 	}
 	for i, ni := range e.infos {

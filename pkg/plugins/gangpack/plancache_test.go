@@ -14,6 +14,7 @@ import (
 	st "k8s.io/kubernetes/pkg/scheduler/testing"
 
 	"github.com/moirai-internal/ome-scheduler/pkg/placement"
+	"github.com/moirai-internal/ome-scheduler/pkg/topology"
 )
 
 // cacheSim drives a world whose snapshot is kept by kube-scheduler's own cache, updated in
@@ -103,11 +104,17 @@ func (s *cacheSim) step(op, arg byte) {
 			}
 			s.pods = slices.Delete(s.pods, i, i+1)
 		}
-	case 3: // a node moves to another domain
+	case 3: // a node moves to another domain; from arg 128 on, the domain index sees it and
+		// the probes plan before the scheduler's cache does (separate informer listeners)
 		cur := node.DeepCopy()
 		cur.Labels[testKey] = fmt.Sprintf("d%d", arg%5)
-		s.cache.UpdateNode(s.logger, node, cur)
 		s.w.pl.domains.update(node, cur)
+		if arg >= 128 {
+			for _, p := range s.probes {
+				s.preFilterOnce(p, true)
+			}
+		}
+		s.cache.UpdateNode(s.logger, node, cur)
 		s.nodes[cur.Name] = cur
 	case 4: // a node joins (or, when arg is odd and the node is empty, leaves)
 		if arg%2 == 1 && !slices.ContainsFunc(s.pods, func(p *v1.Pod) bool { return p.Spec.NodeName == node.Name }) {
@@ -182,6 +189,7 @@ func FuzzPlanCacheMatchesScratch(f *testing.F) {
 	f.Add([]byte{0, 0, 0, 3, 1, 6, 5, 0, 2, 0, 3, 2})
 	f.Add([]byte{5, 0, 0, 1, 0, 2, 5, 0, 4, 9, 4, 1, 0, 4})
 	f.Add([]byte{3, 1, 3, 4, 0, 0, 0, 1, 0, 2, 5, 0, 1, 7})
+	f.Add([]byte{3, 154, 0, 1}) // n3-1 into the new domain d4, seen by the index first
 	f.Fuzz(func(t *testing.T, ops []byte) {
 		if len(ops) > 48 {
 			ops = ops[:48]
@@ -214,5 +222,40 @@ func TestPlanCacheMatchesScratch(t *testing.T) {
 				s.check(i / 2)
 			}
 		})
+	}
+}
+
+// A node relabelled into a new domain that the domain index sees before the snapshot does is
+// planned in that domain once the snapshot catches up (its NodeInfo is in no cache entry, so
+// no generation reveals the change).
+func TestPlanCacheRelabelIndexedBeforeSnapshot(t *testing.T) {
+	s := newCacheSim(t)
+	s.check(-1)
+	node := s.nodes["n3-1"] // 4 GPUs: alone, room for p's two 2-GPU members
+	cur := node.DeepCopy()
+	cur.Labels[testKey] = "d4"
+	s.w.pl.domains.update(node, cur)
+	for _, p := range s.probes {
+		s.preFilterOnce(p, true) // planned on the snapshot from before the relabel
+	}
+	s.cache.UpdateNode(s.logger, node, cur)
+	s.nodes[cur.Name] = cur
+	s.check(0)
+}
+
+// Past maxShapes, two gangs whose merged shapes have equal maxima but whose representatives
+// carry other node constraints do not share cached plans.
+func TestMergedShapeSignatureNamesConstraints(t *testing.T) {
+	sig := func(selector map[string]string) string {
+		members := shapedMembers("g", 40)
+		members[39].Spec.NodeSelector = selector // g-039, the largest, represents the merged shape
+		groups := mergeShapes(groupShapes(members), 16)
+		if groups[15].rep.Name != "g-039" {
+			t.Fatalf("merged shape represented by %s, want g-039", groups[15].rep.Name)
+		}
+		return signatureOf(testKey, topology.Gang{Need: 40}, groups)
+	}
+	if sig(nil) == sig(map[string]string{"pool": "x"}) {
+		t.Fatal("gangs with different node constraints share a plan cache signature")
 	}
 }

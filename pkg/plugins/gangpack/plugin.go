@@ -88,6 +88,9 @@ func New(ctx context.Context, obj runtime.Object, h fwk.Handle) (fwk.Plugin, err
 	if err := pl.domains.watch(nodes.Informer()); err != nil {
 		return nil, fmt.Errorf("watch nodes for the domain index: %w", err)
 	}
+	if err := pl.watchMembers(h.SharedInformerFactory().Core().V1().Pods().Informer()); err != nil {
+		return nil, fmt.Errorf("watch pods for gang member changes: %w", err)
+	}
 	if err := pl.watchDoubts(h.SharedInformerFactory().Core().V1().Pods().Informer()); err != nil {
 		return nil, fmt.Errorf("watch pods for bindings in doubt: %w", err)
 	}

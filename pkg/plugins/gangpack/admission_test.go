@@ -1,0 +1,74 @@
+package gangpack
+
+import (
+	"testing"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	fwk "k8s.io/kube-scheduler/framework"
+)
+
+// kube-scheduler tries a pod's nominated node with Filter alone, ignoring the PreFilter
+// result: Filter refuses a pinned member any node outside the candidates PreFilter planned.
+func TestFilterRefusesNodeOutsideCandidates(t *testing.T) {
+	nodes := []*v1.Node{testNode("a0", "a", 4), testNode("a1", "a", 1)}
+	m := gangMember("g-0", "g", 2)
+	w := newWorld(t, nil, nodes, []*v1.Pod{m, gangMember("g-1", "g", 2)}, podGroup("g", 2))
+	c := w.mustPin(m)
+	if c.res.NodeNames.Has("a1") || !c.res.NodeNames.Has("a0") {
+		t.Fatalf("candidates %v, want a0 only", c.res.NodeNames.UnsortedList())
+	}
+	for node, want := range map[string]string{"a0": "", "a1": msgNotCandidate} {
+		ni, err := w.h.snapshot.NodeInfos().Get(node)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if st := w.pl.Filter(w.ctx, c.cs, m, ni); st.Message() != want || (want != "" && st.Code() != fwk.UnschedulableAndUnresolvable) {
+			t.Errorf("Filter on %s = %v, want %q", node, st, want)
+		}
+	}
+}
+
+// The completing member does not admit the gang when a waiter's Permit wait ends within
+// permitDeadlineMargin (kube-scheduler's timer could reject that waiter while the others
+// bind): it is refused, and its Unreserve unwinds the whole attempt.
+func TestPermitGuardNearWaiterDeadline(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		elapsed time.Duration
+		admit   bool
+	}{
+		{"well before the waiter's deadline", 10 * time.Second, true},
+		{"within the margin", 600*time.Second - permitDeadlineMargin/2, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			nodes := []*v1.Node{testNode("a0", "a", 1), testNode("a1", "a", 1)}
+			m0, m1 := gangMember("g-0", "g", 1), gangMember("g-1", "g", 1)
+			w := newWorld(t, nil, nodes, []*v1.Pod{m0, m1}, podGroup("g", 2))
+			w.pl.after = func(time.Duration, func()) {}
+			start := time.Now()
+			w.pl.now = func() time.Time { return start }
+			if st := w.mustPin(m0).reserveOn("a0"); st.Code() != fwk.Wait {
+				t.Fatalf("Permit(g-0) = %v, want Wait", st)
+			}
+			waiter := w.h.register(m0)
+			w.resnap(assumed(m0, "a0"))
+			w.pl.now = func() time.Time { return start.Add(tc.elapsed) }
+			c := w.mustPin(m1)
+			st := c.reserveOn("a1")
+			if tc.admit {
+				if !st.IsSuccess() || waiter.now() != "allowed" {
+					t.Fatalf("Permit(g-1) = %v, waiter %q; want both admitted", st, waiter.now())
+				}
+				return
+			}
+			if st.Message() != msgWaitEndsSoon("ns/g") || waiter.now() != "" {
+				t.Fatalf("Permit(g-1) = %v, waiter %q; want %q and the waiter not admitted", st, waiter.now(), msgWaitEndsSoon("ns/g"))
+			}
+			w.pl.Unreserve(w.ctx, c.cs, m1, "a1")
+			if got := waiter.now(); got != msgUnwound("ns/g") {
+				t.Fatalf("waiter verdict %q after the unwind, want %q", got, msgUnwound("ns/g"))
+			}
+		})
+	}
+}

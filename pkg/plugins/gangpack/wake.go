@@ -1,0 +1,128 @@
+package gangpack
+
+import (
+	"maps"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/klog/v2"
+)
+
+// kube-scheduler 1.35 runs pod queueing hints only for assigned pods: the creation, deletion or
+// relabelling of an unscheduled pod re-evaluates that pod alone. The plugin therefore follows
+// gang members on the pod informer itself (watchMembers) for the transitions that concern
+// parked siblings:
+//
+//   - an unassigned member joins a gang waiting for its members (it may be gated, and a gated
+//     pod never runs PreFilter to notice the gang is complete): the gang's representative is
+//     woken (trigger member_change) once the gang has minMember live pods;
+//   - a member that siblings wait behind (sibling or spread-anchor wait) is deleted, leaves the
+//     gang or changes its labels: those waiters are woken (trigger member_change);
+//   - every event of a member drops its gang's cached representative (representative).
+
+// watchMembers follows gang members on the scheduler's pod informer.
+func (pl *GangPack) watchMembers(inf cache.SharedIndexInformer) error {
+	_, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    func(obj any) { pl.memberEvent(nil, asPod(obj)) },
+		UpdateFunc: func(old, cur any) { pl.memberEvent(asPod(old), asPod(cur)) },
+		DeleteFunc: func(obj any) {
+			if t, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+				obj = t.Obj
+			}
+			pl.memberEvent(asPod(obj), nil)
+		},
+	})
+	return err
+}
+
+func asPod(obj any) *v1.Pod {
+	p, _ := obj.(*v1.Pod)
+	return p
+}
+
+// memberEvent handles one pod informer event (old nil: added; cur nil: deleted). Its cost is
+// O(1) except for an unassigned member joining a gang in the incomplete set (O(gang)).
+func (pl *GangPack) memberEvent(old, cur *v1.Pod) {
+	for _, p := range []*v1.Pod{old, cur} {
+		if p != nil {
+			if key, _, ok := gangOf(p); ok {
+				pl.reps.invalidate(key)
+			}
+		}
+	}
+	if old != nil && (cur == nil || !maps.Equal(old.Labels, cur.Labels)) {
+		if waiters := pl.waits.take(old.Namespace, old.Name); len(waiters) > 0 {
+			n := pl.activate(pl.logger, triggerMemberChange, waiters)
+			pl.logger.V(4).Info("gangpack.members.awaited_changed", "pod", klog.KObj(old), "deleted", cur == nil, "activated", n)
+		}
+	}
+	if cur == nil || cur.Spec.NodeName != "" || !live(cur) {
+		return
+	}
+	if key, name, ok := gangOf(cur); ok && (old == nil || old.Labels[PodGroupLabel] != cur.Labels[PodGroupLabel]) {
+		pl.wakeIncomplete(key, cur.Namespace, name)
+	}
+}
+
+// wakeIncomplete wakes the representative of a gang waiting for its members once the gang
+// has as many live pods as its PodGroup's minMember: its planning finds the gang complete and
+// wakes the other members (templates_complete). Fewer live pods cannot complete the gang, so
+// a gang created pod by pod costs one member listing per creation and one wake-up.
+func (pl *GangPack) wakeIncomplete(key, ns, name string) {
+	if !pl.incomplete.has(key) || pl.podGroups == nil {
+		return
+	}
+	pg, err := pl.podGroups.get(ns, name)
+	if err != nil || pg == nil {
+		return
+	}
+	pods, err := pl.members.list(ns, name)
+	if err != nil {
+		return
+	}
+	n := 0
+	for _, p := range pods {
+		if live(p) {
+			n++
+		}
+	}
+	if n < int(pg.Spec.MinMember) {
+		return
+	}
+	rep := firstUngated(pods)
+	if rep == nil {
+		return
+	}
+	pl.activate(pl.logger, triggerMemberChange, []*v1.Pod{rep})
+	pl.logger.V(4).Info("gangpack.members.joined_incomplete", "gang", key, "live", n, "activated", klog.KObj(rep))
+}
+
+// firstUngated returns the first by name of the live, unbound pods without scheduling gates.
+func firstUngated(pods []*v1.Pod) *v1.Pod {
+	var rep *v1.Pod
+	for _, p := range pods {
+		if live(p) && p.Spec.NodeName == "" && len(p.Spec.SchedulingGates) == 0 && (rep == nil || p.Name < rep.Name) {
+			rep = p
+		}
+	}
+	return rep
+}
+
+// representative returns the gang's representative for wake-ups on freed room (see
+// representsGang); ok is false when the members cannot be listed. The answer is cached per
+// gang until an informer event of one of its members: the n parked members of a gang asking
+// about one deletion list the gang once, not n times. A cached representative that the
+// informer no longer shows pending and ungated (its event not delivered yet) is recomputed.
+func (gs *gangs) representative(ns, name, key string) (*v1.Pod, bool) {
+	rep, gen, cached := gs.reps.lookup(key)
+	if cached && (rep == nil || gs.members.ungatedPending(rep)) {
+		return rep, true
+	}
+	pods, err := gs.members.list(ns, name)
+	if err != nil {
+		return nil, false
+	}
+	rep = firstUngated(pods)
+	gs.reps.store(key, gen, rep)
+	return rep, true
+}
