@@ -25,9 +25,6 @@ const (
 	triggerReservationReleased = "reservation_released"
 	triggerPodGroupChange      = "podgroup_change"
 	triggerDomainFailed        = "domain_failed"
-	// triggerMemberChange: the pod informer showed an unassigned member joining a gang waiting
-	// for its members, or a member that siblings wait behind deleted or relabelled (wake.go).
-	triggerMemberChange = "member_change"
 )
 
 // Placement group results (ome_scheduler_placement_group_total{result}).
@@ -99,7 +96,7 @@ var (
 	}, []string{"result"})
 	activationTotal = metrics.NewCounterVec(&metrics.CounterOpts{
 		Name:           "ome_scheduler_gang_activation_total",
-		Help:           "Explicit pod activations by trigger (permit, templates_complete, reservation_released, podgroup_change, domain_failed, member_change).",
+		Help:           "Explicit pod activations by trigger (permit, templates_complete, reservation_released, podgroup_change, domain_failed).",
 		StabilityLevel: metrics.ALPHA,
 	}, []string{"trigger"})
 	unwindTotal = metrics.NewCounter(&metrics.CounterOpts{
@@ -135,7 +132,7 @@ func registerMetrics() {
 		for _, r := range []string{"wait", "admit"} {
 			gateTotal.WithLabelValues(r).Add(0)
 		}
-		for _, t := range []string{triggerPermit, triggerTemplatesComplete, triggerReservationReleased, triggerPodGroupChange, triggerDomainFailed, triggerMemberChange} {
+		for _, t := range []string{triggerPermit, triggerTemplatesComplete, triggerReservationReleased, triggerPodGroupChange, triggerDomainFailed} {
 			activationTotal.WithLabelValues(t).Add(0)
 		}
 		unwindTotal.Add(0)

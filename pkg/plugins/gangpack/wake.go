@@ -15,10 +15,12 @@ import (
 //
 //   - an unassigned member joins a gang waiting for its members (it may be gated, and a gated
 //     pod never runs PreFilter to notice the gang is complete): the gang's representative is
-//     woken (trigger member_change) once the gang has minMember live pods;
+//     woken once the gang has minMember live pods;
 //   - a member that siblings wait behind (sibling or spread-anchor wait) is deleted, leaves the
-//     gang or changes its labels: those waiters are woken (trigger member_change);
+//     gang or changes its labels: those waiters are woken;
 //   - every event of a member drops its gang's cached representative (representative).
+//
+// Both wakes count as trigger templates_complete: the member set the waiters depend on changed.
 
 // watchMembers follows gang members on the scheduler's pod informer.
 func (pl *GangPack) watchMembers(inf cache.SharedIndexInformer) error {
@@ -52,7 +54,7 @@ func (pl *GangPack) memberEvent(old, cur *v1.Pod) {
 	}
 	if old != nil && (cur == nil || !maps.Equal(old.Labels, cur.Labels)) {
 		if waiters := pl.waits.take(old.Namespace, old.Name); len(waiters) > 0 {
-			n := pl.activate(pl.logger, triggerMemberChange, waiters)
+			n := pl.activate(pl.logger, triggerTemplatesComplete, waiters)
 			pl.logger.V(4).Info("gangpack.members.awaited_changed", "pod", klog.KObj(old), "deleted", cur == nil, "activated", n)
 		}
 	}
@@ -93,7 +95,7 @@ func (pl *GangPack) wakeIncomplete(key, ns, name string) {
 	if rep == nil {
 		return
 	}
-	pl.activate(pl.logger, triggerMemberChange, []*v1.Pod{rep})
+	pl.activate(pl.logger, triggerTemplatesComplete, []*v1.Pod{rep})
 	pl.logger.V(4).Info("gangpack.members.joined_incomplete", "gang", key, "live", n, "activated", klog.KObj(rep))
 }
 
