@@ -616,7 +616,7 @@ func runStoreModel(t *testing.T, data []byte) {
 						cur.Reserved = nil
 						want.Committed, wantMoved, wantChanged = true, true, true
 					}
-					want.Remaining = cur.Remaining
+					want.Remaining, want.GaveBack = cur.Remaining, wantMoved
 					m.pins[gang] = cur
 				}
 			}
@@ -634,10 +634,13 @@ func runStoreModel(t *testing.T, data []byte) {
 				ns = fuzzDomains[cur.Key][cur.Domain]
 			}
 			plan := m.plan(gang, ns, need, variant, rot)
-			ok := s.Reserve(gang, id, plan, m.free.capacity())
+			ok, gaveBack := s.Reserve(gang, id, plan, m.free.capacity())
 			wantOK := pinned && cur.ID == id && cur.Forming() && m.fits(gang, plan)
 			if ok != wantOK {
 				t.Fatalf("%s: Reserve(%d, %v) = %v; model %v", where, id, plan, ok, wantOK)
+			}
+			if ok && gaveBack != givesBack(cur.Reserved, plan) {
+				t.Fatalf("%s: Reserve(%d, %v) gave back %v; model %v", where, id, plan, gaveBack, !gaveBack)
 			}
 			if ok {
 				wantMoved = givesBack(cur.Reserved, plan)

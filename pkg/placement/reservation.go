@@ -195,14 +195,15 @@ func (s *Store) ReservedExcept(gang string) map[string]Reserved {
 }
 
 // Reserve replaces the reservation of the gang's forming commitment when id owns it and the
-// new one fits next to every other gang's. A reservation that gives room back lifts a hold
-// (the generation moves), so pods refused because of it are woken.
-func (s *Store) Reserve(gang string, id uint64, res Reservation, capacity Capacity) bool {
+// new one fits next to every other gang's, and reports whether it did. A reservation that
+// gives room back lifts a hold (the generation moves) and reports gaveBack, so the caller wakes
+// the pods refused because of it.
+func (s *Store) Reserve(gang string, id uint64, res Reservation, capacity Capacity) (ok, gaveBack bool) {
 	s.mu.Lock()
 	c, ok := s.pins[gang]
 	if !ok || c.ID != id || !c.Forming() || !s.fits(gang, res, capacity) {
 		s.mu.Unlock()
-		return false
+		return false, false
 	}
 	shrank := false
 	for n, old := range c.Reserved {
@@ -217,16 +218,16 @@ func (s *Store) Reserve(gang string, id uint64, res Reservation, capacity Capaci
 		s.generation.Add(1)
 	}
 	s.mu.Unlock()
-	return true
+	return true, shrank
 }
 
 // consume takes one member's slot out of the reservation when a member passes Reserve on
 // node: that node's slot if it has one, else one on the node with the most reserved members
-// (ties by name), whose room then returns to everyone. Callers hold s.mu.
-func (s *Store) consume(c *Commitment, node string) {
+// (ties by name), whose room then returns to everyone; it reports that move. Callers hold s.mu.
+func (s *Store) consume(c *Commitment, node string) (moved bool) {
 	if sl, ok := c.Reserved[node]; ok && sl.Count > 0 {
 		s.take(c, node)
-		return
+		return false
 	}
 	best, most := "", 0
 	for n, sl := range c.Reserved {
@@ -237,7 +238,9 @@ func (s *Store) consume(c *Commitment, node string) {
 	if most > 0 {
 		s.take(c, best)
 		s.generation.Add(1)
+		return true
 	}
+	return false
 }
 
 // take removes one member from the node's slot. Callers hold s.mu.

@@ -143,7 +143,7 @@ func TestReservationFits(t *testing.T) {
 					}
 				case "Reserve":
 					b := mustPin(t, s, "ns/b", "k", "d", nil, 3, nil)
-					fits = s.Reserve("ns/b", b.ID, tc.res, tc.capacity)
+					fits, _ = s.Reserve("ns/b", b.ID, tc.res, tc.capacity)
 				}
 				if fits != tc.fits {
 					t.Fatalf("%s: fits = %v, want %v", via, fits, tc.fits)
@@ -171,7 +171,7 @@ func TestDrainConsumesASlot(t *testing.T) {
 	type step struct {
 		node     string
 		reserved placement.Reservation
-		moves    bool // the generation moves
+		moves    bool // the generation moves and the drain reports room given back
 	}
 	mixed := placement.Reservation{
 		"n0": {Count: 2, Each: topology.Resources{gpu: 1}},
@@ -241,8 +241,8 @@ func TestDrainConsumesASlot(t *testing.T) {
 				if len(got.Reserved) != len(st.reserved) || (len(st.reserved) > 0 && !reflect.DeepEqual(got.Reserved, st.reserved)) {
 					t.Fatalf("step %d: Drain(%q) left %v, want %v", i, st.node, got.Reserved, st.reserved)
 				}
-				if moved := s.Generation() != gen; moved != st.moves {
-					t.Fatalf("step %d: Drain(%q) moved the generation: %v, want %v", i, st.node, moved, st.moves)
+				if moved := s.Generation() != gen; moved != st.moves || r.GaveBack != st.moves {
+					t.Fatalf("step %d: Drain(%q) moved the generation: %v, gave back: %v; want %v", i, st.node, moved, r.GaveBack, st.moves)
 				}
 				for _, n := range []string{"n0", "n1", "n2", "n3"} {
 					sl := got.Reserved[n]
@@ -294,8 +294,9 @@ func TestReserveReplaces(t *testing.T) {
 				id++
 			}
 			gen := s.Generation()
-			if ok := s.Reserve("ns/g", id, tc.res, capacity); ok != tc.ok {
-				t.Fatalf("Reserve = %v, want %v", ok, tc.ok)
+			ok, gaveBack := s.Reserve("ns/g", id, tc.res, capacity)
+			if ok != tc.ok || gaveBack != tc.moves {
+				t.Fatalf("Reserve = %v, gave back %v; want %v, %v", ok, gaveBack, tc.ok, tc.moves)
 			}
 			want := old
 			if tc.ok {
@@ -320,12 +321,12 @@ func TestReserveReplaces(t *testing.T) {
 	}
 	t.Run("only a forming commitment it owns", func(t *testing.T) {
 		s := placement.NewStore()
-		if s.Reserve("ns/none", 1, old, capacity) {
+		if ok, _ := s.Reserve("ns/none", 1, old, capacity); ok {
 			t.Fatal("Reserve for an unknown gang")
 		}
 		c := mustPin(t, s, "ns/g", "k", "d", old, 1, capacity)
 		s.Drain("ns/g", c.ID, "x")
-		if s.Reserve("ns/g", c.ID, old, capacity) {
+		if ok, _ := s.Reserve("ns/g", c.ID, old, capacity); ok {
 			t.Fatal("Reserve for a committed gang")
 		}
 		if got, _ := s.Get("ns/g"); got.Reserved != nil || len(s.ReservedOn("x", "").Gangs) != 0 {
@@ -336,7 +337,7 @@ func TestReserveReplaces(t *testing.T) {
 		s := placement.NewStore()
 		c := mustPin(t, s, "ns/g", "k", "d", nil, 2, nil)
 		res := placement.Reservation{"x": {Count: 1, Each: topology.Resources{gpu: 2}}}
-		if !s.Reserve("ns/g", c.ID, res, capacity) {
+		if ok, _ := s.Reserve("ns/g", c.ID, res, capacity); !ok {
 			t.Fatal("Reserve refused")
 		}
 		res["x"].Each[gpu] = 99

@@ -295,6 +295,10 @@ type DrainResult struct {
 	// Committed is true when this drain brought remaining to 0.
 	Committed bool
 	Remaining int
+	// GaveBack is true when reserved room returned to everyone: the drain committed (the hold
+	// lifted) or it consumed a slot of another node than the member's (that node's room is
+	// free again). Pods refused because of the reservation may fit now.
+	GaveBack bool
 }
 
 // Drain decrements remaining of the gang's commitment if id still owns it and it is forming:
@@ -319,12 +323,12 @@ func (s *Store) drain(gang string, id uint64, node string) DrainResult {
 		return DrainResult{Owned: true}
 	}
 	c.Remaining--
-	s.consume(c, node)
+	moved := s.consume(c, node)
 	if c.Remaining == 0 {
 		s.unhold(c)
-		return DrainResult{Owned: true, Committed: true}
+		return DrainResult{Owned: true, Committed: true, GaveBack: true}
 	}
-	return DrainResult{Owned: true, Remaining: c.Remaining}
+	return DrainResult{Owned: true, Remaining: c.Remaining, GaveBack: moved}
 }
 
 // Committed reports whether id owns the gang's commitment, and whether it is committed

@@ -359,7 +359,7 @@ func TestDrain(t *testing.T) {
 	}{
 		{"n0", placement.DrainResult{Owned: true, Remaining: 2}, slots(1, 1, "n0", "n1")},
 		{"n1", placement.DrainResult{Owned: true, Remaining: 1}, slots(1, 1, "n0")},
-		{"n0", placement.DrainResult{Owned: true, Committed: true, Remaining: 0}, nil},
+		{"n0", placement.DrainResult{Owned: true, Committed: true, Remaining: 0, GaveBack: true}, nil},
 		{"n0", placement.DrainResult{Owned: true}, nil},
 		{"n1", placement.DrainResult{Owned: true}, nil},
 	}

@@ -45,7 +45,7 @@ func TestPermitGuardNearWaiterDeadline(t *testing.T) {
 			nodes := []*v1.Node{testNode("a0", "a", 1), testNode("a1", "a", 1)}
 			m0, m1 := gangMember("g-0", "g", 1), gangMember("g-1", "g", 1)
 			w := newWorld(t, nil, nodes, []*v1.Pod{m0, m1}, podGroup("g", 2))
-			w.pl.after = func(time.Duration, func()) {}
+			w.pl.after = func(time.Duration, func()) func() { return func() {} }
 			start := time.Now()
 			w.pl.now = func() time.Time { return start }
 			if st := w.mustPin(m0).reserveOn("a0"); st.Code() != fwk.Wait {

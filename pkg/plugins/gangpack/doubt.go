@@ -16,8 +16,8 @@ const maxDoubt = 30 * time.Second
 // bindsInDoubt remembers the nodes of pods whose binding failed after Permit admitted them.
 // A bind request may reach the API server although the scheduler saw an error (a cut
 // connection): the scheduler's cache then forgets the pod while the node holds it, and the
-// next pod could be placed on the same room. Until the pod informer reports the pod again
-// (bound, or updated after the failure) or maxDoubt passes, no other pod may use that node.
+// next pod could be placed on the same room. Until the pod informer shows the bind's outcome
+// (the pod bound, deleted or replaced) or maxDoubt passes, no other pod may use that node.
 type bindsInDoubt struct {
 	mu       sync.Mutex
 	admitted map[types.UID]struct{} // past Permit, not yet bound or unreserved
@@ -71,8 +71,8 @@ func (b *bindsInDoubt) unreserved(uid types.UID, node string, now time.Time) boo
 	return true
 }
 
-// resolve ends the doubt about a pod (the informer reported it); it reports whether there
-// was one.
+// resolve ends the doubt about a pod (its bind outcome is known, or maxDoubt passed); it
+// reports whether there was one.
 func (b *bindsInDoubt) resolve(uid types.UID) bool {
 	b.mu.Lock()
 	defer b.mu.Unlock()
@@ -108,31 +108,70 @@ func (b *bindsInDoubt) blocks(node string, uid types.UID, now time.Time) bool {
 	return false
 }
 
-// prune forgets doubts older than maxDoubt (GC).
-func (b *bindsInDoubt) prune(now time.Time) {
+// prune forgets doubts older than maxDoubt (GC) and reports whether it forgot any.
+func (b *bindsInDoubt) prune(now time.Time) bool {
 	b.mu.Lock()
 	defer b.mu.Unlock()
+	pruned := false
 	for uid, node := range b.nodeOf {
 		if now.Sub(b.byNode[node][uid]) >= maxDoubt {
 			b.forgetLocked(uid, node)
+			pruned = true
 		}
+	}
+	return pruned
+}
+
+// watchDoubts ends a doubt when the pod informer shows the bind's outcome, and wakes the pods
+// refused meanwhile.
+func (gs *gangs) watchDoubts(inf cache.SharedIndexInformer) error {
+	_, err := inf.AddEventHandler(gs.doubtEvents())
+	return err
+}
+
+// doubtEvents is the pod event handler of the doubts. Only an event that shows the outcome of
+// the bind ends a doubt: the pod bound (spec.nodeName set), deleted, or replaced by a pod of
+// another UID. Any other update (a status patch, the nominatedNodeName patch sent before the
+// bind) may have been written before the bind request reached the API server, so it proves
+// nothing; the doubt then lasts until maxDoubt.
+func (gs *gangs) doubtEvents() cache.ResourceEventHandlerFuncs {
+	return cache.ResourceEventHandlerFuncs{
+		UpdateFunc: func(oldObj, newObj any) {
+			old, ok1 := oldObj.(*v1.Pod)
+			cur, ok2 := newObj.(*v1.Pod)
+			switch {
+			case !ok1 || !ok2:
+			case old.UID != cur.UID:
+				gs.endDoubt(old.UID)
+			case cur.Spec.NodeName != "":
+				gs.endDoubt(cur.UID)
+			}
+		},
+		DeleteFunc: func(obj any) {
+			if d, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+				obj = d.Obj
+			}
+			if p, ok := obj.(*v1.Pod); ok {
+				gs.endDoubt(p.UID)
+			}
+		},
 	}
 }
 
-// watchDoubts resolves a doubt whenever the pod informer reports the pod again, and wakes
-// the pods refused meanwhile.
-func (gs *gangs) watchDoubts(inf cache.SharedIndexInformer) error {
-	resolve := func(obj any) {
-		if d, ok := obj.(cache.DeletedFinalStateUnknown); ok {
-			obj = d.Obj
-		}
-		if p, ok := obj.(*v1.Pod); ok && gs.doubts.resolve(p.UID) {
+// doubtBegan starts the timer that ends the pod's doubt at maxDoubt: refused pods are woken
+// then, even when no event about the pod arrives.
+func (gs *gangs) doubtBegan(uid types.UID) {
+	gs.doubtTimers.start(uid, gs.now().Add(maxDoubt), maxDoubt, gs.after, func() {
+		if gs.doubts.resolve(uid) {
 			gs.wakeBlocked(gs.logger)
 		}
-	}
-	_, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
-		UpdateFunc: func(_, obj any) { resolve(obj) },
-		DeleteFunc: resolve,
 	})
-	return err
+}
+
+// endDoubt ends the doubt about the pod, if any, and wakes the pods refused meanwhile.
+func (gs *gangs) endDoubt(uid types.UID) {
+	gs.doubtTimers.stop(uid)
+	if gs.doubts.resolve(uid) {
+		gs.wakeBlocked(gs.logger)
+	}
 }

@@ -36,7 +36,7 @@ func (pl *GangPack) gcOnce(logger klog.Logger) {
 	pl.waits.prune(pl.members.pending)
 	for _, k := range pl.failed.Gangs() {
 		if _, ok := liveGangs[k]; !ok {
-			pl.failed.ClearGang(k)
+			pl.forgetFailed(k, "")
 		}
 	}
 	for _, p := range pl.blocked.snapshot() {
@@ -47,7 +47,9 @@ func (pl *GangPack) gcOnce(logger klog.Logger) {
 	pl.pruneGroups()
 	pl.quality.pruneParked(pl.gangPending)
 	pl.quality.forgetStaleKeys(pl.store, time.Now())
-	pl.doubts.prune(time.Now())
+	if pl.doubts.prune(time.Now()) {
+		pl.wakeBlocked(logger)
+	}
 	pl.reserved.prune(pl.members.pending)
 	synced := pl.podGroups != nil && pl.podGroups.synced()
 	for _, c := range pl.store.List() {
@@ -63,7 +65,7 @@ func (pl *GangPack) gcOnce(logger klog.Logger) {
 		}
 		if stale {
 			pl.unwind(logger, c.Gang, c.ID, causeGC, false)
-			pl.failed.ClearGang(c.Gang)
+			pl.forgetFailed(c.Gang, "")
 		}
 	}
 }

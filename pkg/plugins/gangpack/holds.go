@@ -11,40 +11,67 @@ import (
 // pods cannot use, so it ends at the gang's effective timeout at the latest, whatever created
 // it and whatever happens to the cycle that created it (a cycle that ends in an error runs no
 // PostFilter; another plugin's PostFilter may succeed first; a gang whose last member never
-// fits never reaches Permit).
+// fits never reaches Permit). The timer lives only as long as the attempt: holdEnded stops it.
 func (gs *gangs) pinned(c placement.Commitment, info gangInfo) {
 	if !c.Forming() || info.Timeout <= 0 {
 		return
 	}
-	gs.deadlines.set(c.ID, gs.now().Add(info.Timeout))
-	gs.after(info.Timeout, func() {
-		gs.deadlines.forget(c.ID)
-		gs.expire(gs.logger, c.Gang, c.ID, info)
+	gang, id := c.Gang, c.ID
+	gs.deadlines.start(id, gs.now().Add(info.Timeout), info.Timeout, gs.after, func() {
+		gs.expire(gs.logger, gang, id, info)
 	})
+}
+
+// holdEnded is called whenever an attempt stops forming (it committed, or it was released,
+// unwound or expired): its expiry timer is stopped and its deadline forgotten.
+func (gs *gangs) holdEnded(id uint64) {
+	gs.deadlines.stop(id)
+}
+
+// restKey names one resting domain of one gang.
+type restKey struct {
+	gang   string
+	domain placement.DomainRef
 }
 
 // expire ends a reservation that outlived its deadline: the attempt is unwound (its waiters,
 // if any, are rejected) and its domain rests for another timeout: the gang does not reserve
 // there again before then, even when no other domain fits, so a gang that never becomes
-// ready cannot keep room reserved by renewing. When the rest ends the gang is woken. A
-// commitment that committed meanwhile is kept; expire reports whether it released one.
+// ready cannot keep room reserved by renewing. Every live unbound member of the gang is woken,
+// not only the rejected waiters: a member parked for another reason may fit another domain
+// now. When the rest ends the gang is woken again. A commitment that committed meanwhile is
+// kept; expire reports whether it released one.
 func (gs *gangs) expire(logger klog.Logger, gang string, id uint64, info gangInfo) bool {
 	res := gs.unwindWith(logger, gs.store.Expire, gang, id, causeExpired, true)
 	if !res.released {
 		return false
 	}
 	c := res.commitment
-	gs.failed.Rest(info.owner(), placement.DomainRef{Key: c.Key, Value: c.Domain}, gs.now().Add(info.Timeout))
-	gs.after(info.Timeout, func() {
+	domain := placement.DomainRef{Key: c.Key, Value: c.Domain}
+	until := gs.now().Add(info.Timeout)
+	gs.failed.Rest(info.owner(), domain, until)
+	gs.rests.start(restKey{gang: gang, domain: domain}, until, info.Timeout, gs.after, func() {
 		gs.activateGang(gs.logger, triggerReservationReleased, info.Namespace, info.Name, "")
 	})
+	gs.activateGang(logger, triggerReservationReleased, info.Namespace, info.Name, "")
 	return true
 }
 
+// forgetFailed forgets the failed and resting domains of the gang (of owner only, when owner
+// is not empty) and stops the timers that would wake it when those rests end.
+func (gs *gangs) forgetFailed(gang, owner string) {
+	if owner == "" {
+		gs.failed.ClearGang(gang)
+	} else {
+		gs.failed.Clear(placement.GangOwner{Gang: gang, Owner: owner})
+	}
+	gs.rests.stopWhere(func(k restKey) bool { return k.gang == gang })
+}
+
 // unreserved is Unreserve's unwind of a member's attempt. kube-scheduler's own Permit timeout
-// has the gang's timeout too and starts a cycle after the pin, so it may end the attempt
-// before the expiry timer fires: an attempt still forming at or past its deadline is expired
-// (its domain rests) rather than merely unwound, whichever timer came first.
+// has the gang's (capped) timeout too and starts a cycle after the pin, so it may end the
+// attempt before the expiry timer fires: an attempt still forming at or past its deadline is
+// expired (its domain rests) rather than merely unwound, whichever timer came first.
 func (gs *gangs) unreserved(logger klog.Logger, pin *pinState) {
 	if gs.deadlines.reached(pin.ID, gs.now()) && gs.expire(logger, pin.Gang.Key, pin.ID, pin.Gang) {
 		return

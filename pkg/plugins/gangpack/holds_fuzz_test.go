@@ -21,11 +21,12 @@ type timers struct {
 	n   int
 }
 
-func (tm *timers) after(_ time.Duration, f func()) {
+func (tm *timers) after(_ time.Duration, f func()) func() {
 	tm.mu.Lock()
 	tm.due = append(tm.due, f)
 	tm.n++
 	tm.mu.Unlock()
+	return func() {}
 }
 
 // fire runs every recorded deadline.

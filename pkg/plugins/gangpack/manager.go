@@ -5,6 +5,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
 
@@ -41,17 +42,19 @@ type gangs struct {
 	// partners pinned together (partners_permit.go).
 	groupsWaiting *groupStates
 	groups        *groupRecords
-	quality       *qualityTracker // per-domain series and pending gangs of the quality gauges
-	doubts        *bindsInDoubt   // nodes of pods whose binding failed after admission
-	domains       *domainIndex    // topology key → domain → node names, from node events (nil: scan)
-	preempted     *preemptions    // victims each preemptor waits on
-	deadlines     *deadlineMap    // attempt id → when its reservation reaches the gang's timeout
-	plans         *planCache      // per-domain plans of recent gang signatures (plancache.go)
+	quality       *qualityTracker      // per-domain series and pending gangs of the quality gauges
+	doubts        *bindsInDoubt        // nodes of pods whose binding failed after admission
+	domains       *domainIndex         // topology key → domain → node names, from node events (nil: scan)
+	preempted     *preemptions         // victims each preemptor waits on
+	deadlines     *timerSet[uint64]    // attempt id → its hold's expiry timer, until the attempt ends
+	rests         *timerSet[restKey]   // resting domain of a gang → the timer that wakes it at the rest's end
+	doubtTimers   *timerSet[types.UID] // pod in doubt → the timer that ends the doubt at maxDoubt
+	plans         *planCache           // per-domain plans of recent gang signatures (plancache.go)
 
 	// active is set by the first PreFilter: a standby replica makes no activations.
 	active atomic.Bool
 	// after runs f once d has passed (time.AfterFunc; tests drive it by hand).
-	after func(d time.Duration, f func())
+	after afterFunc
 	// now is the clock of deadlines and rests (tests move it by hand).
 	now func() time.Time
 }
@@ -76,9 +79,11 @@ func newGangs(ctx context.Context, h fwk.Handle, ml *memberLister) *gangs {
 		quality:       newQualityTracker(),
 		doubts:        newBindsInDoubt(),
 		preempted:     newPreemptions(),
-		deadlines:     newDeadlineMap(),
+		deadlines:     newTimerSet[uint64](),
+		rests:         newTimerSet[restKey](),
+		doubtTimers:   newTimerSet[types.UID](),
 		plans:         newPlanCache(),
-		after:         func(d time.Duration, f func()) { time.AfterFunc(d, f) },
+		after:         realAfter,
 		now:           time.Now,
 	}
 	gs.store.SetOnChange(gs.pinsChanged)

@@ -22,7 +22,7 @@ func TestPartnerGroupExpiryCascades(t *testing.T) {
 	w := newWorld(t, groupArgs(), nodes, slices.Concat(a, b),
 		partnerPG("a", 2, "grp", "2", ""), partnerPG("b", 2, "grp", "2", ""))
 	var timers []func()
-	w.pl.after = func(_ time.Duration, f func()) { timers = append(timers, f) }
+	w.pl.after = func(_ time.Duration, f func()) func() { timers = append(timers, f); return func() {} }
 	waiters, st, _ := w.formGroup(a)
 	if st.Code() != fwk.Wait || len(waiters) != 2 {
 		t.Fatalf("a-1 Permit %v with %d waiters; want Wait (b forming) and 2", st, len(waiters))

@@ -63,16 +63,13 @@ func (pl *GangPack) Permit(ctx context.Context, cs fwk.CycleState, pod *v1.Pod, 
 // admitted (waitEndsSoon).
 const permitDeadlineMargin = time.Second
 
-// maxPermitWait is kube-scheduler's cap on any Permit wait.
-const maxPermitWait = 15 * time.Minute
-
 // waitEndsSoon reports whether a member waiting under the pin's attempt reaches the end of its
 // Permit wait within permitDeadlineMargin. kube-scheduler's timer rejects such a member on its
 // own, possibly while the completing member allows the others, which would bind part of the
 // gang; refusing the completing member instead unwinds the whole attempt (its Unreserve). The
 // wait is measured from the waiter's Permit, a little before kube-scheduler starts its timer.
 func (gs *gangs) waitEndsSoon(pin *pinState) bool {
-	limit := gs.now().Add(permitDeadlineMargin - min(pin.Gang.Timeout, maxPermitWait))
+	limit := gs.now().Add(permitDeadlineMargin - pin.Gang.Timeout)
 	soon := false
 	gs.forEachWaiter(pin.Gang.Key, pin.ID, func(wp fwk.WaitingPod) {
 		if at, ok := gs.attempts.since(podKey(wp.GetPod()), pin.ID); ok && !at.After(limit) {

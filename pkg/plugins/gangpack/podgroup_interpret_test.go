@@ -48,6 +48,8 @@ func TestInterpretPodGroup(t *testing.T) {
 	noDefault.DefaultPermitTimeoutSeconds = nil
 	withFallback := chartArgs()
 	withFallback.TopologyKey = "topology.ome.io/domain"
+	hugeDefault := chartArgs()
+	hugeDefault.DefaultPermitTimeoutSeconds = ptr.To[int64](9223372036)
 	for _, tc := range []struct {
 		name    string
 		args    *Args
@@ -76,7 +78,9 @@ func TestInterpretPodGroup(t *testing.T) {
 		{"zero PodGroup timeout falls back", noFallback, member(nil), group(2, key, nil, ptr.To[int32](0)), fwk.Success, "", "nvidia.com/gpu.clique", 600 * time.Second},
 		{"negative PodGroup timeout without default", noDefault, member(nil), group(2, key, nil, ptr.To[int32](-1)), fwk.UnschedulableAndUnresolvable, "PodGroup ns/g must set scheduleTimeoutSeconds or the scheduler must configure defaultPermitTimeoutSeconds", "", 0},
 		{"PodGroup timeout wins", noFallback, member(nil), group(2, key, nil, ptr.To[int32](30)), fwk.Success, "", "nvidia.com/gpu.clique", 30 * time.Second},
-		{"huge PodGroup timeout", noFallback, member(nil), group(2, key, nil, ptr.To[int32](math.MaxInt32)), fwk.Success, "", "nvidia.com/gpu.clique", math.MaxInt32 * time.Second},
+		{"huge PodGroup timeout capped at kube-scheduler's Permit cap", noFallback, member(nil), group(2, key, nil, ptr.To[int32](math.MaxInt32)), fwk.Success, "", "nvidia.com/gpu.clique", 15 * time.Minute},
+		{"largest default capped too", hugeDefault, member(nil), group(2, key, nil, nil), fwk.Success, "", "nvidia.com/gpu.clique", 15 * time.Minute},
+		{"PodGroup timeout just under the cap", noFallback, member(nil), group(2, key, nil, ptr.To[int32](899)), fwk.Success, "", "nvidia.com/gpu.clique", 899 * time.Second},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			info, st := interpretPodGroup(tc.args, tc.pod, tc.pg)

@@ -28,7 +28,7 @@ func (pl *GangPack) PreFilter(ctx context.Context, cs fwk.CycleState, pod *v1.Po
 	pg, err := pl.podGroups.get(pod.Namespace, name)
 	if err != nil || pg == nil {
 		pl.unwind(logger, key, placement.AnyID, causePodGroupMissing, false)
-		pl.failed.ClearGang(key)
+		pl.forgetFailed(key, "")
 		return nil, fwk.NewStatus(fwk.Unschedulable, msgNotResolvable(pod.Namespace, name))
 	}
 	info, st := interpretPodGroup(pl.args, pod, pg)
@@ -85,15 +85,23 @@ func topologyKeyOf(args *Args, pg *schedv1alpha1.PodGroup) string {
 	return args.TopologyKey
 }
 
-// effectiveTimeout is scheduleTimeoutSeconds when set and positive, else the default.
+// maxPermitWait is kube-scheduler's cap on every Permit wait: a waiter is rejected after at
+// most this long, whatever timeout Permit returned.
+const maxPermitWait = 15 * time.Minute
+
+// effectiveTimeout is scheduleTimeoutSeconds when set and positive, else the default, capped
+// at maxPermitWait. The cap keeps the hold deadline, the Permit wait and the rest one length:
+// an attempt that kube-scheduler's own Permit timer ends is then always at its deadline, so it
+// expires and its domain rests, instead of re-reserving the same domain as an ordinary unwind.
 func effectiveTimeout(pgSeconds *int32, def *int64) time.Duration {
-	if pgSeconds != nil && *pgSeconds > 0 {
-		return time.Duration(*pgSeconds) * time.Second
+	var d time.Duration
+	switch {
+	case pgSeconds != nil && *pgSeconds > 0:
+		d = time.Duration(*pgSeconds) * time.Second
+	case def != nil && *def > 0:
+		d = time.Duration(*def) * time.Second
 	}
-	if def != nil && *def > 0 {
-		return time.Duration(*def) * time.Second
-	}
-	return 0
+	return min(d, maxPermitWait)
 }
 
 // PreFilterExtensions returns nil: no incremental AddPod/RemovePod.

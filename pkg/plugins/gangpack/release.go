@@ -56,6 +56,7 @@ func (gs *gangs) unwindWith(logger klog.Logger, release releaser, gang string, i
 		return res
 	}
 	res.released, res.commitment = true, c
+	gs.holdEnded(c.ID)
 	unwindTotal.Inc()
 	logger.V(4).Info("gangpack.unwind", "gang", c.Gang, "domain", c.Domain, "cause", cause, "rejectedWaiters", res.rejected)
 	gs.cascade(logger, gang, c.ID, cause)
@@ -66,7 +67,8 @@ func (gs *gangs) unwindWith(logger klog.Logger, release releaser, gang string, i
 // releaseSilently is the silent release of a pin nobody waits under: no waiter rejection, no
 // unwind count.
 func (gs *gangs) releaseSilently(logger klog.Logger, gang string, id uint64) {
-	if _, ok := gs.store.Release(gang, id, nil); ok {
+	if c, ok := gs.store.Release(gang, id, nil); ok {
+		gs.holdEnded(c.ID)
 		gs.wakeBlocked(logger)
 	}
 }

@@ -264,6 +264,6 @@ func timedGang(t *testing.T) (*world, *v1.Pod, *[]func()) {
 	pg.Spec.ScheduleTimeoutSeconds = ptr.To[int32](1)
 	w := newWorld(t, nil, nodes, []*v1.Pod{m0, m1}, pg)
 	timers := &[]func(){}
-	w.pl.after = func(_ time.Duration, f func()) { *timers = append(*timers, f) }
+	w.pl.after = func(_ time.Duration, f func()) func() { *timers = append(*timers, f); return func() {} }
 	return w, m0, timers
 }

@@ -10,7 +10,8 @@ import (
 )
 
 // Reserve records the member's node, pins a deferred plan to the selected node's domain, then
-// drains the commitment; the drain that commits the gang lifts its hold.
+// drains the commitment; the drain that commits the gang lifts its hold. Room the drain gives
+// back (the hold lifted, or a slot of another node consumed) wakes the pods it refused.
 func (pl *GangPack) Reserve(ctx context.Context, cs fwk.CycleState, pod *v1.Pod, nodeName string) *fwk.Status {
 	logger := klog.FromContext(ctx)
 	if _, _, member := gangOf(pod); member {
@@ -27,9 +28,13 @@ func (pl *GangPack) Reserve(ctx context.Context, cs fwk.CycleState, pod *v1.Pod,
 			return st
 		}
 	}
-	if r := pl.store.Drain(pin.Gang.Key, pin.ID, nodeName); r.Committed {
+	r := pl.store.Drain(pin.Gang.Key, pin.ID, nodeName)
+	if r.Committed {
 		markFormed(cs)
-		pl.failed.Clear(pin.Gang.owner())
+		pl.holdEnded(pin.ID)
+		pl.forgetFailed(pin.Gang.Key, pin.Gang.UID)
+	}
+	if r.GaveBack {
 		pl.wakeBlocked(logger)
 	}
 	return nil
@@ -46,6 +51,7 @@ func (pl *GangPack) Unreserve(ctx context.Context, cs fwk.CycleState, pod *v1.Po
 	pl.attempts.forget(podKey(pod))
 	pl.reserved.forget(pod.UID)
 	if pl.doubts.unreserved(pod.UID, nodeName, time.Now()) {
+		pl.doubtBegan(pod.UID)
 		klog.FromContext(ctx).V(4).Info("gangpack.Unreserve.bind_in_doubt", "pod", klog.KObj(pod), "node", nodeName)
 	}
 }

@@ -33,6 +33,8 @@ type pinDecision struct {
 	clearOwner bool
 	// msg is the status text when members waiting under the pin were rejected.
 	msg string
+	// remaining, when above the kept pin's, is what its remaining must be raised to.
+	remaining int
 }
 
 // revalidate checks the gang's existing pin against what the cluster says now. It returns the
@@ -45,6 +47,9 @@ func (p *planner) revalidate() (*placement.Commitment, *fwk.Status) {
 	}
 	d := p.checkPin(c)
 	if d.keep {
+		if d.remaining > c.Remaining {
+			p.regrow(&c, d.remaining)
+		}
 		return &c, nil
 	}
 	return nil, p.pl.dropPin(p.logger, c, d)
@@ -62,6 +67,11 @@ func (p *planner) checkPin(c placement.Commitment) pinDecision {
 		return pinDecision{cause: causeMinMemberChange, msg: msgMinMemberReleased(key)}
 	case p.memberOutside(c.Domain) || p.outsideWithin(c.Within):
 		return pinDecision{cause: causeStalePin, stale: staleMemberMoved, msg: msgStaleReleased(c.Domain, key)}
+	case c.Forming() && p.waiterNodeGone(c.ID):
+		// Admitting the waiter would bind it to a node that no longer exists. Rejecting only
+		// that waiter would not save the attempt (its Unreserve unwinds it), so the attempt is
+		// unwound here, at once, and the gang re-plans from the members still placed.
+		return pinDecision{cause: causeStalePin, stale: staleMemberMoved, msg: msgStaleReleased(c.Domain, key)}
 	case !c.Forming() && len(p.placed) < info.MinMember:
 		// A committed gang that lost members forms again: its pin is replanned from the
 		// members still placed (a Terminating member is not one).
@@ -71,7 +81,47 @@ func (p *planner) checkPin(c placement.Commitment) pinDecision {
 		}
 		return d
 	}
+	// A forming gang keeps placed + remaining ≥ minMember: a member placed under the attempt
+	// that went away (Terminating, failed, its node gone) must be replaced before the gang
+	// commits, or the drains still counted would commit it short.
+	if need := info.MinMember - len(p.placed); c.Forming() && need > c.Remaining {
+		return pinDecision{keep: true, remaining: need}
+	}
 	return pinDecision{keep: true}
+}
+
+// regrow raises the kept forming pin's remaining to the members the gang still needs.
+func (p *planner) regrow(c *placement.Commitment, remaining int) {
+	grown, ok := p.pl.store.Regrow(c.Gang, c.ID, remaining)
+	if !ok {
+		return
+	}
+	p.logger.V(4).Info("gangpack.pinGang.member_lost", "pod", klog.KObj(p.pod), "gang", c.Gang, "domain", c.Domain,
+		"placed", len(p.placed), "oldRemaining", c.Remaining, "remaining", grown.Remaining)
+	*c = grown
+}
+
+// waiterNodeGone reports a member waiting at Permit under attempt id whose node is no longer
+// in the snapshot (the node was deleted).
+func (p *planner) waiterNodeGone(id uint64) bool {
+	pods, err := p.pl.members.list(p.info.Namespace, p.info.Name)
+	if err != nil {
+		return false
+	}
+	infos := p.pl.handle.SnapshotSharedLister().NodeInfos()
+	for _, q := range pods {
+		if got, ok := p.pl.attempts.get(podKey(q)); !ok || got != id || q.Spec.NodeName != "" {
+			continue
+		}
+		node, ok := p.pl.reserved.get(q.UID)
+		if !ok {
+			continue
+		}
+		if ni, err := infos.Get(node); err != nil || ni.Node() == nil {
+			return true
+		}
+	}
+	return false
 }
 
 // memberOutside reports a live placed member whose node is not (or no longer) in domain: a
@@ -120,7 +170,7 @@ func (gs *gangs) dropPin(logger klog.Logger, c placement.Commitment, d pinDecisi
 		gs.releaseSilently(logger, c.Gang, c.ID)
 	}
 	if d.clearOwner {
-		gs.failed.Clear(placement.GangOwner{Gang: c.Gang, Owner: c.Owner})
+		gs.forgetFailed(c.Gang, c.Owner)
 	}
 	if waiters {
 		return fwk.NewStatus(fwk.Unschedulable, d.msg)

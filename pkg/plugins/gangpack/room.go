@@ -121,9 +121,14 @@ func (p *planner) reReserve(c *placement.Commitment) {
 	if res.Members() == c.Reserved.Members() && sameNodes(res, c.Reserved) {
 		return
 	}
-	if ok := p.pl.store.Reserve(c.Gang, c.ID, res, p.capacity()); ok {
-		c.Reserved = res
-		p.logger.V(5).Info("gangpack.pinGang.reserve", "pod", klog.KObj(p.pod), "gang", c.Gang, "domain", c.Domain, "members", res.Members(), "nodes", len(res))
+	ok, gaveBack := p.pl.store.Reserve(c.Gang, c.ID, res, p.capacity())
+	if !ok {
+		return
+	}
+	c.Reserved = res
+	p.logger.V(5).Info("gangpack.pinGang.reserve", "pod", klog.KObj(p.pod), "gang", c.Gang, "domain", c.Domain, "members", res.Members(), "nodes", len(res))
+	if gaveBack {
+		p.pl.wakeBlocked(p.logger)
 	}
 }
 

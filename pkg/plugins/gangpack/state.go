@@ -152,35 +152,6 @@ func readState[T fwk.StateData](cs fwk.CycleState, key fwk.StateKey) (T, bool) {
 	return t, ok
 }
 
-// deadlineMap records, per attempt id, when its forming reservation reaches the gang's
-// timeout (holds.go).
-type deadlineMap struct {
-	mu sync.Mutex
-	m  map[uint64]time.Time
-}
-
-func newDeadlineMap() *deadlineMap { return &deadlineMap{m: map[uint64]time.Time{}} }
-
-func (d *deadlineMap) set(id uint64, at time.Time) {
-	d.mu.Lock()
-	d.m[id] = at
-	d.mu.Unlock()
-}
-
-func (d *deadlineMap) forget(id uint64) {
-	d.mu.Lock()
-	delete(d.m, id)
-	d.mu.Unlock()
-}
-
-// reached reports whether attempt id has a deadline and now is at or past it.
-func (d *deadlineMap) reached(id uint64, now time.Time) bool {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	at, ok := d.m[id]
-	return ok && !now.Before(at)
-}
-
 func (s *keySet) has(k string) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
