@@ -120,6 +120,7 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzPodGroupInterpretation$$' -fuzztime $(FUZZTIME) ./pkg/plugins/gangpack/
 	$(GO) test -run '^$$' -fuzz '^FuzzHoldsHaveDeadlines$$' -fuzztime $(FUZZTIME) ./pkg/plugins/gangpack/
 	$(GO) test -run '^$$' -fuzz '^FuzzPlanCacheMatchesScratch$$' -fuzztime $(FUZZTIME) ./pkg/plugins/gangpack/
+	$(GO) test -run '^$$' -fuzz '^FuzzCompose$$' -fuzztime $(FUZZTIME) ./pkg/plugins/gangpack/
 
 ## vuln: govulncheck from the Go module proxy (needs the vulnerability database, which this
 ## network does not reach: run it where vuln.go.dev is reachable)

@@ -1,0 +1,415 @@
+package gangpack
+
+import (
+	"context"
+	"fmt"
+	"math/rand"
+	"sort"
+	"testing"
+	"time"
+
+	"github.com/go-logr/logr"
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes/fake"
+	k8stesting "k8s.io/client-go/testing"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/klog/v2"
+	fwk "k8s.io/kube-scheduler/framework"
+	schedcache "k8s.io/kubernetes/pkg/scheduler/backend/cache"
+	"k8s.io/utils/ptr"
+
+	schedv1alpha1 "sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
+	pglisters "sigs.k8s.io/scheduler-plugins/pkg/generated/listers/scheduling/v1alpha1"
+)
+
+// The simulated cluster of the composition test: nodes, PodGroups and pods as the API server
+// holds them, the scheduling queue and the scheduler cache (assumed pods) as kube-scheduler
+// keeps them, and an injected clock whose timers fire only when the simulator advances it.
+// The plugin is the real one; everything around it is a small, deterministic model.
+
+// podState is where a pod is in the simulated scheduler.
+type podState int
+
+const (
+	stGated       podState = iota // scheduling gates: PreEnqueue keeps it out of the queue
+	stActive                      // in the active (or backoff) queue
+	stParked                      // in the unschedulable pool until an event, hint or activation
+	stWaiting                     // assumed, waiting at Permit
+	stAllowed                     // assumed, admitted by Permit, not bound yet
+	stBound                       // bound (spec.nodeName set)
+	stTerminating                 // bound and being deleted gracefully
+	stGone                        // deleted
+)
+
+// maxPermitWait is kube-scheduler's cap on any Permit wait.
+const maxPermitWait = 15 * time.Minute
+
+// notReadyTaint is the taint the node lifecycle controller puts on a NotReady node.
+const notReadyTaint = "node.kubernetes.io/not-ready"
+
+// simPod is one pod and what the simulated scheduler knows about it.
+type simPod struct {
+	pod    *v1.Pod
+	state  podState
+	node   string            // assumed or bound node
+	placed map[string]string // node labels (clique, zone) when the pod was assumed there
+	cs     fwk.CycleState
+	waiter *fakeWaiter
+	// deadline is the framework's Permit timeout; goneAt ends a graceful deletion.
+	deadline, goneAt time.Time
+	// byGang and byFit record which plugins rejected the pod (its queueing hints).
+	byGang, byFit bool
+	// woken records an activation or hinted event while the pod was in flight.
+	woken bool
+	// failures and backoff model the backoff queue: a failed pod moved by an event waits
+	// until backoff (1 s doubling to 10 s); an activation skips it.
+	failures int
+	backoff  time.Time
+}
+
+func (sp *simPod) assumed() bool { return sp.state == stWaiting || sp.state == stAllowed }
+
+// onNode reports whether the pod occupies its node (assumed, bound or terminating).
+func (sp *simPod) onNode() bool {
+	return sp.assumed() || sp.state == stBound || sp.state == stTerminating
+}
+
+// simTimer is a callback the plugin queued through gangs.after, or a GC tick.
+type simTimer struct {
+	at  time.Time
+	seq int
+	gen int // the plugin instance that queued it: a restart drops the old ones
+	f   func()
+}
+
+// sim is one simulated cluster with one plugin instance at a time.
+type sim struct {
+	t      testing.TB
+	rng    *rand.Rand
+	now    time.Time
+	nodes  []*v1.Node
+	pods   []*simPod
+	pgs    []*schedv1alpha1.PodGroup
+	timers []simTimer
+	seq    int
+
+	gen    int
+	ctx    context.Context
+	cancel context.CancelFunc
+	pl     *GangPack
+	h      *fakeHandle
+	client *fake.Clientset
+	podInf cache.SharedIndexInformer
+	pgIdx  cache.Indexer
+	// doubts is the plugin's pod-informer handler for bindings in doubt.
+	doubts    cache.ResourceEventHandler
+	eventSeen int
+	nextName  int
+	chk       *checker
+	// cycle is the pod in its scheduling cycle; trace, when not nil, collects what happened.
+	cycle *simPod
+	trace []string
+}
+
+func (s *sim) tracef(format string, args ...any) {
+	if s.trace != nil {
+		s.trace = append(s.trace, fmt.Sprintf("%s ", s.now.Sub(time.Unix(1_000_000, 0)))+fmt.Sprintf(format, args...))
+	}
+}
+
+// captureInformer records the handlers the plugin registers on the pod informer, so the
+// simulator can deliver pod events to them; its store is the real informer's.
+type captureInformer struct {
+	cache.SharedIndexInformer
+	handlers []cache.ResourceEventHandler
+}
+
+func (c *captureInformer) AddEventHandler(h cache.ResourceEventHandler) (cache.ResourceEventHandlerRegistration, error) {
+	c.handlers = append(c.handlers, h)
+	return nil, nil
+}
+
+// syncedInformer is a PodGroup informer that has synced (the lister is the simulator's).
+type syncedInformer struct{ cache.SharedIndexInformer }
+
+func (syncedInformer) HasSynced() bool { return true }
+
+func composeArgs() *Args {
+	a := testArgs()
+	a.PlacementGroupLabel = testGroupLabel
+	a.Preemption = true
+	return a
+}
+
+func newSim(t testing.TB, seed int64) *sim {
+	s := &sim{t: t, rng: rand.New(rand.NewSource(seed)), now: time.Unix(1_000_000, 0)}
+	// The API client only takes the preemption's status patches and deletions (the
+	// simulator applies them from the Preempted events): a tracker per sequence costs more
+	// than the whole sequence.
+	s.client = fake.NewClientset()
+	s.client.PrependReactor("*", "pods", func(k8stesting.Action) (bool, runtime.Object, error) {
+		return true, &v1.Pod{}, nil
+	})
+	factory := informers.NewSharedInformerFactory(s.client, 0)
+	s.podInf = factory.Core().V1().Pods().Informer()
+	s.pgIdx = cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc})
+	s.chk = newChecker(s)
+	s.start(factory)
+	return s
+}
+
+// start builds a fresh plugin instance over the API state (a scheduler process start).
+func (s *sim) start(factory informers.SharedInformerFactory) {
+	if s.cancel != nil {
+		s.cancel()
+	}
+	s.gen++
+	s.ctx, s.cancel = context.WithCancel(klog.NewContext(context.Background(), logr.Discard()))
+	s.h = &fakeHandle{client: s.client, factory: factory, waiting: map[types.UID]*fakeWaiter{}}
+	ml, err := newMemberLister(factory.Core().V1().Pods())
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	s.pl = newPlugin(s.ctx, composeArgs(), s.h, ml)
+	s.pl.registerPodGroupEvents = true
+	s.pl.podGroups = &podGroupReader{}
+	s.pl.podGroups.cur.Store(&pgInformer{lister: pglisters.NewPodGroupLister(s.pgIdx), informer: syncedInformer{}})
+	s.pl.pdbs = nil
+	gen := s.gen
+	s.pl.now = func() time.Time { return s.now }
+	s.pl.after = func(d time.Duration, f func()) { s.addTimer(gen, d, f) }
+	capture := &captureInformer{SharedIndexInformer: s.podInf}
+	if err := s.pl.watchDoubts(capture); err != nil {
+		s.t.Fatal(err)
+	}
+	s.doubts = capture.handlers[0]
+	s.eventSeen = 0
+	s.resnap()
+}
+
+func (s *sim) addTimer(gen int, d time.Duration, f func()) {
+	s.seq++
+	s.timers = append(s.timers, simTimer{at: s.now.Add(d), seq: s.seq, gen: gen, f: f})
+}
+
+// resnap rebuilds the scheduler snapshot: bound and terminating pods, and assumed ones.
+func (s *sim) resnap() {
+	var pods []*v1.Pod
+	for _, sp := range s.pods {
+		if sp.onNode() && s.node(sp.node) != nil {
+			q := sp.pod
+			if q.Spec.NodeName == "" {
+				q = assumed(q, sp.node)
+			}
+			pods = append(pods, q)
+		}
+	}
+	s.h.snapshot = schedcache.NewSnapshot(pods, s.nodes)
+	s.pl.domains = staticDomainIndex(s.t, s.nodes)
+}
+
+// nodeInfos returns the snapshot's nodes sorted by name.
+func (s *sim) nodeInfos() []fwk.NodeInfo {
+	list, err := s.h.snapshot.NodeInfos().List()
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	sort.Slice(list, func(i, j int) bool { return list[i].Node().Name < list[j].Node().Name })
+	return list
+}
+
+func (s *sim) node(name string) *v1.Node {
+	for _, n := range s.nodes {
+		if n.Name == name {
+			return n
+		}
+	}
+	return nil
+}
+
+func (s *sim) podGroup(name string) *schedv1alpha1.PodGroup {
+	obj, ok, _ := s.pgIdx.GetByKey(testNS + "/" + name)
+	if !ok {
+		return nil
+	}
+	return obj.(*schedv1alpha1.PodGroup)
+}
+
+// addNode adds a node of clique (zone = clique's parity) with gpus GPUs.
+func (s *sim) addNode(clique, gpus int) {
+	n := testNode(fmt.Sprintf("n%d", s.nextName), fmt.Sprintf("c%d", clique), int64(gpus))
+	s.nextName++
+	n.Labels[testZoneKey] = fmt.Sprintf("z%d", clique%2)
+	s.nodes = append(s.nodes, n)
+	s.nodeEvent(nil, n)
+}
+
+// addPod creates a pod in the API (informer store and clientset) and queues it.
+func (s *sim) addPod(p *v1.Pod) {
+	p.Spec.TerminationGracePeriodSeconds = ptr.To[int64](60)
+	p.CreationTimestamp = metav1.NewTime(s.now)
+	if err := s.podInf.GetIndexer().Add(p); err != nil {
+		s.t.Fatal(err)
+	}
+	sp := &simPod{pod: p, state: stActive}
+	if len(p.Spec.SchedulingGates) > 0 {
+		sp.state = stGated
+	}
+	s.pods = append(s.pods, sp)
+}
+
+// updatePod writes a new version of the pod to the informer store and tells the plugin's
+// pod handlers.
+func (s *sim) updatePod(sp *simPod, p *v1.Pod) {
+	old := sp.pod
+	sp.pod = p
+	if err := s.podInf.GetIndexer().Update(p); err != nil {
+		s.t.Fatal(err)
+	}
+	s.doubts.OnUpdate(old, p)
+}
+
+// removePod deletes the pod from the API; an assigned pod's deletion is a cluster event.
+func (s *sim) removePod(sp *simPod) {
+	wasOn := sp.state == stBound || sp.state == stTerminating
+	if sp.state == stWaiting {
+		sp.waiter.Reject("", "pod deleted")
+	}
+	s.settle()
+	if sp.state == stAllowed { // its binding fails: the pod is gone
+		s.pl.Unreserve(s.ctx, sp.cs, sp.pod, sp.node)
+	}
+	s.unwait(sp)
+	sp.state = stGone
+	s.resnap()
+	if err := s.podInf.GetIndexer().Delete(sp.pod); err != nil {
+		s.t.Fatal(err)
+	}
+	s.doubts.OnDelete(sp.pod)
+	if wasOn {
+		s.podEvent(sp.pod, nil, true)
+	}
+	s.afterPlugin()
+}
+
+// settle resolves Permit verdicts until none changes: an admitted waiter goes on to
+// binding; a rejected one is unreserved (which may reject more) and requeued.
+func (s *sim) settle() {
+	for changed := true; changed; {
+		changed = false
+		for _, sp := range s.pods {
+			if sp.state != stWaiting {
+				continue
+			}
+			switch v := sp.waiter.now(); v {
+			case "":
+			case "allowed":
+				s.admitted(sp)
+				changed = true
+			default:
+				s.unassume(sp)
+				s.pl.Unreserve(s.ctx, sp.cs, sp.pod, sp.node)
+				s.podEvent(assumed(sp.pod, sp.node), nil, true)
+				s.requeueRejected(sp, true, false)
+				changed = true
+			}
+		}
+		s.afterPlugin()
+	}
+}
+
+// admitted moves a pod Permit let through to binding.
+func (s *sim) admitted(sp *simPod) {
+	sp.state = stAllowed
+	s.unwait(sp)
+	s.chk.admitted(sp)
+}
+
+func (s *sim) unwait(sp *simPod) {
+	s.h.mu.Lock()
+	delete(s.h.waiting, sp.pod.UID)
+	s.h.mu.Unlock()
+}
+
+// unassume forgets the pod's assumed node (the cache's ForgetPod).
+func (s *sim) unassume(sp *simPod) {
+	s.unwait(sp)
+	sp.state = stActive
+	s.resnap()
+}
+
+// requeueRejected puts a pod whose cycle failed back in the queue: active when it was
+// activated or a hinted event arrived while it was in flight, else parked.
+func (s *sim) requeueRejected(sp *simPod, byGang, byFit bool) {
+	sp.byGang, sp.byFit = byGang, byFit
+	sp.failures++
+	sp.backoff = s.now.Add(min(time.Second<<min(sp.failures-1, 4), 10*time.Second))
+	if sp.woken {
+		sp.state, sp.woken = stActive, false
+		return
+	}
+	sp.state = stParked
+}
+
+// afterPlugin applies what the plugin did through the handle: activations and evictions.
+func (s *sim) afterPlugin() {
+	s.h.mu.Lock()
+	act := s.h.activated
+	s.h.activated = nil
+	evs := s.h.events[s.eventSeen:]
+	s.eventSeen = len(s.h.events)
+	s.h.mu.Unlock()
+	for _, k := range act {
+		if sp := s.byKey(k); sp != nil {
+			sp.backoff = s.now
+			s.wake(sp)
+		}
+	}
+	for _, e := range evs {
+		if e.reason != "Preempted" {
+			continue
+		}
+		if sp := s.byKey(e.regarding); sp != nil {
+			s.chk.evicted(sp, e.note)
+			switch sp.state {
+			case stBound:
+				s.terminate(sp, 60)
+			case stAllowed:
+				s.removePod(sp)
+			}
+		}
+	}
+}
+
+// wake moves a parked pod to the active queue, or marks an in-flight one.
+func (s *sim) wake(sp *simPod) {
+	switch {
+	case sp.state == stParked:
+		sp.state = stActive
+		s.tracef("%s woken", sp.pod.Name)
+	case sp.state == stWaiting || sp.state == stAllowed || sp == s.cycle:
+		sp.woken = true
+	}
+}
+
+func (s *sim) byKey(k string) *simPod {
+	for i := len(s.pods) - 1; i >= 0; i-- {
+		if sp := s.pods[i]; sp.pod.Namespace+"/"+sp.pod.Name == k && sp.state != stGone {
+			return sp
+		}
+	}
+	return nil
+}
+
+// terminate starts a graceful deletion of a bound pod.
+func (s *sim) terminate(sp *simPod, grace int) {
+	q := terminating(sp.pod)
+	q.DeletionGracePeriodSeconds = ptr.To(int64(grace))
+	sp.state, sp.goneAt = stTerminating, s.now.Add(time.Duration(grace)*time.Second)
+	s.updatePod(sp, q)
+	s.resnap()
+}
