@@ -43,6 +43,9 @@ func (pl *GangPack) Permit(ctx context.Context, cs fwk.CycleState, pod *v1.Pod, 
 	}
 	if pl.waitEndsSoon(pin) {
 		logger.V(4).Info("gangpack.Permit.deadline_guard", "pod", klog.KObj(pod), "gang", pin.Gang.Key, "margin", permitDeadlineMargin)
+		// Unwound here, not only by this pod's Unreserve: the attempt is committed, and a
+		// waiter's supervisor would otherwise admit it in between.
+		pl.unreserved(logger, pin)
 		return fwk.NewStatus(fwk.Unschedulable, msgWaitEndsSoon(pin.Gang.Key)), 0
 	}
 	pl.forEachWaiter(pin.Gang.Key, pin.ID, func(wp fwk.WaitingPod) {
