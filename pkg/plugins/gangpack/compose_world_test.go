@@ -45,9 +45,6 @@ const (
 	stGone                        // deleted
 )
 
-// maxPermitWait is kube-scheduler's cap on any Permit wait.
-const maxPermitWait = 15 * time.Minute
-
 // notReadyTaint is the taint the node lifecycle controller puts on a NotReady node.
 const notReadyTaint = "node.kubernetes.io/not-ready"
 
@@ -181,7 +178,7 @@ func (s *sim) start(factory informers.SharedInformerFactory) {
 	s.pl.pdbs = nil
 	gen := s.gen
 	s.pl.now = func() time.Time { return s.now }
-	s.pl.after = func(d time.Duration, f func()) { s.addTimer(gen, d, f) }
+	s.pl.after = func(d time.Duration, f func()) func() { return s.addTimer(gen, d, f) }
 	capture := &captureInformer{SharedIndexInformer: s.podInf}
 	if err := s.pl.watchDoubts(capture); err != nil {
 		s.t.Fatal(err)
@@ -191,9 +188,18 @@ func (s *sim) start(factory informers.SharedInformerFactory) {
 	s.resnap()
 }
 
-func (s *sim) addTimer(gen int, d time.Duration, f func()) {
+func (s *sim) addTimer(gen int, d time.Duration, f func()) (stop func()) {
 	s.seq++
-	s.timers = append(s.timers, simTimer{at: s.now.Add(d), seq: s.seq, gen: gen, f: f})
+	seq := s.seq
+	s.timers = append(s.timers, simTimer{at: s.now.Add(d), seq: seq, gen: gen, f: f})
+	return func() {
+		for i, tm := range s.timers {
+			if tm.seq == seq {
+				s.timers = append(s.timers[:i:i], s.timers[i+1:]...)
+				return
+			}
+		}
+	}
 }
 
 // resnap rebuilds the scheduler snapshot: bound and terminating pods, and assumed ones.
