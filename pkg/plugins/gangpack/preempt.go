@@ -3,7 +3,6 @@ package gangpack
 import (
 	"context"
 	"slices"
-	"time"
 
 	v1 "k8s.io/api/core/v1"
 	policy "k8s.io/api/policy/v1"
@@ -128,7 +127,7 @@ func (pl *GangPack) newPreemptor(logger klog.Logger, pod *v1.Pod, m fwk.NodeToSt
 // waitingOnVictims answers for a preemptor whose victims still terminate: the pod waits,
 // nominated to the node chosen then, and nothing is evicted again.
 func (pl *GangPack) waitingOnVictims(pr *preemptor) *waitResult {
-	r, left, ok := pl.preempted.pending(pr.key, time.Now(), pl.victimExists)
+	r, left, ok := pl.preempted.pending(pr.key, pl.now(), pl.victimExists)
 	if !ok {
 		return nil
 	}

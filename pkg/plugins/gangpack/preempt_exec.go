@@ -59,7 +59,7 @@ func (pl *GangPack) carryOut(ctx context.Context, logger klog.Logger, pr *preemp
 	}
 	node := nominatedNode(pr, c.Domain, victims)
 	pl.preempted.record(pr.key, preemptRecord{domain: c.Domain, node: node, victims: refsOf(victims),
-		deadline: time.Now().Add(pl.waitLimit(pr, victims))}, time.Now())
+		deadline: pl.now().Add(pl.waitLimit(pr, victims))}, pl.now())
 	if pr.planner != nil && pr.group == "" {
 		pl.holdDomain(logger, pr, c.Domain, victims)
 	}

@@ -257,7 +257,7 @@ func (gs *gangs) inSnapshot(v victimRef) bool {
 // awaitingVictims reports whether the preemptor (key) evicted victims for domain that are
 // still terminating.
 func (gs *gangs) awaitingVictims(key, domain string) bool {
-	r, _, ok := gs.preempted.pending(key, time.Now(), gs.victimExists)
+	r, _, ok := gs.preempted.pending(key, gs.now(), gs.victimExists)
 	return ok && r.domain == domain
 }
 
