@@ -42,6 +42,7 @@ type gangs struct {
 	doubts        *bindsInDoubt   // nodes of pods whose binding failed after admission
 	domains       *domainIndex    // topology key → domain → node names, from node events (nil: scan)
 	preempted     *preemptions    // victims each preemptor waits on
+	evicting      *evictions      // victims whose eviction calls are under way
 	deadlines     *deadlineMap    // attempt id → when its reservation reaches the gang's timeout
 	plans         *planCache      // per-domain plans of recent gang signatures (plancache.go)
 
@@ -70,6 +71,7 @@ func newGangs(ctx context.Context, h fwk.Handle, ml *memberLister) *gangs {
 		quality:       newQualityTracker(),
 		doubts:        newBindsInDoubt(),
 		preempted:     newPreemptions(),
+		evicting:      newEvictions(),
 		deadlines:     newDeadlineMap(),
 		plans:         newPlanCache(),
 		after:         func(d time.Duration, f func()) { time.AfterFunc(d, f) },
