@@ -46,6 +46,7 @@ type gangs struct {
 	doubts        *bindsInDoubt        // nodes of pods whose binding failed after admission
 	domains       *domainIndex         // topology key → domain → node names, from node events (nil: scan)
 	preempted     *preemptions         // victims each preemptor waits on
+	evicting      *evictions           // victims whose eviction calls are under way
 	deadlines     *timerSet[uint64]    // attempt id → its hold's expiry timer, until the attempt ends
 	rests         *timerSet[restKey]   // resting domain of a gang → the timer that wakes it at the rest's end
 	doubtTimers   *timerSet[types.UID] // pod in doubt → the timer that ends the doubt at maxDoubt
@@ -79,6 +80,7 @@ func newGangs(ctx context.Context, h fwk.Handle, ml *memberLister) *gangs {
 		quality:       newQualityTracker(),
 		doubts:        newBindsInDoubt(),
 		preempted:     newPreemptions(),
+		evicting:      newEvictions(),
 		deadlines:     newTimerSet[uint64](),
 		rests:         newTimerSet[restKey](),
 		doubtTimers:   newTimerSet[types.UID](),

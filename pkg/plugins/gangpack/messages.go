@@ -197,6 +197,12 @@ func msgPreemptWaiting(n int, domain string) string {
 	return fmt.Sprintf("%swaiting for %d preempted pods to terminate in domain %s", preemptPrefix, n, domain)
 }
 
+// msgPreemptRoomComing: no domain (node) has room now, but one would once the Terminating
+// pods there are gone; the gang or pod waits for that room and evicts nobody.
+func msgPreemptRoomComing(n int, domain string) string {
+	return fmt.Sprintf("%swaiting for %d terminating pods to give back room in domain %s", preemptPrefix, n, domain)
+}
+
 // msgPreempted is the Preempted event on each victim.
 func msgPreempted(kind, ns, name, domain string) string {
 	return fmt.Sprintf("Preempted by %s %s/%s to place it in domain %s", kind, ns, name, domain)

@@ -80,7 +80,7 @@ func (p *planner) placeGroup() (*placement.Commitment, *fwk.Status) {
 	if !p.groupWoken { // partners parked by an earlier no-fit plan now have their pins
 		p.pl.activateGroup(p.logger, p.partners, p.pod.Name)
 	}
-	p.others = p.pl.store.ReservedExcept(p.info.Key)
+	p.others = p.pl.withProtected(p.pl.store.ReservedExcept(p.info.Key), func() int32 { return p.pl.gangPreemptPriority(p.pod) })
 	return own, nil
 }
 

@@ -38,11 +38,15 @@ type planner struct {
 	templates []*v1.Pod
 	need      int
 
-	// others is what other forming gangs reserve, per node (room.go); ignoreReserved makes
-	// topologyNodes count room as if nobody reserved any.
+	// others is what other forming gangs reserve, per node, and the room standalone
+	// preemptors of equal or higher priority wait for (room.go, preempt_record.go);
+	// ignoreReserved makes topologyNodes count room as if nobody reserved any.
 	others         map[string]placement.Reserved
 	ignoreReserved bool
-	tnodes         []topology.Node // the nodes of the last planning, as the planner saw them
+	// returning is the room Terminating pods give back, per node, counted as free only when
+	// preemption asks whether room is coming (preempt_room.go); nil otherwise.
+	returning map[string]returning
+	tnodes    []topology.Node // the nodes of the last planning, as the planner saw them
 	// byDomain replaces tnodes when the last planning came from the plan cache (plancache.go).
 	byDomain  map[string][]topology.Node
 	signature string // what the plan of a domain depends on besides its nodes (plancache.go)
@@ -60,7 +64,7 @@ type planner struct {
 // plan is PreFilter's planning for a validated gang member.
 func (pl *GangPack) plan(_ context.Context, logger klog.Logger, cs fwk.CycleState, pod *v1.Pod, info gangInfo, nodes []fwk.NodeInfo) (*fwk.PreFilterResult, *fwk.Status) {
 	p := &planner{pl: pl, logger: logger, pod: pod, info: info, all: nodes, generation: pl.store.Generation()}
-	p.others = pl.store.ReservedExcept(info.Key)
+	p.others = pl.withProtected(pl.store.ReservedExcept(info.Key), func() int32 { return pl.gangPreemptPriority(pod) })
 	p.findPlaced()
 	pin, st := p.revalidate()
 	if st != nil {

@@ -33,8 +33,13 @@ func (pl *GangPack) PostFilter(ctx context.Context, cs fwk.CycleState, pod *v1.P
 				return res, st
 			}
 		}
-		// Not for lack of room: say whose reservations, if any, kept the pod out.
-		return nil, fwk.NewStatus(fwk.Unschedulable, pl.explainReserved(pod, m, refused))
+		// Not for lack of room: say whose reservations, if any, kept the pod out. With nothing
+		// to say the status carries no reason at all: kube-scheduler joins every reason into
+		// the pod's message with ", ", so an empty one would leave a dangling separator.
+		if why := pl.explainReserved(pod, m, refused); why != "" {
+			return nil, fwk.NewStatus(fwk.Unschedulable, why)
+		}
+		return nil, fwk.NewStatus(fwk.Unschedulable)
 	}
 	logger := klog.FromContext(ctx)
 	res := pl.unwind(logger, pin.Gang.Key, pin.ID, causePostFilter, true)

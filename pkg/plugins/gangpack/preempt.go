@@ -3,11 +3,12 @@ package gangpack
 import (
 	"context"
 	"slices"
-	"time"
 
 	v1 "k8s.io/api/core/v1"
 	policy "k8s.io/api/policy/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/util/sets"
+	"k8s.io/client-go/tools/cache"
 	corev1helpers "k8s.io/component-helpers/scheduling/corev1"
 	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
@@ -41,8 +42,9 @@ type preemptor struct {
 	planner *planner
 	// excluded domains may not be chosen (held by a gang of equal or higher priority).
 	excluded map[string]bool
-	// holders are the lower-priority gangs holding a domain, released if it is chosen.
-	holders map[string]string
+	// holders are the lower-priority forming gangs whose reservations overlap a domain (under
+	// any topology key), every one released if the domain is chosen.
+	holders map[string]sets.Set[string]
 	// group is set when the preemptor is a placement group (its unit name, "group:{ns}/{group}"):
 	// partners are the partner gangs to place and groupNodes the group planner's nodes.
 	group      string
@@ -85,7 +87,7 @@ func (pl *GangPack) preempt(ctx context.Context, pod *v1.Pod, m fwk.NodeToStatus
 	if !ok {
 		return pl.noCandidate(logger, pr, reasonNoDomain(pr.gang.Need))
 	}
-	return pl.carryOut(ctx, logger, pr, &cands[best], units)
+	return pl.carryOut(logger, pr, &cands[best], units)
 }
 
 // waitResult is PostFilter's answer for a preemptor that waits on its victims.
@@ -95,7 +97,8 @@ type waitResult struct {
 }
 
 // newPreemptor builds the preemptor, or returns nil when the cycle did not fail for lack of
-// room; waiting is set when the preemptor already evicted victims that still terminate.
+// room; waiting is set when the preemptor already evicted victims that still terminate, or
+// when room that Terminating pods give back would let it fit (preempt_room.go).
 func (pl *GangPack) newPreemptor(logger klog.Logger, pod *v1.Pod, m fwk.NodeToStatusReader) (*preemptor, *waitResult) {
 	all, err := pl.handle.SnapshotSharedLister().NodeInfos().List()
 	if err != nil {
@@ -104,6 +107,7 @@ func (pl *GangPack) newPreemptor(logger klog.Logger, pod *v1.Pod, m fwk.NodeToSt
 	pr := &preemptor{pod: pod, priority: corev1helpers.PodPriority(pod), all: all, fit: newPodFit(pod)}
 	if key, name, member := gangOf(pod); member {
 		pr.kind, pr.key, pr.name, pr.ownGang = preemptorGang, key, name, key
+		pr.priority = pl.gangPreemptPriority(pod)
 		if unitOf := pl.groupUnitOf(); unitOf != nil {
 			if g := unitOf(pod); g != "" { // the partners share one preemption and its wait
 				pr.group, pr.key = g, g
@@ -117,19 +121,29 @@ func (pl *GangPack) newPreemptor(logger klog.Logger, pod *v1.Pod, m fwk.NodeToSt
 	}
 	if pr.kind == preemptorPod {
 		pl.standaloneNodes(pr, m)
+		if w := pl.standaloneRoomComing(pr); w != nil {
+			return nil, w
+		}
 		return pr, nil
 	}
-	if !pl.gangLacksRoom(logger, pr) {
-		return nil, nil
+	lacks, w := pl.gangLacksRoom(logger, pr)
+	if !lacks {
+		return nil, w
 	}
 	return pr, nil
 }
 
 // waitingOnVictims answers for a preemptor whose victims still terminate: the pod waits,
-// nominated to the node chosen then, and nothing is evicted again.
+// nominated to the node chosen then, and nothing is evicted again. The record lasts until
+// the victims are gone from the API and from the snapshot (or stuck past their bound), not
+// until the preemptor's timeout.
 func (pl *GangPack) waitingOnVictims(pr *preemptor) *waitResult {
-	r, left, ok := pl.preempted.pending(pr.key, time.Now(), pl.victimExists)
+	r, ok := pl.preempted.get(pr.key)
 	if !ok {
+		return nil
+	}
+	left := pl.victimsLeft(r)
+	if left == 0 {
 		return nil
 	}
 	pl.evictEscaped(pr, r)
@@ -139,21 +153,21 @@ func (pl *GangPack) waitingOnVictims(pr *preemptor) *waitResult {
 	}
 }
 
-// evictEscaped deletes the victims that escaped their rejection: a victim waiting at Permit
-// is rejected, but when its gang completed at the same moment it was allowed instead and
-// bound. It is then evicted like any bound victim, so the preemptor does not wait on a pod
-// that will never leave.
+// evictEscaped evicts again the victims still bound and not Terminating: a victim waiting at
+// Permit is rejected, but when its gang completed at the same moment it was allowed instead
+// and bound; an eviction call may also have failed. Each is evicted like any bound victim
+// (unless its eviction is under way), so the preemptor does not wait on a pod that will
+// never leave.
 func (pl *GangPack) evictEscaped(pr *preemptor, r preemptRecord) {
-	msg := msgPreempted(pr.kind, pr.pod.Namespace, pr.name, r.domain)
+	var escaped []*v1.Pod
 	for _, v := range r.victims {
 		cur, err := pl.members.lister.Pods(v.namespace).Get(v.name)
 		if err != nil || cur.UID != v.uid || cur.Spec.NodeName == "" || cur.DeletionTimestamp != nil {
 			continue
 		}
-		if err := pl.evictPod(pl.ctx, pl.logger, pr.pod, cur, msg); err != nil {
-			pl.logger.V(2).Info("Evicting an escaped preemption victim failed", "victim", klog.KObj(cur), "err", err)
-		}
+		escaped = append(escaped, cur)
 	}
+	pl.evictAsync(pr.pod, escaped, msgPreempted(pr.kind, pr.pod.Namespace, pr.name, r.domain))
 }
 
 // standaloneNodes makes every node a domain of its own. Nodes that a filter rejected as
@@ -175,30 +189,32 @@ func (pl *GangPack) standaloneNodes(pr *preemptor, m fwk.NodeToStatusReader) {
 
 // gangLacksRoom plans the gang as PreFilter did and reports whether no domain has room for
 // it when other gangs' holds are ignored (then a hold, a spread rule, a sibling wait or
-// missing members is not the reason it failed). It fills the preemptor's gang and nodes.
-func (pl *GangPack) gangLacksRoom(logger klog.Logger, pr *preemptor) bool {
+// missing members is not the reason it failed). Room Terminating pods give back counts as
+// coming: when a domain fits with it, the gang does not lack room and waits (wait says so).
+// It fills the preemptor's gang and nodes.
+func (pl *GangPack) gangLacksRoom(logger klog.Logger, pr *preemptor) (bool, *waitResult) {
 	_, name, _ := gangOf(pr.pod)
 	if pl.podGroups == nil {
-		return false
+		return false, nil
 	}
 	pg, err := pl.podGroups.get(pr.pod.Namespace, name)
 	if err != nil || pg == nil {
-		return false
+		return false, nil
 	}
 	info, st := interpretPodGroup(pl.args, pr.pod, pg)
 	if st != nil {
-		return false
+		return false, nil
 	}
 	if info.Group != nil {
 		return pl.groupLacksRoom(logger, pr, info)
 	}
 	if _, pinned := pl.store.Get(info.Key); pinned {
-		return false // the gang has a domain: it waits there
+		return false, nil // the gang has a domain: it waits there
 	}
 	p := &planner{pl: pl, logger: logger, pod: pr.pod, info: info, all: pr.all, generation: pl.store.Generation()}
 	p.findPlaced()
 	if p.split() || p.gate() != nil || pl.atHoldCap(info) {
-		return false
+		return false, nil
 	}
 	p.buildGang()
 	set := p.all
@@ -206,12 +222,15 @@ func (pl *GangPack) gangLacksRoom(logger klog.Logger, pr *preemptor) bool {
 		set = p.nodesOfDomain(info.TopologyKey, p.placed[0].domain)
 	}
 	if _, fits := topology.BestFit(topology.Rooms(p.planOver(set)), p.need); fits {
-		return false
+		return false, nil
+	}
+	if w := pl.roomComing(p, set); w != nil {
+		return false, w
 	}
 	pr.planner, pr.gang = p, p.gang
 	pr.nodes = preemptNodes(p, set)
 	pl.markHeldDomains(pr, info)
-	return true
+	return true, nil
 }
 
 // atHoldCap reports whether the gang's namespace already has as many forming gangs as
@@ -240,50 +259,93 @@ func preemptNodes(p *planner, set []fwk.NodeInfo) []topology.Node {
 	return out
 }
 
-// markHeldDomains excludes the domains other gangs hold under the gang's topology key unless
-// the holder has a lower priority; those holders are released if their domain is chosen.
+// markHeldDomains finds, for each domain of the preemptor's nodes, the other forming gangs
+// whose reservations overlap it: one under the gang's topology key holding the domain, or
+// one under any key reserving room on a node of it. A domain with such a holder of equal or
+// higher priority is excluded; the lower-priority holders of a domain are all released if it
+// is chosen, so the freed room is the preemptor's.
 func (pl *GangPack) markHeldDomains(pr *preemptor, info gangInfo) {
-	pr.excluded, pr.holders = map[string]bool{}, map[string]string{}
+	pr.excluded, pr.holders = map[string]bool{}, map[string]sets.Set[string]{}
+	domainOf := make(map[string]string, len(pr.nodes))
+	for _, n := range pr.nodes {
+		domainOf[n.Name] = n.Domain
+	}
 	for _, c := range pl.store.List() {
-		if !c.Forming() || c.Gang == info.Key || c.Key != info.TopologyKey {
+		if !c.Forming() || c.Gang == info.Key {
 			continue
 		}
-		if pl.gangPriority(c.Gang) < pr.priority {
-			pr.holders[c.Domain] = c.Gang
-		} else {
-			pr.excluded[c.Domain] = true
+		overlaps := sets.New[string]()
+		if c.Key == info.TopologyKey {
+			overlaps.Insert(c.Domain)
+		}
+		for node := range c.Reserved {
+			if d, ok := domainOf[node]; ok {
+				overlaps.Insert(d)
+			}
+		}
+		if overlaps.Len() == 0 {
+			continue
+		}
+		lower := pl.gangPriority(c.Gang) < pr.priority
+		for d := range overlaps {
+			switch {
+			case !lower:
+				pr.excluded[d] = true
+			case pr.holders[d] == nil:
+				pr.holders[d] = sets.New(c.Gang)
+			default:
+				pr.holders[d].Insert(c.Gang)
+			}
 		}
 	}
 }
 
 // gangPriority is the highest priority among a gang's live pods (math.MaxInt32 when they
-// cannot be listed, so an unknown holder is never displaced).
+// cannot be listed, so an unknown holder is never displaced): a gang is protected, as a
+// holder or a victim, by its highest member.
 func (pl *GangPack) gangPriority(key string) int32 {
-	ns, name := splitKey(key)
-	pods, err := pl.members.list(ns, name)
+	_, hi, err := pl.memberPriorities(key)
 	if err != nil {
 		return 1<<31 - 1
 	}
-	prio, found := int32(0), false
-	for _, p := range pods {
-		if !live(p) {
-			continue
-		}
-		if q := corev1helpers.PodPriority(p); !found || q > prio {
-			prio, found = q, true
-		}
+	return hi
+}
+
+// gangPreemptPriority is the priority a gang member preempts with: its own, capped at the
+// lowest priority among its gang's live members, so a gang never preempts with a priority
+// some of its members lack (for a gang of one priority, that priority).
+func (pl *GangPack) gangPreemptPriority(pod *v1.Pod) int32 {
+	prio := corev1helpers.PodPriority(pod)
+	key, _, _ := gangOf(pod)
+	if lo, _, err := pl.memberPriorities(key); err == nil && lo < prio {
+		return lo
 	}
 	return prio
 }
 
-// splitKey splits a gang key {ns}/{name}.
-func splitKey(key string) (ns, name string) {
-	for i := 0; i < len(key); i++ {
-		if key[i] == '/' {
-			return key[:i], key[i+1:]
-		}
+// memberPriorities returns the lowest and highest priority among a gang's live pods
+// (math.MaxInt32 and 0 when none is live).
+func (pl *GangPack) memberPriorities(key string) (lo, hi int32, err error) {
+	ns, name, err := cache.SplitMetaNamespaceKey(key)
+	if err != nil {
+		return 0, 0, err
 	}
-	return "", key
+	pods, err := pl.members.list(ns, name)
+	if err != nil {
+		return 0, 0, err
+	}
+	lo, found := int32(1<<31-1), false
+	for _, p := range pods {
+		if !live(p) {
+			continue
+		}
+		q := corev1helpers.PodPriority(p)
+		if !found || q > hi {
+			hi = q
+		}
+		lo, found = min(lo, q), true
+	}
+	return lo, hi, nil
 }
 
 // resourceNames lists a request's resource names.

@@ -10,6 +10,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
 	apipod "k8s.io/kubernetes/pkg/api/v1/pod"
@@ -19,15 +20,16 @@ import (
 	"github.com/moirai-internal/ome-scheduler/pkg/topology"
 )
 
-// standaloneWaitMargin is how long past its victims' grace periods a standalone preemptor
-// waits for them before it may preempt again.
+// standaloneWaitMargin is how long past its victims' grace periods a standalone preemptor's
+// nominated node stays protected from lower-priority gangs while the preemptor is pending.
 const standaloneWaitMargin = time.Minute
 
-// carryOut evicts the chosen candidate's victims whole, releases the victim gangs' (and a
-// lower-priority holder's) commitments, records the victims so the preemptor does not
+// carryOut evicts the chosen candidate's victims whole, releases the victim gangs' (and
+// every lower-priority holder's) commitments, records the victims so the preemptor does not
 // preempt again while they terminate, and for a gang pins and holds the freed domain. It
-// nominates a node of the domain, as kube-scheduler's default preemption does.
-func (pl *GangPack) carryOut(ctx context.Context, logger klog.Logger, pr *preemptor, c *topology.PreemptionCandidate, units []victimUnit) (*fwk.PostFilterResult, *fwk.Status) {
+// nominates a node of the domain, as kube-scheduler's default preemption does. The record
+// comes before any API call, and the calls run off the scheduling cycle (evictAsync).
+func (pl *GangPack) carryOut(logger klog.Logger, pr *preemptor, c *topology.PreemptionCandidate, units []victimUnit) (*fwk.PostFilterResult, *fwk.Status) {
 	var victims []*v1.Pod
 	var gangKeys, names []string
 	nGangs, nPods := 0, 0
@@ -44,75 +46,114 @@ func (pl *GangPack) carryOut(ctx context.Context, logger klog.Logger, pr *preemp
 			names = append(names, q.Namespace+"/"+q.Name)
 		}
 	}
-	if h := pr.holders[c.Domain]; h != "" && !slices.Contains(gangKeys, h) {
-		gangKeys = append(gangKeys, h)
+	for _, h := range sets.List(pr.holders[c.Domain]) {
+		if !slices.Contains(gangKeys, h) {
+			gangKeys = append(gangKeys, h)
+		}
 	}
 	for _, g := range gangKeys {
 		pl.unwind(logger, g, placement.AnyID, causePreempted, false)
 	}
-	msg := msgPreempted(pr.kind, pr.pod.Namespace, pr.name, c.Domain)
-	var firstErr error
-	for _, v := range victims {
-		if err := pl.evictPod(ctx, logger, pr.pod, v, msg); err != nil && firstErr == nil {
-			firstErr = err
-		}
-	}
 	node := nominatedNode(pr, c.Domain, victims)
-	pl.preempted.record(pr.key, preemptRecord{domain: c.Domain, node: node, victims: refsOf(victims),
-		deadline: time.Now().Add(pl.waitLimit(pr, victims))}, time.Now())
+	pl.preempted.record(pr.key, pl.newRecord(pr, c.Domain, node, victims), pl.recordLive)
 	if pr.planner != nil && pr.group == "" {
 		pl.holdDomain(logger, pr, c.Domain, victims)
 	}
+	pl.evictAsync(pr.pod, victims, msgPreempted(pr.kind, pr.pod.Namespace, pr.name, c.Domain))
 	preemptionTotal.WithLabelValues(pr.kind, preemptResultPreempted).Inc()
 	preemptionVictimsTotal.WithLabelValues(unitGang).Add(float64(nGangs))
 	preemptionVictimsTotal.WithLabelValues(unitPod).Add(float64(nPods))
 	logger.V(4).Info("gangpack.PostFilter.preempt", "pod", klog.KObj(pr.pod), "gang", pr.ownGang, "domain", c.Domain,
 		"victims", names, "victimGangs", nGangs, "victimPods", nPods, "pdbViolations", c.PDBViolations, "nominatedNode", node)
-	if firstErr != nil {
-		return nil, fwk.AsStatus(fmt.Errorf("preempt for %s/%s: %w", pr.pod.Namespace, pr.pod.Name, firstErr))
-	}
 	return &fwk.PostFilterResult{NominatingInfo: &fwk.NominatingInfo{NominatedNodeName: node, NominatingMode: fwk.ModeOverride}},
 		fwk.NewStatus(fwk.Success)
 }
 
-// evictPod evicts one victim: a pod waiting at Permit is rejected; any other gets the
-// DisruptionTarget condition and is deleted (guarded by its UID). Either way it gets the
-// Preempted event. A victim already gone is no error.
-func (pl *GangPack) evictPod(ctx context.Context, logger klog.Logger, preemptor, victim *v1.Pod, msg string) error {
-	if wp := pl.handle.GetWaitingPod(victim.UID); wp != nil {
-		wp.Reject(Name, msg)
-	} else {
-		cs := pl.handle.ClientSet()
-		cond := &v1.PodCondition{
-			Type:               v1.DisruptionTarget,
-			ObservedGeneration: apipod.CalculatePodConditionObservedGeneration(&victim.Status, victim.Generation, v1.DisruptionTarget),
-			Status:             v1.ConditionTrue,
-			Reason:             v1.PodReasonPreemptionByScheduler,
-			Message:            fmt.Sprintf("%s: preempting to accommodate a higher priority pod", preemptor.Spec.SchedulerName),
+// newRecord is the record of a preemption: its victims and, for a standalone preemptor, the
+// protection of its nominated node (its victims' longest grace period plus a margin).
+func (pl *GangPack) newRecord(pr *preemptor, domain, node string, victims []*v1.Pod) preemptRecord {
+	r := preemptRecord{domain: domain, node: node, victims: refsOf(victims)}
+	if pr.kind != preemptorPod {
+		return r
+	}
+	var grace int64 = v1.DefaultTerminationGracePeriodSeconds
+	for _, v := range victims {
+		if g := v.Spec.TerminationGracePeriodSeconds; g != nil && *g > grace {
+			grace = *g
 		}
-		status := victim.Status.DeepCopy()
-		if apipod.UpdatePodCondition(status, cond) {
-			if err := util.PatchPodStatus(ctx, cs, victim.Name, victim.Namespace, &victim.Status, status); err != nil {
-				if apierrors.IsNotFound(err) {
-					return nil
-				}
-				return err
+	}
+	r.pod = victimRef{namespace: pr.pod.Namespace, name: pr.pod.Name, uid: pr.pod.UID}
+	r.request, r.priority = pr.fit.request, pr.priority
+	r.protectUntil = pl.now().Add(time.Duration(grace)*time.Second + standaloneWaitMargin)
+	return r
+}
+
+// evictAsync evicts the victims: a pod waiting at Permit is rejected at once (no API call);
+// every other gets the DisruptionTarget condition and is deleted by one goroutine under the
+// plugin's context, off the scheduling cycle, as kube-scheduler's asynchronous preemption
+// does. A victim whose eviction is already under way is skipped. Failures are logged; a
+// victim that stays bound is evicted again by evictEscaped while the preemptor waits.
+func (pl *GangPack) evictAsync(preemptor *v1.Pod, victims []*v1.Pod, msg string) {
+	var calls []*v1.Pod
+	for _, v := range victims {
+		if wp := pl.handle.GetWaitingPod(v.UID); wp != nil {
+			wp.Reject(Name, msg)
+			pl.preemptedEvent(preemptor, v, msg)
+			continue
+		}
+		if pl.evicting.start(v.UID) {
+			calls = append(calls, v)
+		}
+	}
+	if len(calls) == 0 {
+		return
+	}
+	go func() {
+		for _, v := range calls {
+			if err := pl.deleteVictim(pl.ctx, preemptor, v); err != nil {
+				pl.logger.V(2).Info("Evicting a preemption victim failed", "victim", klog.KObj(v), "preemptor", klog.KObj(preemptor), "err", err)
+			} else {
+				pl.preemptedEvent(preemptor, v, msg)
 			}
+			pl.evicting.done(v.UID)
 		}
-		uid := victim.UID
-		err := cs.CoreV1().Pods(victim.Namespace).Delete(ctx, victim.Name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &uid}})
-		if apierrors.IsNotFound(err) || apierrors.IsConflict(err) {
-			return nil
-		}
-		if err != nil {
+	}()
+}
+
+// deleteVictim gives a victim the DisruptionTarget condition and deletes it (guarded by its
+// UID). A victim already gone is no error.
+func (pl *GangPack) deleteVictim(ctx context.Context, preemptor, victim *v1.Pod) error {
+	cs := pl.handle.ClientSet()
+	cond := &v1.PodCondition{
+		Type:               v1.DisruptionTarget,
+		ObservedGeneration: apipod.CalculatePodConditionObservedGeneration(&victim.Status, victim.Generation, v1.DisruptionTarget),
+		Status:             v1.ConditionTrue,
+		Reason:             v1.PodReasonPreemptionByScheduler,
+		Message:            fmt.Sprintf("%s: preempting to accommodate a higher priority pod", preemptor.Spec.SchedulerName),
+	}
+	status := victim.Status.DeepCopy()
+	if apipod.UpdatePodCondition(status, cond) {
+		if err := util.PatchPodStatus(ctx, cs, victim.Name, victim.Namespace, &victim.Status, status); err != nil {
+			if apierrors.IsNotFound(err) {
+				return nil
+			}
 			return err
 		}
 	}
+	uid := victim.UID
+	err := cs.CoreV1().Pods(victim.Namespace).Delete(ctx, victim.Name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &uid}})
+	if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
+		return err
+	}
+	return nil
+}
+
+// preemptedEvent records the Preempted event on a victim.
+func (pl *GangPack) preemptedEvent(preemptor, victim *v1.Pod, msg string) {
 	if rec := pl.handle.EventRecorder(); rec != nil {
 		rec.Eventf(victim, preemptor, v1.EventTypeNormal, "Preempted", "Preempting", "%s", msg)
 	}
-	logger.V(2).Info("Preempted pod", "victim", klog.KObj(victim), "preemptor", klog.KObj(preemptor))
-	return nil
+	pl.logger.V(2).Info("Preempted pod", "victim", klog.KObj(victim), "preemptor", klog.KObj(preemptor))
 }
 
 // holdDomain pins the gang to the freed domain and reserves there the room its victims give
@@ -223,21 +264,6 @@ func freedBy(victims []*v1.Pod) (map[string]topology.Resources, map[string]int64
 		pods[n]++
 	}
 	return freed, pods
-}
-
-// waitLimit bounds the wait on victims: the gang's timeout, or for a standalone pod the
-// longest victim grace period plus a margin.
-func (pl *GangPack) waitLimit(pr *preemptor, victims []*v1.Pod) time.Duration {
-	if pr.planner != nil && pr.planner.info.Timeout > 0 {
-		return pr.planner.info.Timeout
-	}
-	var grace int64 = v1.DefaultTerminationGracePeriodSeconds
-	for _, v := range victims {
-		if g := v.Spec.TerminationGracePeriodSeconds; g != nil && *g > grace {
-			grace = *g
-		}
-	}
-	return time.Duration(grace)*time.Second + standaloneWaitMargin
 }
 
 func refsOf(pods []*v1.Pod) []victimRef {

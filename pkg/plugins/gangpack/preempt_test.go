@@ -6,6 +6,7 @@ import (
 	"sort"
 	"strings"
 	"testing"
+	"time"
 
 	v1 "k8s.io/api/core/v1"
 	policy "k8s.io/api/policy/v1"
@@ -86,8 +87,29 @@ func (w *preemptWorld) postFilter(p *v1.Pod) (*fwk.PostFilterResult, *fwk.Status
 	return w.pl.PostFilter(w.ctx, c.cs, p, framework.NewDefaultNodeToStatus())
 }
 
-// remaining returns the names of the pods still in the clientset, sorted.
+// settle waits until no eviction is under way (evictions run off the scheduling cycle), and
+// fails after testWait.
+func (w *preemptWorld) settle() {
+	w.t.Helper()
+	deadline := time.Now().Add(testWait)
+	for w.pl.evicting.inFlight() > 0 {
+		if time.Now().After(deadline) {
+			w.t.Fatalf("evictions still under way after %v", testWait)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// remaining returns the names of the pods still in the clientset, sorted, once no eviction is
+// under way.
 func (w *preemptWorld) remaining() []string {
+	w.t.Helper()
+	w.settle()
+	return w.listNow()
+}
+
+// listNow returns the names of the pods in the clientset now, sorted.
+func (w *preemptWorld) listNow() []string {
 	w.t.Helper()
 	list, err := w.h.client.CoreV1().Pods(testNS).List(context.Background(), metav1.ListOptions{})
 	if err != nil {
@@ -102,6 +124,8 @@ func (w *preemptWorld) remaining() []string {
 }
 
 func (w *preemptWorld) eventNotes() map[string]string {
+	w.t.Helper()
+	w.settle()
 	w.h.mu.Lock()
 	defer w.h.mu.Unlock()
 	out := map[string]string{}

@@ -3,14 +3,11 @@ package gangpack
 import (
 	"slices"
 	"sort"
-	"sync"
-	"time"
 
 	v1 "k8s.io/api/core/v1"
 	policy "k8s.io/api/policy/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/apimachinery/pkg/types"
 	corev1helpers "k8s.io/component-helpers/scheduling/corev1"
 	fwk "k8s.io/kube-scheduler/framework"
 
@@ -150,115 +147,6 @@ func pdbSelects(pdb *policy.PodDisruptionBudget, p *v1.Pod) bool {
 		return false
 	}
 	return sel.Matches(labels.Set(p.Labels))
-}
-
-// victimRef identifies one evicted pod.
-type victimRef struct {
-	namespace, name string
-	uid             types.UID
-	node            string // the node it occupied when evicted
-}
-
-// preemptRecord is one preemption a gang (or standalone pod) made and now waits on.
-type preemptRecord struct {
-	domain   string
-	node     string // the nominated node
-	victims  []victimRef
-	deadline time.Time
-}
-
-// preemptions remembers, per preemptor (gang key, or "pod/" + UID), the victims it evicted,
-// so it does not preempt again while they terminate. A record ends when every victim is gone
-// or at its deadline (the gang's timeout).
-type preemptions struct {
-	mu sync.Mutex
-	m  map[string]preemptRecord
-}
-
-func newPreemptions() *preemptions { return &preemptions{m: map[string]preemptRecord{}} }
-
-// record remembers a preemption and drops the records past their deadline.
-func (p *preemptions) record(key string, r preemptRecord, now time.Time) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	for k, old := range p.m {
-		if now.After(old.deadline) {
-			delete(p.m, k)
-		}
-	}
-	p.m[key] = r
-}
-
-// pending returns the preemptor's record and how many of its victims still exist (exists
-// says whether a victim is still there); a record whose victims are all gone, or that passed
-// its deadline, is forgotten and ok is false.
-func (p *preemptions) pending(key string, now time.Time, exists func(victimRef) bool) (r preemptRecord, left int, ok bool) {
-	p.mu.Lock()
-	r, ok = p.m[key]
-	p.mu.Unlock()
-	if !ok {
-		return r, 0, false
-	}
-	if now.Before(r.deadline) {
-		for _, v := range r.victims {
-			if exists(v) {
-				left++
-			}
-		}
-	}
-	if left == 0 {
-		p.forget(key, r.deadline)
-		return r, 0, false
-	}
-	return r, left, true
-}
-
-// forget drops the record under key if it is still the one with this deadline.
-func (p *preemptions) forget(key string, deadline time.Time) {
-	p.mu.Lock()
-	if cur, ok := p.m[key]; ok && cur.deadline.Equal(deadline) {
-		delete(p.m, key)
-	}
-	p.mu.Unlock()
-}
-
-// victimExists reports whether the victim still occupies a node: the pod informer shows it
-// (same UID) bound, or the scheduling snapshot still counts it on its node. The informer
-// learns of a deletion before the snapshot does; a cycle whose snapshot still holds the
-// victim sees its domain without room, and the record must last until the snapshot agrees,
-// or that cycle would take the missing room for a reason to preempt elsewhere. A victim that
-// was only waiting at Permit is rejected, not deleted: it stays in the informer unbound and
-// holds nothing once rejected, so the preemptor does not wait on it.
-func (gs *gangs) victimExists(v victimRef) bool {
-	cur, err := gs.members.lister.Pods(v.namespace).Get(v.name)
-	if err == nil && cur.UID == v.uid && cur.Spec.NodeName != "" {
-		return true
-	}
-	return gs.inSnapshot(v)
-}
-
-// inSnapshot reports whether the current scheduling snapshot counts the victim on its node.
-func (gs *gangs) inSnapshot(v victimRef) bool {
-	if v.node == "" || gs.handle == nil {
-		return false
-	}
-	ni, err := gs.handle.SnapshotSharedLister().NodeInfos().Get(v.node)
-	if err != nil || ni == nil {
-		return false
-	}
-	for _, p := range ni.GetPods() {
-		if p.GetPod().UID == v.uid {
-			return true
-		}
-	}
-	return false
-}
-
-// awaitingVictims reports whether the preemptor (key) evicted victims for domain that are
-// still terminating.
-func (gs *gangs) awaitingVictims(key, domain string) bool {
-	r, _, ok := gs.preempted.pending(key, time.Now(), gs.victimExists)
-	return ok && r.domain == domain
 }
 
 // groupUnitOf names the victim unit of a gang member's placement group ("group:{ns}/{group}"),

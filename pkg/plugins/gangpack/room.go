@@ -24,8 +24,10 @@ import (
 //   - a pin records its reservation (reservation) and the store checks it against the
 //     snapshot's free room (capacity): no two gangs ever count the same slot.
 
-// setAsideReserved subtracts what other gangs reserve on the node from its free room.
+// setAsideReserved subtracts what other gangs reserve on the node from its free room (and,
+// when preemption asks whether room is coming, adds what Terminating pods give back there).
 func (p *planner) setAsideReserved(name string, free topology.Resources, freePods int64) int64 {
+	freePods = p.addReturning(name, free, freePods)
 	r, ok := p.others[name]
 	if !ok || p.ignoreReserved {
 		return freePods

@@ -1,0 +1,213 @@
+package gangpack
+
+import (
+	"slices"
+	"sync"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/sets"
+
+	"github.com/moirai-internal/ome-scheduler/pkg/placement"
+	"github.com/moirai-internal/ome-scheduler/pkg/topology"
+)
+
+// victimRef identifies one evicted pod.
+type victimRef struct {
+	namespace, name string
+	uid             types.UID
+	node            string // the node it occupied when evicted
+}
+
+// preemptRecord is one preemption a gang (or standalone pod) made and now waits on.
+type preemptRecord struct {
+	domain  string
+	node    string // the nominated node
+	victims []victimRef
+	// A standalone preemptor's nominated node is protected from lower-priority gangs'
+	// planning while the preemptor is pending, until protectUntil: pod is the preemptor,
+	// request what it needs on the node, priority its priority. pod.uid is empty for a gang,
+	// which holds its domain in the store instead.
+	pod          victimRef
+	request      topology.Resources
+	priority     int32
+	protectUntil time.Time
+}
+
+// preemptions remembers, per preemptor (gang key, group unit or "pod/" + UID), the victims it
+// evicted, so it does not preempt again while they terminate. A record lasts while a victim
+// still holds room (victimHolds) or, for a standalone preemptor, while it protects the node.
+type preemptions struct {
+	mu sync.Mutex
+	m  map[string]preemptRecord
+}
+
+func newPreemptions() *preemptions { return &preemptions{m: map[string]preemptRecord{}} }
+
+// record remembers a preemption and drops the records live no longer keeps. It runs in a
+// scheduling cycle (live may read the snapshot), and every preemption prunes the records of
+// the earlier ones.
+func (p *preemptions) record(key string, r preemptRecord, live func(preemptRecord) bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for k, old := range p.m {
+		if !live(old) {
+			delete(p.m, k)
+		}
+	}
+	p.m[key] = r
+}
+
+// get returns the preemptor's record.
+func (p *preemptions) get(key string) (preemptRecord, bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	r, ok := p.m[key]
+	return r, ok
+}
+
+// all returns every record.
+func (p *preemptions) all() map[string]preemptRecord {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	out := make(map[string]preemptRecord, len(p.m))
+	for k, r := range p.m {
+		out[k] = r
+	}
+	return out
+}
+
+// victimsLeft counts the record's victims that still hold room.
+func (gs *gangs) victimsLeft(r preemptRecord) int {
+	now, left := gs.now(), 0
+	for _, v := range r.victims {
+		if gs.victimHolds(v, now) {
+			left++
+		}
+	}
+	return left
+}
+
+// victimHolds reports whether the victim still occupies its node: the pod informer shows it
+// (same UID) bound, or the scheduling snapshot still counts it on its node, unless it is
+// stuck Terminating past its bound (then its room is not waited for). The informer learns of
+// a deletion before the snapshot does; a cycle whose snapshot still holds the victim sees its
+// domain without room, and the record must last until the snapshot agrees, or that cycle
+// would take the missing room for a reason to preempt elsewhere. A victim that was only
+// waiting at Permit is rejected, not deleted: it stays in the informer unbound and holds
+// nothing once rejected, so the preemptor does not wait on it.
+func (gs *gangs) victimHolds(v victimRef, now time.Time) bool {
+	cur, err := gs.members.lister.Pods(v.namespace).Get(v.name)
+	if err == nil && cur.UID == v.uid && cur.Spec.NodeName != "" {
+		return !stuck(cur, now)
+	}
+	q := gs.inSnapshot(v)
+	return q != nil && !stuck(q, now)
+}
+
+// inSnapshot returns the victim as the current scheduling snapshot counts it on its node, or
+// nil.
+func (gs *gangs) inSnapshot(v victimRef) *v1.Pod {
+	if v.node == "" || gs.handle == nil {
+		return nil
+	}
+	ni, err := gs.handle.SnapshotSharedLister().NodeInfos().Get(v.node)
+	if err != nil || ni == nil {
+		return nil
+	}
+	for _, p := range ni.GetPods() {
+		if q := p.GetPod(); q.UID == v.uid {
+			return q
+		}
+	}
+	return nil
+}
+
+// protects reports whether a standalone preemptor's record still protects its node: the
+// preemptor is pending and the bound has not passed.
+func (gs *gangs) protects(r preemptRecord, now time.Time) bool {
+	return r.pod.uid != "" && r.node != "" && now.Before(r.protectUntil) &&
+		gs.members.pending(r.pod.namespace, r.pod.name, r.pod.uid)
+}
+
+// recordLive reports whether a record is still needed: a victim still holds room, or it
+// protects a standalone preemptor's node.
+func (gs *gangs) recordLive(r preemptRecord) bool {
+	return gs.victimsLeft(r) > 0 || gs.protects(r, gs.now())
+}
+
+// awaitingVictims reports whether the preemptor (key) evicted victims for domain that still
+// hold room.
+func (gs *gangs) awaitingVictims(key, domain string) bool {
+	r, ok := gs.preempted.get(key)
+	return ok && r.domain == domain && gs.victimsLeft(r) > 0
+}
+
+// withProtected adds to others (what other gangs reserve per node, a map the caller owns)
+// the room the nodes of standalone preemptors need, for a gang whose priority (asked only
+// when some record protects a node) is at most theirs: as kube-scheduler's Filter counts a
+// nominated pod of equal or higher priority on its node, the gang's planning does not count
+// that room as its own. It returns others, or a new map when others is nil.
+func (gs *gangs) withProtected(others map[string]placement.Reserved, priority func() int32) map[string]placement.Reserved {
+	now := gs.now()
+	known, prio := false, int32(0)
+	for key, r := range gs.preempted.all() {
+		if !gs.protects(r, now) {
+			continue
+		}
+		if !known {
+			prio, known = priority(), true
+		}
+		if r.priority < prio {
+			continue
+		}
+		if others == nil {
+			others = map[string]placement.Reserved{}
+		}
+		cur := others[r.node]
+		res := topology.Resources{}
+		for k, q := range cur.Resources {
+			res[k] = q
+		}
+		for k, q := range r.request {
+			res[k] += q
+		}
+		gangs := append(append([]string(nil), cur.Gangs...), key)
+		slices.Sort(gangs)
+		others[r.node] = placement.Reserved{Resources: res, Pods: cur.Pods + 1, Gangs: gangs}
+	}
+	return others
+}
+
+// evictions tracks the victims whose eviction calls are under way.
+type evictions struct {
+	mu  sync.Mutex
+	set sets.Set[types.UID]
+}
+
+func newEvictions() *evictions { return &evictions{set: sets.New[types.UID]()} }
+
+// start marks the victim's eviction under way; false when it already is.
+func (e *evictions) start(uid types.UID) bool {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.set.Has(uid) {
+		return false
+	}
+	e.set.Insert(uid)
+	return true
+}
+
+func (e *evictions) done(uid types.UID) {
+	e.mu.Lock()
+	e.set.Delete(uid)
+	e.mu.Unlock()
+}
+
+// inFlight is how many evictions are under way.
+func (e *evictions) inFlight() int {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.set.Len()
+}
