@@ -207,11 +207,13 @@ func (s *Store) Choose(r ChooseRequest) ChooseResult {
 	return res
 }
 
+// choose runs the request's callbacks (Rank, Reserve: a ranking and a max-flow over the
+// domain) without the lock, so that Filter's ReservedOn, which runs in parallel for every
+// node, never waits on them; the pin itself is decided under the lock, where an existing pin
+// (another cycle pinned meanwhile) and the capacity check are looked at again.
 func (s *Store) choose(r ChooseRequest) ChooseResult {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if c, ok := s.pins[r.Gang]; ok {
-		return ChooseResult{Commitment: c.clone(), Existing: true, OK: c.Owner == r.Owner}
+	if c, ok := s.Get(r.Gang); ok {
+		return ChooseResult{Commitment: c, Existing: true, OK: c.Owner == r.Owner}
 	}
 	d, ok := topology.BestFitRanked(r.Rooms, r.Need, r.Rank)
 	if !ok {
@@ -220,6 +222,11 @@ func (s *Store) choose(r ChooseRequest) ChooseResult {
 	var res Reservation
 	if r.Reserve != nil {
 		res = r.Reserve(d)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if c, ok := s.pins[r.Gang]; ok {
+		return ChooseResult{Commitment: c.clone(), Existing: true, OK: c.Owner == r.Owner}
 	}
 	if !s.fits(r.Gang, res, r.Capacity) {
 		return ChooseResult{Conflict: true}

@@ -50,8 +50,10 @@ type fakeHandle struct {
 	client   kubernetes.Interface
 	factory  informers.SharedInformerFactory
 
-	mu        sync.Mutex
-	waiting   map[types.UID]*fakeWaiter
+	mu      sync.Mutex
+	waiting map[types.UID]*fakeWaiter
+	// onIterate, when set, runs at the start of every IterateOverWaitingPods.
+	onIterate func()
 	activated []string
 	events    []recordedEvent
 }
@@ -88,6 +90,9 @@ func (h *fakeHandle) Activate(_ klog.Logger, pods map[string]*v1.Pod) {
 }
 
 func (h *fakeHandle) IterateOverWaitingPods(f func(fwk.WaitingPod)) {
+	if h.onIterate != nil {
+		h.onIterate()
+	}
 	h.mu.Lock()
 	list := make([]*fakeWaiter, 0, len(h.waiting))
 	for _, w := range h.waiting {

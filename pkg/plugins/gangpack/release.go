@@ -32,9 +32,9 @@ type unwindResult struct {
 	rejected   int
 }
 
-// unwind drops the gang's commitment if id owns it (placement.AnyID = whatever the owner),
-// optionally remembers its domain as failed, and rejects the waiters of that attempt, all
-// under the store lock; then counts, wakes reservation-blocked pods and logs.
+// unwind drops the gang's commitment if id owns it (placement.AnyID = whatever the owner) and
+// optionally remembers its domain as failed, under the store lock; then rejects the waiters
+// of that attempt, counts, wakes reservation-blocked pods and logs.
 func (gs *gangs) unwind(logger klog.Logger, gang string, id uint64, cause string, markFailed bool) unwindResult {
 	return gs.unwindWith(logger, gs.store.Release, gang, id, cause, markFailed)
 }
@@ -50,11 +50,15 @@ func (gs *gangs) unwindWith(logger klog.Logger, release releaser, gang string, i
 		if markFailed {
 			res.newFailed = gs.failed.Add(placement.GangOwner{Gang: gang, Owner: c.Owner}, placement.DomainRef{Key: c.Key, Value: c.Domain})
 		}
-		res.rejected = gs.rejectWaiters(gang, c.ID)
 	})
 	if !ok {
 		return res
 	}
+	// The waiters are rejected after the store's lock is released: walking every waiting pod
+	// under it would hold up Filter's reservation reads on every node. Nothing admits them
+	// meanwhile: admission (Permit, superviseWaiter) first asks the store whether the attempt
+	// still owns the pin, and it no longer does.
+	res.rejected = gs.rejectWaiters(gang, c.ID)
 	res.released, res.commitment = true, c
 	gs.holdEnded(c.ID)
 	unwindTotal.Inc()
