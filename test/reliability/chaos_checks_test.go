@@ -78,14 +78,19 @@ func (c *chaos) observe() (*observation, error) {
 	if err != nil {
 		return nil, err
 	}
-	o.pods = pods.Items
+	o.setPods(pods.Items)
+	return o, nil
+}
+
+// setPods records the pods and indexes the gangs' bound live members.
+func (o *observation) setPods(pods []v1.Pod) {
+	o.pods = pods
 	for i := range o.pods {
 		p := &o.pods[i]
 		if g := p.Labels[testenv.PodGroupLabel]; g != "" && liveBound(p) {
 			o.bound[g] = append(o.bound[g], p)
 		}
 	}
-	return o, nil
 }
 
 func liveBound(p *v1.Pod) bool {
