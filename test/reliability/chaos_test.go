@@ -125,6 +125,7 @@ func TestChaosDuringFormation(t *testing.T) {
 	}
 	c.unexplainedVictims()
 	t.Logf("%d pods preempted (%d Preempted events checked)", len(c.victims), len(c.seenEvents))
+	c.logPlaced()
 	if n := w.boundCount(); n < 4 {
 		c.fail("only %d pods bound after the chaos run: the scenario placed nothing", n)
 	} else {
@@ -239,4 +240,24 @@ func (c *chaos) pick() *chaosGang {
 	}
 	names := slices.Sorted(maps.Keys(c.gangs))
 	return c.gangs[names[c.rng.Intn(len(names))]]
+}
+
+// logPlaced logs what the run placed at the end, so a run that composes nothing shows.
+func (c *chaos) logPlaced() {
+	o, err := c.observe()
+	if err != nil {
+		return
+	}
+	partners, spread, plain := 0, 0, 0
+	for g := range o.bound {
+		switch gang := c.gangs[g]; {
+		case c.groupOf[g] != nil:
+			partners++
+		case gang != nil && gang.spread:
+			spread++
+		default:
+			plain++
+		}
+	}
+	c.w.t.Logf("gangs placed at the end: %d partners, %d with a spread leader, %d others", partners, spread, plain)
 }
