@@ -203,7 +203,7 @@ func (c *chaos) step() {
 	switch r := c.rng.Intn(100); {
 	case r < 22:
 		c.newGang()
-	case r < 30:
+	case r < 28:
 		c.newStandalone()
 	case r < 34:
 		c.finishStandalone()
