@@ -3,13 +3,16 @@ package reliability
 import (
 	"context"
 	"fmt"
+	"maps"
 	"math/rand"
 	"os"
+	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
-	v1 "k8s.io/api/core/v1"
+	schedulingv1 "k8s.io/api/scheduling/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 
@@ -29,30 +32,80 @@ func chaosDuration(t *testing.T) time.Duration {
 	return 25 * time.Second
 }
 
-// Gangs are created member-first and PodGroup-first in random order while members of forming
-// and of bound gangs are deleted (gracefully: they stay Terminating for a while) and replaced,
-// bound gangs restart whole, whole gangs finish, free nodes are cordoned, deleted, re-created and
-// relabelled, PodGroups are deleted and re-created and minMember lowered. Invariants are
-// checked every second; at the end every gang is either whole or not placed at all.
+// chaosSeed is OME_CHAOS_SEED when set (to replay a run's sequence of operations), else a
+// random seed.
+func chaosSeed(t *testing.T) int64 {
+	if s := os.Getenv("OME_CHAOS_SEED"); s != "" {
+		seed, err := strconv.ParseInt(s, 10, 64)
+		if err != nil {
+			t.Fatalf("OME_CHAOS_SEED: %v", err)
+		}
+		return seed
+	}
+	return rand.New(rand.NewSource(time.Now().UnixNano())).Int63()
+}
+
+// The chaos cluster: chaosDomains domains of chaosPerDomain one-GPU nodes; the first half of
+// the domains in zone-a, the rest in zone-b.
+const (
+	chaosDomains, chaosPerDomain = 10, 3
+	chaosZoneKey                 = testenv.ZoneKey
+	// groupLabel is the chart's placementGroupLabel.
+	groupLabel = "ome.io/placement-group"
+)
+
+// chaosNodeLabels are the topology labels of a node of domain d.
+func chaosNodeLabels(d int) map[string]string {
+	zone := "zone-a"
+	if d >= chaosDomains/2 {
+		zone = "zone-b"
+	}
+	return map[string]string{domainKey: fmt.Sprintf("d%02d", d), chaosZoneKey: zone}
+}
+
+// chaosPriorities are the PriorityClasses gangs and standalone pods get at random. The test
+// API server runs without the Priority admission plugin, so the chaos sets spec.priority to
+// the class's value itself, as that plugin would.
+var chaosPriorities = []schedulingv1.PriorityClass{
+	{ObjectMeta: metav1.ObjectMeta{Name: "chaos-low"}, Value: 10},
+	{ObjectMeta: metav1.ObjectMeta{Name: "chaos-mid"}, Value: 100},
+	{ObjectMeta: metav1.ObjectMeta{Name: "chaos-high"}, Value: 1000},
+}
+
+// Gangs (some of them partners of a placement group, some with a hard zone spread on their
+// leader) and standalone pods are created at random priorities, members first or PodGroup
+// first, while members of forming and of bound gangs are deleted (gracefully: they stay
+// Terminating for a while) and replaced, bound gangs restart whole, members lost to
+// preemption are re-created as a controller would, whole gangs finish, free nodes are
+// cordoned, deleted, re-created and relabelled, PodGroups are deleted and re-created and
+// minMember lowered, with the plugin's preemption on. The invariants (chaos_checks_test.go)
+// are checked every second; at the end every gang is either whole or not placed at all.
 func TestChaosDuringFormation(t *testing.T) {
 	w := newWorld(t)
-	const domains, per = 10, 3
-	w.domains(domains, per)
-	args := testenv.DefaultArgs + "\ngcIntervalSeconds: 2"
-	args = strings.Replace(args, "gcIntervalSeconds: 60\n", "", 1)
+	for d := 0; d < chaosDomains; d++ {
+		for i := 0; i < chaosPerDomain; i++ {
+			if _, err := testenv.CreateNode(w.ctx, w.cp.Client, testenv.NodeSpec{Name: fmt.Sprintf("d%02d-%d", d, i), GPUs: 1, Labels: chaosNodeLabels(d)}); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	for i := range chaosPriorities {
+		if _, err := w.cp.Client.SchedulingV1().PriorityClasses().Create(w.ctx, &chaosPriorities[i], metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	args := strings.Replace(testenv.DefaultArgs, "gcIntervalSeconds: 60\n", "", 1) + "\ngcIntervalSeconds: 2\npreemption: true"
 	w.scheduler("sched", testenv.Profile{Args: args})
-	rng := rand.New(rand.NewSource(time.Now().UnixNano()))
-	seed := rng.Int63()
-	rng = rand.New(rand.NewSource(seed))
-	t.Logf("chaos seed %d", seed)
-	c := &chaos{w: w, rng: rng, gangs: map[string]*chaosGang{}}
+	seed := chaosSeed(t)
+	t.Logf("chaos seed %d (OME_CHAOS_SEED=%d replays the operations)", seed, seed)
+	c := newChaos(w, seed)
 	deadline := time.Now().Add(chaosDuration(t))
 	lastCheck := time.Now()
 	ops := 0
 	for time.Now().Before(deadline) {
 		c.step()
 		ops++
-		time.Sleep(time.Duration(50+rng.Intn(150)) * time.Millisecond)
+		time.Sleep(time.Duration(50+c.rng.Intn(150)) * time.Millisecond)
 		if time.Since(lastCheck) > time.Second {
 			c.invariants()
 			lastCheck = time.Now()
@@ -68,10 +121,13 @@ func TestChaosDuringFormation(t *testing.T) {
 	})
 	if err != nil {
 		v, _ := testenv.Violations(w.ctx, w.cp.Client, w.cp.PodGroups, domainKey, time.Nanosecond, w.ns)
-		t.Fatalf("gangs still partially bound after settling:\n%s", strings.Join(v, "\n"))
+		c.fail("gangs still partially bound after settling:\n%s", strings.Join(v, "\n"))
 	}
+	c.unexplainedVictims()
+	t.Logf("%d pods preempted (%d Preempted events checked)", len(c.victims), len(c.seenEvents))
+	c.logPlaced()
 	if n := w.boundCount(); n < 4 {
-		t.Fatalf("only %d pods bound after the chaos run: the scenario placed nothing", n)
+		c.fail("only %d pods bound after the chaos run: the scenario placed nothing", n)
 	} else {
 		t.Logf("%d pods bound at the end, every gang whole", n)
 	}
@@ -81,10 +137,28 @@ type chaosGang struct {
 	name    string
 	members []string
 	next    int
+	// size is how many members the gang's controller keeps (its PodGroup's first minMember).
+	size  int
+	prio  int         // index in chaosPriorities
+	group *chaosGroup // the placement group of a partner, else nil
+	// spread gangs have a leader carrying a DoNotSchedule zone spread; leader is its name
+	// while it exists.
+	spread bool
+	leader string
+}
+
+// chaosGroup is a partner placement group: its PodGroups carry the group label, the size
+// annotation and, when key is set, the group topology key annotation.
+type chaosGroup struct {
+	name     string
+	size     int
+	key      string
+	partners []string
 }
 
 type chaos struct {
 	w      *world
+	seed   int64
 	rng    *rand.Rand
 	gangs  map[string]*chaosGang
 	seq    int
@@ -92,34 +166,62 @@ type chaos struct {
 	// protected maps nodes of gangs being repaired to the gang: not cordoned, relabelled or
 	// re-created until the gang is whole again.
 	protected map[string]string
-	// repairs maps gangs whose bound member was replaced to when.
-	repairs map[string]time.Time
+	// standalone are the standalone pods the chaos created and did not delete.
+	standalone []string
+	// prio records every pod's priority by name (names are never reused).
+	prio map[string]int32
+	// groupOf records the placement group of every partner gang ever created.
+	groupOf map[string]*chaosGroup
+	// cuts maps gangs to when the chaos last deleted one of their members.
+	cuts map[string]time.Time
+	// victims are the pods seen with the scheduler's preemption condition, by UID.
+	victims map[string]*victim
+	// seenEvents are the Preempted events already checked, and explained the UIDs of the
+	// pods they name.
+	seenEvents map[string]bool
+	explained  map[string]bool
+}
+
+func newChaos(w *world, seed int64) *chaos {
+	return &chaos{w: w, seed: seed, rng: rand.New(rand.NewSource(seed)), gangs: map[string]*chaosGang{},
+		counts: map[string]int{}, protected: map[string]string{}, prio: map[string]int32{},
+		groupOf: map[string]*chaosGroup{}, cuts: map[string]time.Time{}, victims: map[string]*victim{},
+		seenEvents: map[string]bool{}, explained: map[string]bool{}}
+}
+
+// fail fails the test, naming the seed that replays the run.
+func (c *chaos) fail(format string, args ...any) {
+	c.w.t.Helper()
+	c.w.t.Fatalf("chaos seed %d (rerun with OME_CHAOS_SEED=%d): %s", c.seed, c.seed, fmt.Sprintf(format, args...))
 }
 
 func (c *chaos) count(op string) {
-	if c.counts == nil {
-		c.counts = map[string]int{}
-	}
 	c.counts[op]++
 }
 
 func (c *chaos) step() {
 	switch r := c.rng.Intn(100); {
-	case r < 30:
+	case r < 22:
 		c.newGang()
-	case r < 38:
+	case r < 28:
+		c.newStandalone()
+	case r < 34:
+		c.finishStandalone()
+	case r < 41:
 		c.replaceMember()
-	case r < 42:
-		c.replaceBoundMember()
 	case r < 45:
+		c.replaceBoundMember()
+	case r < 48:
 		c.restartGang()
 	case r < 60:
 		c.finishGang()
-	case r < 70:
+	case r < 65:
+		c.respawn()
+	case r < 73:
 		c.cordonFreeNode()
-	case r < 75:
+	case r < 77:
 		c.recreatePodGroup()
-	case r < 80:
+	case r < 81:
 		c.lowerMinMember()
 	case r < 88:
 		c.relabelFreeNode()
@@ -130,340 +232,32 @@ func (c *chaos) step() {
 	}
 }
 
+// pick returns a random live gang (nil when there is none); the choice depends on the seed
+// alone.
 func (c *chaos) pick() *chaosGang {
 	if len(c.gangs) == 0 {
 		return nil
 	}
-	i := c.rng.Intn(len(c.gangs))
-	for _, g := range c.gangs {
-		if i == 0 {
-			return g
-		}
-		i--
-	}
-	return nil
+	names := slices.Sorted(maps.Keys(c.gangs))
+	return c.gangs[names[c.rng.Intn(len(names))]]
 }
 
-func (c *chaos) createMember(g *chaosGang) {
-	name := fmt.Sprintf("%s-%d", g.name, g.next)
-	g.next++
-	if _, err := testenv.CreatePod(c.w.ctx, c.w.cp.Client, testenv.PodSpec{Namespace: c.w.ns, Name: name, Group: g.name, GPUs: 1, Apart: true}); err == nil {
-		g.members = append(g.members, name)
-	}
-}
-
-func (c *chaos) createPodGroup(g *chaosGang, size int) {
-	_, _ = c.w.cp.PodGroups.SchedulingV1alpha1().PodGroups(c.w.ns).Create(c.w.ctx, testenv.NewPodGroup(c.w.ns, g.name, int32(size), domainKey, 20), metav1.CreateOptions{})
-}
-
-func (c *chaos) newGang() {
-	c.seq++
-	g := &chaosGang{name: fmt.Sprintf("g%03d", c.seq)}
-	c.gangs[g.name] = g
-	size := 2 + c.rng.Intn(2)
-	memberFirst := c.rng.Intn(2) == 0
-	if !memberFirst {
-		c.createPodGroup(g, size)
-	}
-	for i := 0; i < size; i++ {
-		c.createMember(g)
-	}
-	if memberFirst {
-		c.createPodGroup(g, size)
-	}
-	c.count("new_gang")
-}
-
-// deletePod deletes a pod gracefully: a bound pod stays Terminating on its node until the
-// fake kubelet finishes it.
-func (c *chaos) deletePod(name string) {
-	_ = c.w.cp.Client.CoreV1().Pods(c.w.ns).Delete(c.w.ctx, name, metav1.DeleteOptions{})
-}
-
-// boundNodes returns the nodes of the gang's bound live members; all is true when every
-// member is bound.
-func (c *chaos) boundNodes(g *chaosGang) (nodes []string, all bool) {
-	all = len(g.members) > 0
-	for _, m := range g.members {
-		p, err := c.w.cp.Client.CoreV1().Pods(c.w.ns).Get(c.w.ctx, m, metav1.GetOptions{})
-		if err == nil && p.Spec.NodeName != "" && p.DeletionTimestamp == nil {
-			nodes = append(nodes, p.Spec.NodeName)
-		} else {
-			all = false
-		}
-	}
-	return nodes, all
-}
-
-// hasBound reports whether any member of the gang is bound.
-func (c *chaos) hasBound(g *chaosGang) bool {
-	for _, m := range g.members {
-		if p, err := c.w.cp.Client.CoreV1().Pods(c.w.ns).Get(c.w.ctx, m, metav1.GetOptions{}); err == nil && p.Spec.NodeName != "" {
-			return true
-		}
-	}
-	return false
-}
-
-// replaceMember deletes one member of a gang that is still forming (none of its members is
-// bound; one may wait at Permit) and creates a replacement. Deleting a member of a bound gang
-// leaves it partially bound by the user's hand, and the scheduler keeps it in its domain until
-// room frees there, which the partial-binding invariant would misreport.
-func (c *chaos) replaceMember() {
-	g := c.pick()
-	if g == nil || len(g.members) == 0 || c.hasBound(g) {
-		return
-	}
-	i := c.rng.Intn(len(g.members))
-	c.deletePod(g.members[i])
-	g.members = append(g.members[:i], g.members[i+1:]...)
-	c.createMember(g)
-	c.count("replace_member")
-}
-
-// replaceBoundMember deletes one member of a fully bound gang gracefully and creates its
-// replacement at once, as a controller would. The gang is partly bound until the Terminating
-// member is gone and the replacement binds in the gang's domain; the chaos leaves the gang's
-// nodes alone meanwhile (a user who removes the capacity a gang waits for keeps it partial, by
-// design).
-func (c *chaos) replaceBoundMember() {
-	g := c.pick()
-	if g == nil {
-		return
-	}
-	nodes, all := c.boundNodes(g)
-	if !all {
-		return
-	}
-	c.protect(g, nodes)
-	if c.repairs == nil {
-		c.repairs = map[string]time.Time{}
-	}
-	c.repairs[g.name] = time.Now()
-	i := c.rng.Intn(len(g.members))
-	c.deletePod(g.members[i])
-	g.members = append(g.members[:i], g.members[i+1:]...)
-	c.createMember(g)
-	c.count("replace_bound_member")
-}
-
-// restartGang deletes every member of a fully bound gang gracefully and creates the same
-// number of replacements while the old members are still Terminating (a whole-gang restart).
-func (c *chaos) restartGang() {
-	g := c.pick()
-	if g == nil {
-		return
-	}
-	if _, all := c.boundNodes(g); !all {
-		return
-	}
-	n := len(g.members)
-	for _, m := range g.members {
-		c.deletePod(m)
-	}
-	g.members = nil
-	for i := 0; i < n; i++ {
-		c.createMember(g)
-	}
-	c.count("restart_gang")
-}
-
-// protect keeps the chaos away from the nodes of a gang being repaired.
-func (c *chaos) protect(g *chaosGang, nodes []string) {
-	if c.protected == nil {
-		c.protected = map[string]string{}
-	}
-	for _, n := range nodes {
-		c.protected[n] = g.name
-	}
-}
-
-// unprotect releases the nodes of gangs that are whole again or gone.
-func (c *chaos) unprotect() {
-	for n, name := range c.protected {
-		g := c.gangs[name]
-		if g == nil {
-			delete(c.protected, n)
-			continue
-		}
-		if _, all := c.boundNodes(g); all {
-			delete(c.protected, n)
-		}
-	}
-}
-
-// finishGang deletes a whole gang (pods and PodGroup), freeing its capacity.
-func (c *chaos) finishGang() {
-	g := c.pick()
-	if g == nil {
-		return
-	}
-	for _, m := range g.members {
-		c.deletePod(m)
-	}
-	_ = c.w.cp.PodGroups.SchedulingV1alpha1().PodGroups(c.w.ns).Delete(c.w.ctx, g.name, metav1.DeleteOptions{})
-	delete(c.gangs, g.name)
-	c.count("finish_gang")
-}
-
-// freeNode returns a random node without bound or Terminating pods, outside the gangs being
-// repaired. With spare, the node's whole domain must be unused too (no pod of the namespace
-// bound, Terminating or nominated there): relabelling or re-creating a node under a gang that
-// is binding races the bind itself, which no scheduler can win (the API server accepts the
-// relabel while the bind is in flight).
-func (c *chaos) freeNode(spare bool) *v1.Node {
-	nodes, err := c.w.cp.Client.CoreV1().Nodes().List(c.w.ctx, metav1.ListOptions{})
-	if err != nil || len(nodes.Items) == 0 {
-		return nil
-	}
-	pods, err := c.w.cp.Client.CoreV1().Pods(c.w.ns).List(c.w.ctx, metav1.ListOptions{})
-	if err != nil {
-		return nil
-	}
-	c.unprotect()
-	domainOf := map[string]string{}
-	for _, n := range nodes.Items {
-		domainOf[n.Name] = n.Labels[domainKey]
-	}
-	used, usedDomains := map[string]bool{}, map[string]bool{}
-	for _, p := range pods.Items {
-		for _, n := range []string{p.Spec.NodeName, p.Status.NominatedNodeName} {
-			if n != "" {
-				used[n] = true
-				usedDomains[domainOf[n]] = true
-			}
-		}
-	}
-	for n := range c.protected {
-		used[n] = true
-	}
-	var free []v1.Node
-	for _, n := range nodes.Items {
-		if !used[n.Name] && !(spare && usedDomains[n.Labels[domainKey]]) {
-			free = append(free, n)
-		}
-	}
-	if len(free) == 0 {
-		return nil
-	}
-	n := free[c.rng.Intn(len(free))]
-	return &n
-}
-
-// invariants fails the test on any violation, except the partial binding of a gang whose
-// bound member was replaced less than repairGrace ago (it is partial by the user's hand until
-// the Terminating member is gone and the replacement binds).
-func (c *chaos) invariants() {
-	c.w.t.Helper()
-	v, err := testenv.Violations(c.w.ctx, c.w.cp.Client, c.w.cp.PodGroups, domainKey, 90*time.Second, c.w.ns)
-	if err != nil {
-		c.w.t.Fatalf("check invariants: %v", err)
-	}
-	var real []string
-	for _, line := range v {
-		if !c.repairing(line) {
-			real = append(real, line)
-		}
-	}
-	if len(real) > 0 {
-		c.w.t.Fatalf("invariant violations:\n%s", strings.Join(real, "\n"))
-	}
-}
-
-// repairGrace is how long a gang whose bound member was replaced may stay partially bound.
-const repairGrace = 60 * time.Second
-
-// repairing reports whether a violation is the partial binding of a gang under repair.
-func (c *chaos) repairing(violation string) bool {
-	for name, since := range c.repairs {
-		if time.Since(since) < repairGrace && strings.HasPrefix(violation, "gang "+c.w.ns+"/"+name+" partially bound") {
-			return true
-		}
-	}
-	return false
-}
-
-func (c *chaos) cordonFreeNode() {
-	if n := c.freeNode(false); n != nil {
-		n.Spec.Unschedulable = true
-		if _, err := c.w.cp.Client.CoreV1().Nodes().Update(c.w.ctx, n, metav1.UpdateOptions{}); err == nil {
-			c.count("cordon")
-		}
-	}
-}
-
-func (c *chaos) uncordonAll() {
-	nodes, err := c.w.cp.Client.CoreV1().Nodes().List(c.w.ctx, metav1.ListOptions{})
+// logPlaced logs what the run placed at the end, so a run that composes nothing shows.
+func (c *chaos) logPlaced() {
+	o, err := c.observe()
 	if err != nil {
 		return
 	}
-	for i := range nodes.Items {
-		if n := &nodes.Items[i]; n.Spec.Unschedulable {
-			n.Spec.Unschedulable = false
-			_, _ = c.w.cp.Client.CoreV1().Nodes().Update(c.w.ctx, n, metav1.UpdateOptions{})
+	partners, spread, plain := 0, 0, 0
+	for g := range o.bound {
+		switch gang := c.gangs[g]; {
+		case c.groupOf[g] != nil:
+			partners++
+		case gang != nil && gang.spread:
+			spread++
+		default:
+			plain++
 		}
 	}
-	c.count("uncordon_all")
-}
-
-// relabelFreeNode moves a free node to another domain.
-func (c *chaos) relabelFreeNode() {
-	if n := c.freeNode(true); n != nil {
-		old := n.Labels[domainKey]
-		n.Labels[domainKey] = fmt.Sprintf("d%02d", c.rng.Intn(10))
-		if _, err := c.w.cp.Client.CoreV1().Nodes().Update(c.w.ctx, n, metav1.UpdateOptions{}); err == nil {
-			c.count("relabel")
-			c.w.t.Logf("%s relabel %s: %s -> %s", time.Now().Format("15:04:05.000"), n.Name, old, n.Labels[domainKey])
-		}
-	}
-}
-
-// recreateFreeNode deletes a free node and creates it again.
-func (c *chaos) recreateFreeNode() {
-	n := c.freeNode(true)
-	if n == nil {
-		return
-	}
-	if err := c.w.cp.Client.CoreV1().Nodes().Delete(c.w.ctx, n.Name, metav1.DeleteOptions{}); err != nil {
-		return
-	}
-	_ = wait.PollUntilContextTimeout(c.w.ctx, 50*time.Millisecond, 5*time.Second, true, func(ctx context.Context) (bool, error) {
-		_, err := testenv.CreateNode(ctx, c.w.cp.Client, testenv.NodeSpec{Name: n.Name, GPUs: 1, Labels: map[string]string{domainKey: n.Labels[domainKey]}})
-		return err == nil, nil
-	})
-	c.count("recreate_node")
-}
-
-// recreatePodGroup deletes and re-creates the PodGroup of a gang with no bound member.
-func (c *chaos) recreatePodGroup() {
-	g := c.pick()
-	if g == nil {
-		return
-	}
-	if c.hasBound(g) {
-		return
-	}
-	pg, err := c.w.cp.PodGroups.SchedulingV1alpha1().PodGroups(c.w.ns).Get(c.w.ctx, g.name, metav1.GetOptions{})
-	if err != nil {
-		return
-	}
-	_ = c.w.cp.PodGroups.SchedulingV1alpha1().PodGroups(c.w.ns).Delete(c.w.ctx, g.name, metav1.DeleteOptions{})
-	c.createPodGroup(g, int(pg.Spec.MinMember))
-	c.count("recreate_podgroup")
-}
-
-// lowerMinMember lowers a gang's minMember by one (never below 1).
-func (c *chaos) lowerMinMember() {
-	g := c.pick()
-	if g == nil {
-		return
-	}
-	pg, err := c.w.cp.PodGroups.SchedulingV1alpha1().PodGroups(c.w.ns).Get(c.w.ctx, g.name, metav1.GetOptions{})
-	if err != nil || pg.Spec.MinMember <= 1 {
-		return
-	}
-	pg.Spec.MinMember--
-	if _, err := c.w.cp.PodGroups.SchedulingV1alpha1().PodGroups(c.w.ns).Update(c.w.ctx, pg, metav1.UpdateOptions{}); err == nil {
-		c.count("lower_min_member")
-	}
+	c.w.t.Logf("gangs placed at the end: %d partners, %d with a spread leader, %d others", partners, spread, plain)
 }
