@@ -104,6 +104,7 @@ type sim struct {
 	pgIdx  cache.Indexer
 	// doubts is the plugin's pod-informer handler for bindings in doubt.
 	doubts    cache.ResourceEventHandler
+	spawned   []func() // the plugin's goroutines, run by afterPlugin
 	eventSeen int
 	nextName  int
 	chk       *checker
@@ -179,6 +180,10 @@ func (s *sim) start(factory informers.SharedInformerFactory) {
 	gen := s.gen
 	s.pl.now = func() time.Time { return s.now }
 	s.pl.after = func(d time.Duration, f func()) func() { return s.addTimer(gen, d, f) }
+	// The plugin's goroutines (a waiter's supervisor, the eviction calls) run at the next
+	// afterPlugin, as one step of simulated time: on their own they would act at real-time
+	// moments the sequence does not control, and the same seed would play differently.
+	s.pl.spawn = func(f func()) { s.spawned = append(s.spawned, f) }
 	capture := &captureInformer{SharedIndexInformer: s.podInf}
 	if err := s.pl.watchDoubts(capture); err != nil {
 		s.t.Fatal(err)
@@ -363,6 +368,11 @@ func (s *sim) requeueRejected(sp *simPod, byGang, byFit bool) {
 
 // afterPlugin applies what the plugin did through the handle: activations and evictions.
 func (s *sim) afterPlugin() {
+	for len(s.spawned) > 0 {
+		f := s.spawned[0]
+		s.spawned = s.spawned[1:]
+		f()
+	}
 	s.h.mu.Lock()
 	act := s.h.activated
 	s.h.activated = nil
