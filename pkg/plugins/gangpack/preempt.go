@@ -153,7 +153,8 @@ func (pl *GangPack) waitingOnVictims(pr *preemptor) *waitResult {
 	}
 }
 
-// evictEscaped evicts again the victims still bound and not Terminating: a victim waiting at
+// evictEscaped evicts again the victims still bound (on the node they were evicted from) and
+// not Terminating: a victim waiting at
 // Permit is rejected, but when its gang completed at the same moment it was allowed instead
 // and bound; an eviction call may also have failed. Each is evicted like any bound victim
 // (unless its eviction is under way), so the preemptor does not wait on a pod that will
@@ -161,11 +162,9 @@ func (pl *GangPack) waitingOnVictims(pr *preemptor) *waitResult {
 func (pl *GangPack) evictEscaped(pr *preemptor, r preemptRecord) {
 	var escaped []*v1.Pod
 	for _, v := range r.victims {
-		cur, err := pl.members.lister.Pods(v.namespace).Get(v.name)
-		if err != nil || cur.UID != v.uid || cur.Spec.NodeName == "" || cur.DeletionTimestamp != nil {
-			continue
+		if cur := pl.boundVictim(v); cur != nil && cur.DeletionTimestamp == nil {
+			escaped = append(escaped, cur)
 		}
-		escaped = append(escaped, cur)
 	}
 	pl.evictAsync(pr.pod, escaped, msgPreempted(pr.kind, pr.pod.Namespace, pr.name, r.domain))
 }

@@ -98,12 +98,23 @@ func (gs *gangs) victimsLeft(r preemptRecord) int {
 // waiting at Permit is rejected, not deleted: it stays in the informer unbound and holds
 // nothing once rejected, so the preemptor does not wait on it.
 func (gs *gangs) victimHolds(v victimRef, now time.Time) bool {
-	cur, err := gs.members.lister.Pods(v.namespace).Get(v.name)
-	if err == nil && cur.UID == v.uid && cur.Spec.NodeName != "" {
+	if cur := gs.boundVictim(v); cur != nil {
 		return !stuck(cur, now)
 	}
 	q := gs.inSnapshot(v)
 	return q != nil && !stuck(q, now)
+}
+
+// boundVictim returns the victim as the pod informer shows it bound to the node it was evicted
+// from, or nil. A pod never changes nodes once bound, so a victim bound elsewhere was one
+// rejected while it waited at Permit and placed again later by a scheduling cycle of its own:
+// a new placement, which the preemptor neither waits on nor evicts again.
+func (gs *gangs) boundVictim(v victimRef) *v1.Pod {
+	cur, err := gs.members.lister.Pods(v.namespace).Get(v.name)
+	if err != nil || cur.UID != v.uid || cur.Spec.NodeName == "" || (v.node != "" && cur.Spec.NodeName != v.node) {
+		return nil
+	}
+	return cur
 }
 
 // inSnapshot returns the victim as the current scheduling snapshot counts it on its node, or
