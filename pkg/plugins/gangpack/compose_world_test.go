@@ -300,6 +300,7 @@ func (s *sim) removePod(sp *simPod) {
 	if err := s.podInf.GetIndexer().Delete(sp.pod); err != nil {
 		s.t.Fatal(err)
 	}
+	s.tracef("%s deleted", sp.pod.Name)
 	s.doubts.OnDelete(sp.pod)
 	if wasOn {
 		s.podEvent(sp.pod, nil, true)
@@ -390,6 +391,7 @@ func (s *sim) afterPlugin() {
 			continue
 		}
 		if sp := s.byKey(e.regarding); sp != nil {
+			s.tracef("%s evicted (state %d on %s): %s", sp.pod.Name, sp.state, sp.node, e.note)
 			s.chk.evicted(sp, e.note)
 			switch sp.state {
 			case stBound:
@@ -421,9 +423,12 @@ func (s *sim) byKey(k string) *simPod {
 	return nil
 }
 
-// terminate starts a graceful deletion of a bound pod.
+// terminate starts a graceful deletion of a bound pod. As the API server does, it sets the
+// deletionTimestamp to the end of the grace period, on the simulated clock (the plugin judges
+// how long a Terminating pod's room is still coming back from it).
 func (s *sim) terminate(sp *simPod, grace int) {
-	q := terminating(sp.pod)
+	q := sp.pod.DeepCopy()
+	q.DeletionTimestamp = ptr.To(metav1.NewTime(s.now.Add(time.Duration(grace) * time.Second)))
 	q.DeletionGracePeriodSeconds = ptr.To(int64(grace))
 	sp.state, sp.goneAt = stTerminating, s.now.Add(time.Duration(grace)*time.Second)
 	s.updatePod(sp, q)
