@@ -153,8 +153,7 @@ func (pl *GangPack) waitingOnVictims(pr *preemptor) *waitResult {
 	}
 }
 
-// evictEscaped evicts again the victims still bound (on the node they were evicted from) and
-// not Terminating: a victim waiting at
+// evictEscaped evicts again the victims still bound and not Terminating: a victim waiting at
 // Permit is rejected, but when its gang completed at the same moment it was allowed instead
 // and bound; an eviction call may also have failed. Each is evicted like any bound victim
 // (unless its eviction is under way), so the preemptor does not wait on a pod that will

@@ -3,44 +3,40 @@ package gangpack
 import (
 	"testing"
 
+	v1 "k8s.io/api/core/v1"
 	fwk "k8s.io/kube-scheduler/framework"
+	"k8s.io/kubernetes/pkg/scheduler/framework"
 )
 
-// preemptedEvents counts the Preempted events about the pod ns/name.
-func (w *preemptWorld) preemptedEvents(name string) int {
-	w.t.Helper()
-	w.settle()
-	w.h.mu.Lock()
-	defer w.h.mu.Unlock()
-	n := 0
-	for _, e := range w.h.events {
-		if e.reason == "Preempted" && e.regarding == testNS+"/"+name {
-			n++
-		}
-	}
-	return n
-}
-
 // A victim rejected while it waited at Permit stays in the API. Once a later scheduling cycle
-// of its own binds it on another node, it is a new placement, not a victim that escaped its
-// eviction: the preemptor neither waits on it nor evicts it again (evicting it alone would
-// split the unit it now belongs to).
-func TestPreemptVictimPlacedElsewhereIsNew(t *testing.T) {
-	w, victims, hi := hiPreemptedLow(t)
-	if n := w.preemptedEvents("low-0"); n != 1 {
-		t.Fatalf("low-0 has %d Preempted events after the preemption, want 1", n)
+// of its own reserves and binds it, it is a new placement, not a victim that escaped its
+// eviction: the preemptor does not wait on it or evict it again alone (it may now belong to a
+// new unit, which a new preemption evicts whole).
+func TestPreemptVictimPlacedAgainIsNew(t *testing.T) {
+	form := []*v1.Pod{prio(gangMember("form-0", "form", 1), 1), prio(gangMember("form-1", "form", 1), 1)}
+	hi := []*v1.Pod{prio(gangMember("hi-0", "hi", 1), 10), prio(gangMember("hi-1", "hi", 1), 10)}
+	pods := append(append(append([]*v1.Pod{}, form...), gangOn("mid", 5, "b1", "b2")...), hi...)
+	w := newPreemptWorld(t, twoDomains(), pods, podGroup("form", 2), podGroup("mid", 2), podGroup("hi", 2))
+	c := w.mustPin(form[0])
+	if st := c.reserveOn("a1"); st.Code() != fwk.Wait {
+		t.Fatalf("Permit(form-0) = %v, want Wait", st)
 	}
-	// low-1 still terminates on a2; low-0 was placed again, on b1.
-	w.updatePod(terminating(victims[1]))
-	moved := victims[0].DeepCopy()
-	moved.Spec.NodeName = "b1"
-	w.updatePod(moved)
+	waiter := w.h.register(form[0])
+	w.resnap(assumed(form[0], "a1"))
+	res, st := w.postFilter(hi[0])
+	assertNominated(t, res, st, "a1", "a2")
+	if got := waiter.await(testWait); got == "" || got == "allowed" {
+		t.Fatalf("form-0 verdict %q, want a rejection", got)
+	}
+	w.pl.Unreserve(w.ctx, c.cs, form[0], "a1")
+	// form-0 is scheduled again (a cycle of its own reserves it on a1) and binds.
+	if st := w.pl.Reserve(w.ctx, framework.NewCycleState(), form[0], "a1"); !st.IsSuccess() {
+		t.Fatalf("Reserve(form-0) = %v", st)
+	}
+	w.updatePod(placedOn(form[0].DeepCopy(), "a1"))
 	w.resnap()
-	_, st := w.postFilter(hi[1])
-	if want := "; preemption: waiting for 1 preempted pods to terminate in domain a"; st.Code() != fwk.Unschedulable || st.Message() != want {
-		t.Fatalf("PostFilter = %v, want %q", st, want)
-	}
-	if n := w.preemptedEvents("low-0"); n != 1 {
-		t.Fatalf("low-0, placed again on b1, was evicted again (%d Preempted events)", n)
+	_, st = w.postFilter(hi[1])
+	if st.Code() == fwk.Unschedulable && st.Message() == "; preemption: waiting for 1 preempted pods to terminate in domain a" {
+		t.Fatalf("PostFilter = %v: the preemptor waits on a pod placed again after its rejection", st)
 	}
 }

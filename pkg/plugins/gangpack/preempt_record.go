@@ -105,16 +105,29 @@ func (gs *gangs) victimHolds(v victimRef, now time.Time) bool {
 	return q != nil && !stuck(q, now)
 }
 
-// boundVictim returns the victim as the pod informer shows it bound to the node it was evicted
-// from, or nil. A pod never changes nodes once bound, so a victim bound elsewhere was one
-// rejected while it waited at Permit and placed again later by a scheduling cycle of its own:
-// a new placement, which the preemptor neither waits on nor evicts again.
+// boundVictim returns the victim as the pod informer shows it bound, or nil.
 func (gs *gangs) boundVictim(v victimRef) *v1.Pod {
 	cur, err := gs.members.lister.Pods(v.namespace).Get(v.name)
-	if err != nil || cur.UID != v.uid || cur.Spec.NodeName == "" || (v.node != "" && cur.Spec.NodeName != v.node) {
+	if err != nil || cur.UID != v.uid || cur.Spec.NodeName == "" {
 		return nil
 	}
 	return cur
+}
+
+// placedAgain drops the pod from every record's victims. A victim rejected while it waited at
+// Permit stays in the API; once a scheduling cycle of its own reserves it again, it is a new
+// placement (possibly with new partners), which no preemptor waits on or evicts again alone.
+// A victim allowed at the moment it was rejected binds without another Reserve and stays a
+// victim (evictEscaped).
+func (p *preemptions) placedAgain(uid types.UID) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for k, r := range p.m {
+		if i := slices.IndexFunc(r.victims, func(v victimRef) bool { return v.uid == uid }); i >= 0 {
+			r.victims = slices.Delete(slices.Clone(r.victims), i, i+1)
+			p.m[k] = r
+		}
+	}
 }
 
 // inSnapshot returns the victim as the current scheduling snapshot counts it on its node, or
