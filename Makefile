@@ -85,7 +85,7 @@ fmt-check:
 ## unit: pure logic and plugin unit tests, with the race detector, fuzz seed corpora included;
 ## then the composition test's COMPOSE_SEQUENCES random sequences without it (the race detector
 ## slows the simulator over tenfold, so under -race TestCompose plays only 50)
-COMPOSE_SEQUENCES ?= 3000
+COMPOSE_SEQUENCES ?= 2000
 unit:
 	$(GO) test -race -count=1 $(GO_TEST_FLAGS) ./pkg/...
 	OME_COMPOSE_SEQUENCES=$(COMPOSE_SEQUENCES) $(GO) test -count=1 -run '^TestCompose$$' $(GO_TEST_FLAGS) ./pkg/plugins/gangpack/

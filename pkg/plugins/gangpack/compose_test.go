@@ -197,9 +197,9 @@ var composeCases = []composeCase{
 }
 
 // composeSequences is how many random sequences TestCompose plays: OME_COMPOSE_SEQUENCES, else
-// 3000 (make unit runs them without the race detector), 200 with -short, and 50 under the
-// race detector (which slows the simulator about tenfold; the full count runs without it).
-// The count never depends on the machine's speed: every run plays the same seeds.
+// 2000 (make unit runs them without the race detector, about 40 s on 2 shared cores), 200
+// with -short, and 50 under the race detector, which slows the simulator over tenfold. The
+// count never depends on the machine's speed: every run plays the same seeds.
 func composeSequences(t *testing.T) int {
 	if v := os.Getenv("OME_COMPOSE_SEQUENCES"); v != "" {
 		n, err := strconv.Atoi(v)
@@ -214,7 +214,7 @@ func composeSequences(t *testing.T) int {
 	case testing.Short():
 		return 200
 	}
-	return 3000
+	return 2000
 }
 
 func TestCompose(t *testing.T) {
