@@ -82,9 +82,13 @@ fmt-check:
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go' -not -path './bin/*')); \
 	if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 
-## unit: pure logic and plugin unit tests, with the race detector, fuzz seed corpora included
+## unit: pure logic and plugin unit tests, with the race detector, fuzz seed corpora included;
+## then the composition test's COMPOSE_SEQUENCES random sequences without it (the race detector
+## slows the simulator over tenfold, so under -race TestCompose plays only 50)
+COMPOSE_SEQUENCES ?= 2000
 unit:
 	$(GO) test -race -count=1 $(GO_TEST_FLAGS) ./pkg/...
+	OME_COMPOSE_SEQUENCES=$(COMPOSE_SEQUENCES) $(GO) test -count=1 -run '^TestCompose$$' $(GO_TEST_FLAGS) ./pkg/plugins/gangpack/
 	$(GO) test -count=1 -run '^Test' $(GO_TEST_FLAGS) ./test/bench/... ./test/heapdump/...
 
 test-chart: $(BIN)/helm

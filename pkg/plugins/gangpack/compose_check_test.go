@@ -2,6 +2,7 @@ package gangpack
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -252,7 +253,9 @@ func (c *checker) checkPreemption(label string) {
 	}
 	key := preemptorKey(pr)
 	for _, v := range c.earlier[key] {
-		if v.state == stTerminating {
+		// A victim evicted again (its eviction escaped or failed) continues the same
+		// preemption; a new victim while an earlier one terminates is a second one.
+		if v.state == stTerminating && !slices.Contains(victims, v) {
 			c.fail(invPreemption, "%s: %s evicted again while its earlier victim %s still terminates", label, key, v.pod.Name)
 			break
 		}

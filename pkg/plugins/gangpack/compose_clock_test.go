@@ -107,6 +107,7 @@ func (s *sim) advance(d time.Duration) {
 
 // fireAt runs everything due at s.now of the given kind.
 func (s *sim) fireAt(kind string) {
+	s.tracef("fire %s", kind)
 	switch kind {
 	case "timer":
 		sort.Slice(s.timers, func(i, j int) bool {

@@ -104,6 +104,7 @@ type sim struct {
 	pgIdx  cache.Indexer
 	// doubts is the plugin's pod-informer handler for bindings in doubt.
 	doubts    cache.ResourceEventHandler
+	spawned   []func() // the plugin's goroutines, run by afterPlugin
 	eventSeen int
 	nextName  int
 	chk       *checker
@@ -179,6 +180,10 @@ func (s *sim) start(factory informers.SharedInformerFactory) {
 	gen := s.gen
 	s.pl.now = func() time.Time { return s.now }
 	s.pl.after = func(d time.Duration, f func()) func() { return s.addTimer(gen, d, f) }
+	// The plugin's goroutines (a waiter's supervisor, the eviction calls) run at the next
+	// afterPlugin, as one step of simulated time: on their own they would act at real-time
+	// moments the sequence does not control, and the same seed would play differently.
+	s.pl.spawn = func(f func()) { s.spawned = append(s.spawned, f) }
 	capture := &captureInformer{SharedIndexInformer: s.podInf}
 	if err := s.pl.watchDoubts(capture); err != nil {
 		s.t.Fatal(err)
@@ -295,6 +300,7 @@ func (s *sim) removePod(sp *simPod) {
 	if err := s.podInf.GetIndexer().Delete(sp.pod); err != nil {
 		s.t.Fatal(err)
 	}
+	s.tracef("%s deleted", sp.pod.Name)
 	s.doubts.OnDelete(sp.pod)
 	if wasOn {
 		s.podEvent(sp.pod, nil, true)
@@ -363,6 +369,11 @@ func (s *sim) requeueRejected(sp *simPod, byGang, byFit bool) {
 
 // afterPlugin applies what the plugin did through the handle: activations and evictions.
 func (s *sim) afterPlugin() {
+	for len(s.spawned) > 0 {
+		f := s.spawned[0]
+		s.spawned = s.spawned[1:]
+		f()
+	}
 	s.h.mu.Lock()
 	act := s.h.activated
 	s.h.activated = nil
@@ -380,6 +391,7 @@ func (s *sim) afterPlugin() {
 			continue
 		}
 		if sp := s.byKey(e.regarding); sp != nil {
+			s.tracef("%s evicted (state %d on %s): %s", sp.pod.Name, sp.state, sp.node, e.note)
 			s.chk.evicted(sp, e.note)
 			switch sp.state {
 			case stBound:
@@ -411,9 +423,12 @@ func (s *sim) byKey(k string) *simPod {
 	return nil
 }
 
-// terminate starts a graceful deletion of a bound pod.
+// terminate starts a graceful deletion of a bound pod. As the API server does, it sets the
+// deletionTimestamp to the end of the grace period, on the simulated clock (the plugin judges
+// how long a Terminating pod's room is still coming back from it).
 func (s *sim) terminate(sp *simPod, grace int) {
-	q := terminating(sp.pod)
+	q := sp.pod.DeepCopy()
+	q.DeletionTimestamp = ptr.To(metav1.NewTime(s.now.Add(time.Duration(grace) * time.Second)))
 	q.DeletionGracePeriodSeconds = ptr.To(int64(grace))
 	sp.state, sp.goneAt = stTerminating, s.now.Add(time.Duration(grace)*time.Second)
 	s.updatePod(sp, q)

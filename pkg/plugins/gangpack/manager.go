@@ -58,6 +58,9 @@ type gangs struct {
 	after afterFunc
 	// now is the clock of deadlines and rests (tests move it by hand).
 	now func() time.Time
+	// spawn runs f on a goroutine of its own (a waiter's supervisor, the eviction calls);
+	// tests run it at a point of their choosing.
+	spawn func(f func())
 }
 
 func newGangs(ctx context.Context, h fwk.Handle, ml *memberLister) *gangs {
@@ -87,6 +90,7 @@ func newGangs(ctx context.Context, h fwk.Handle, ml *memberLister) *gangs {
 		plans:         newPlanCache(),
 		after:         realAfter,
 		now:           time.Now,
+		spawn:         func(f func()) { go f() },
 	}
 	gs.store.SetOnChange(gs.pinsChanged)
 	return gs

@@ -38,7 +38,7 @@ func (pl *GangPack) Permit(ctx context.Context, cs fwk.CycleState, pod *v1.Pod, 
 	admit := func() bool { return pl.groupCommitted(pin.Gang) }
 	if !committed || !admit() {
 		gateTotal.WithLabelValues("wait").Inc()
-		go pl.superviseWaiter(pod, pin.Gang.Key, pin.ID, admit)
+		pl.spawn(func() { pl.superviseWaiter(pod, pin.Gang.Key, pin.ID, admit) })
 		return fwk.NewStatus(fwk.Wait), pin.Gang.Timeout
 	}
 	if pl.waitEndsSoon(pin) {

@@ -161,11 +161,9 @@ func (pl *GangPack) waitingOnVictims(pr *preemptor) *waitResult {
 func (pl *GangPack) evictEscaped(pr *preemptor, r preemptRecord) {
 	var escaped []*v1.Pod
 	for _, v := range r.victims {
-		cur, err := pl.members.lister.Pods(v.namespace).Get(v.name)
-		if err != nil || cur.UID != v.uid || cur.Spec.NodeName == "" || cur.DeletionTimestamp != nil {
-			continue
+		if cur := pl.boundVictim(v); cur != nil && cur.DeletionTimestamp == nil {
+			escaped = append(escaped, cur)
 		}
-		escaped = append(escaped, cur)
 	}
 	pl.evictAsync(pr.pod, escaped, msgPreempted(pr.kind, pr.pod.Namespace, pr.name, r.domain))
 }

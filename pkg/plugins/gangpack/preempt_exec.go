@@ -108,7 +108,7 @@ func (pl *GangPack) evictAsync(preemptor *v1.Pod, victims []*v1.Pod, msg string)
 	if len(calls) == 0 {
 		return
 	}
-	go func() {
+	pl.spawn(func() {
 		for _, v := range calls {
 			if err := pl.deleteVictim(pl.ctx, preemptor, v); err != nil {
 				pl.logger.V(2).Info("Evicting a preemption victim failed", "victim", klog.KObj(v), "preemptor", klog.KObj(preemptor), "err", err)
@@ -117,7 +117,7 @@ func (pl *GangPack) evictAsync(preemptor *v1.Pod, victims []*v1.Pod, msg string)
 			}
 			pl.evicting.done(v.UID)
 		}
-	}()
+	})
 }
 
 // deleteVictim gives a victim the DisruptionTarget condition and deletes it (guarded by its

@@ -98,12 +98,36 @@ func (gs *gangs) victimsLeft(r preemptRecord) int {
 // waiting at Permit is rejected, not deleted: it stays in the informer unbound and holds
 // nothing once rejected, so the preemptor does not wait on it.
 func (gs *gangs) victimHolds(v victimRef, now time.Time) bool {
-	cur, err := gs.members.lister.Pods(v.namespace).Get(v.name)
-	if err == nil && cur.UID == v.uid && cur.Spec.NodeName != "" {
+	if cur := gs.boundVictim(v); cur != nil {
 		return !stuck(cur, now)
 	}
 	q := gs.inSnapshot(v)
 	return q != nil && !stuck(q, now)
+}
+
+// boundVictim returns the victim as the pod informer shows it bound, or nil.
+func (gs *gangs) boundVictim(v victimRef) *v1.Pod {
+	cur, err := gs.members.lister.Pods(v.namespace).Get(v.name)
+	if err != nil || cur.UID != v.uid || cur.Spec.NodeName == "" {
+		return nil
+	}
+	return cur
+}
+
+// placedAgain drops the pod from every record's victims. A victim rejected while it waited at
+// Permit stays in the API; once a scheduling cycle of its own reserves it again, it is a new
+// placement (possibly with new partners), which no preemptor waits on or evicts again alone.
+// A victim allowed at the moment it was rejected binds without another Reserve and stays a
+// victim (evictEscaped).
+func (p *preemptions) placedAgain(uid types.UID) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for k, r := range p.m {
+		if i := slices.IndexFunc(r.victims, func(v victimRef) bool { return v.uid == uid }); i >= 0 {
+			r.victims = slices.Delete(slices.Clone(r.victims), i, i+1)
+			p.m[k] = r
+		}
+	}
 }
 
 // inSnapshot returns the victim as the current scheduling snapshot counts it on its node, or

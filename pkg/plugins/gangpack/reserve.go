@@ -16,6 +16,7 @@ func (pl *GangPack) Reserve(ctx context.Context, cs fwk.CycleState, pod *v1.Pod,
 	logger := klog.FromContext(ctx)
 	if _, _, member := gangOf(pod); member {
 		pl.reserved.set(pod, nodeName)
+		pl.preempted.placedAgain(pod.UID)
 	}
 	pin := readPin(cs)
 	if pin == nil {
