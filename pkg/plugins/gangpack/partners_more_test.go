@@ -43,6 +43,32 @@ func TestPartnerGroupExpiryCascades(t *testing.T) {
 	}
 }
 
+// Rule 4 with a minMember change: a committed partner whose member waits at Permit for the
+// rest of its group is unwound when its minMember grows, so the group's completion cannot
+// admit it with fewer members than the new size; the partner forming with it goes too.
+func TestPartnerGroupMinMemberRaisedUnwindsCommittedPartner(t *testing.T) {
+	nodes := cliqueNodes("c3", "", 3)
+	a, b := members("a", 2), members("b", 1)
+	old := partnerPG("a", 1, "grp", "2", "")
+	w := newWorld(t, groupArgs(), nodes, slices.Concat(a, b), old, partnerPG("b", 1, "grp", "2", ""))
+	waiters, st, _ := w.formGroup(a[:1])
+	if st.Code() != fwk.Wait || len(waiters) != 1 {
+		t.Fatalf("a-0 Permit %v with %d waiters; want Wait (b not placed) and 1", st, len(waiters))
+	}
+	grown := old.DeepCopy()
+	grown.Spec.MinMember = 2
+	if err := w.pgs.Update(grown); err != nil {
+		t.Fatal(err)
+	}
+	w.pl.onPodGroupChange(old, grown)
+	if v := waiters["a-0"].await(testWait); v != msgUnwound("ns/a") {
+		t.Fatalf("a-0: %q, want %q", v, msgUnwound("ns/a"))
+	}
+	if w.pl.store.Len() != 0 {
+		t.Errorf("%d pins left, want 0", w.pl.store.Len())
+	}
+}
+
 // The group label may sit on every member pod instead of the PodGroup.
 func TestPartnerGroupLabelOnPods(t *testing.T) {
 	nodes := slices.Concat(cliqueNodes("c4", "", 4), cliqueNodes("c2", "", 2))

@@ -148,13 +148,15 @@ func (r *podGroupReader) get(ns, name string) (*schedv1alpha1.PodGroup, error) {
 }
 
 // onPodGroupChange wakes the live unbound members of a PodGroup that was added or changed. A
-// forming gang whose minMember changed is unwound at once: its members waiting at Permit were
-// admitted for the old size, and none of them would run PreFilter again to notice.
+// gang whose minMember changed is unwound at once while its attempt is forming, or is
+// committed with members still waiting at Permit (a placement-group partner waits for the
+// rest of its group): those members were counted for the old size, none of them would run
+// PreFilter again to notice, and the group's completion would admit them.
 func (gs *gangs) onPodGroupChange(old, cur *schedv1alpha1.PodGroup) {
 	logger := gs.logger
 	key := cur.Namespace + "/" + cur.Name
 	if old != nil && old.Spec.MinMember != cur.Spec.MinMember {
-		if c, ok := gs.store.Get(key); ok && c.Forming() && c.MinMember != int(cur.Spec.MinMember) {
+		if c, ok := gs.store.Get(key); ok && c.MinMember != int(cur.Spec.MinMember) && (c.Forming() || gs.hasWaiters(key, c.ID)) {
 			gs.unwind(logger, key, c.ID, causeMinMemberChange, false)
 		}
 	}
