@@ -49,14 +49,15 @@ type groupRef struct {
 	explicitKey bool
 }
 
-// groupNameOf returns the gang's group name: the label on the PodGroup, else on the pod.
+// groupNameOf returns the gang's group name: the label on the PodGroup, else on the pod. A
+// nil pg (the PodGroup is gone) carries no label, so the pod's label names the group.
 func groupNameOf(args *Args, pod *v1.Pod, pg *schedv1alpha1.PodGroup) string {
 	l := args.PlacementGroupLabel
 	if l == "" {
 		return ""
 	}
-	if v := pg.Labels[l]; v != "" {
-		return v
+	if pg != nil && pg.Labels[l] != "" {
+		return pg.Labels[l]
 	}
 	if pod != nil {
 		return pod.Labels[l]

@@ -150,7 +150,9 @@ func pdbSelects(pdb *policy.PodDisruptionBudget, p *v1.Pod) bool {
 }
 
 // groupUnitOf names the victim unit of a gang member's placement group ("group:{ns}/{group}"),
-// or "" when its gang has none: a placement group's partners are one victim unit.
+// or "" when its gang has none: a placement group's partners are one victim unit. A partner
+// whose PodGroup was deleted stays in the group its pods' label names, so its placed members
+// are never evicted apart from the partners (nor the partners apart from them).
 func (pl *GangPack) groupUnitOf() func(*v1.Pod) string {
 	if pl.args.PlacementGroupLabel == "" || pl.podGroups == nil {
 		return nil
@@ -162,10 +164,12 @@ func (pl *GangPack) groupUnitOf() func(*v1.Pod) string {
 			return g
 		}
 		g := ""
-		if pg, err := pl.podGroups.get(q.Namespace, name); err == nil && pg != nil {
-			if v := groupNameOf(pl.args, q, pg); v != "" {
-				g = "group:" + q.Namespace + "/" + v
-			}
+		pg, err := pl.podGroups.get(q.Namespace, name)
+		if err != nil {
+			pg = nil // not found: the pod's label decides
+		}
+		if v := groupNameOf(pl.args, q, pg); v != "" {
+			g = "group:" + q.Namespace + "/" + v
 		}
 		seen[key] = g
 		return g
