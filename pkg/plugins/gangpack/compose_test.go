@@ -192,7 +192,7 @@ var composeCases = []composeCase{
 		events: []string{"node 0 0 0 0", "node 0 0 0 0", "node 0 0 0 0", "node 1 0 0 0", "node 1 1 0 0", "node 1 0 0 0", "node 1 1 0 0", "gang 971 824 2 11", "sched 842 514 0 6", "nodedel 290 653 2 1", "sched 334 458 1 5", "nodedel 798 947 1 4", "relabel 966 63 1 0", "ungate 358 15 2 2"}},
 	{name: "preempts-again-while-victims-terminate", seed: 409, inv: invPreemption,
 		events: []string{"node 0 1 0 0", "node 0 0 0 0", "node 1 0 0 0", "node 1 0 0 0", "node 1 1 0 0", "node 1 1 0 0", "pod 557 835 0 14", "gang 249 914 0 11", "notready 144 761 1 1", "sched 857 787 0 13", "sched 262 72 1 15", "gang 2 605 2 5", "notready 646 777 2 6"}},
-	{name: "partner-parked-after-pending-pod-deleted", seed: 695, inv: invLiveness, knownBug: composeTolerated[invLiveness],
+	{name: "partner-parked-after-pending-pod-deleted", seed: 695, inv: invLiveness,
 		events: []string{"node 0 0 0 0", "node 0 0 0 0", "node 0 0 0 0", "node 2 1 0 0", "node 2 1 0 0", "gang 649 334 2 15", "sched 13 336 0 15", "sched 111 202 0 3", "pod 601 306 1 9", "sched 184 577 2 8", "gang 190 15 3 9", "sched 495 954 1 4", "sched 644 869 1 12", "sched 678 41 3 8", "delete 773 79 0 4"}},
 }
 

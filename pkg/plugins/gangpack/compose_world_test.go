@@ -291,8 +291,14 @@ func (s *sim) removePod(sp *simPod) {
 		sp.waiter.Reject("", "pod deleted")
 	}
 	s.settle()
-	if sp.state == stAllowed { // its binding fails: the pod is gone
+	// An admitted pod's binding fails once the pod is gone. kube-scheduler's
+	// handleBindingCycleError then runs Unreserve, forgets the assumed pod and, since the
+	// assumed pod held room in the cache, moves the parked pods with AssignedPodDelete for
+	// the assumed pod (spec.nodeName set), as for any failed binding (bind).
+	var forgotten *v1.Pod
+	if sp.state == stAllowed {
 		s.pl.Unreserve(s.ctx, sp.cs, sp.pod, sp.node)
+		forgotten = assumed(sp.pod, sp.node)
 	}
 	s.unwait(sp)
 	sp.state = stGone
@@ -302,8 +308,11 @@ func (s *sim) removePod(sp *simPod) {
 	}
 	s.tracef("%s deleted", sp.pod.Name)
 	s.doubts.OnDelete(sp.pod)
-	if wasOn {
+	switch {
+	case wasOn:
 		s.podEvent(sp.pod, nil, true)
+	case forgotten != nil:
+		s.podEvent(forgotten, nil, true)
 	}
 	s.afterPlugin()
 }
