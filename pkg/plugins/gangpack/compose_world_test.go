@@ -108,9 +108,11 @@ type sim struct {
 	eventSeen int
 	nextName  int
 	chk       *checker
-	// cycle is the pod in its scheduling cycle; trace, when not nil, collects what happened.
-	cycle *simPod
-	trace []string
+	// cycle is the pod in its scheduling cycle and inflight the events that arrived during it
+	// (deliver); trace, when not nil, collects what happened.
+	cycle    *simPod
+	inflight []func(*simPod) bool
+	trace    []string
 }
 
 func (s *sim) tracef(format string, args ...any) {
@@ -369,6 +371,12 @@ func (s *sim) requeueRejected(sp *simPod, byGang, byFit bool) {
 	sp.byGang, sp.byFit = byGang, byFit
 	sp.failures++
 	sp.backoff = s.now.Add(min(time.Second<<min(sp.failures-1, 4), 10*time.Second))
+	if sp == s.cycle {
+		for _, moves := range s.inflight {
+			sp.woken = sp.woken || moves(sp)
+		}
+		s.inflight = nil
+	}
 	if sp.woken {
 		sp.state, sp.woken = stActive, false
 		return
