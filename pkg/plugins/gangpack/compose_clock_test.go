@@ -16,10 +16,7 @@ import (
 
 // podEvent delivers an assigned pod's add or deletion to the parked pods' hints.
 func (s *sim) podEvent(o, n *v1.Pod, deleted bool) {
-	for _, sp := range s.pods {
-		if sp.state != stParked && sp.state != stWaiting && sp.state != stAllowed {
-			continue
-		}
+	s.deliver(func(sp *simPod) bool {
 		var hint fwk.QueueingHint
 		var err error
 		if deleted {
@@ -27,21 +24,32 @@ func (s *sim) podEvent(o, n *v1.Pod, deleted bool) {
 		} else {
 			hint, err = hintPodAdd(klog.Background(), sp.pod, o, n)
 		}
-		if (sp.byGang && (err != nil || hint == fwk.Queue)) || (sp.byFit && deleted) {
-			s.wake(sp)
-		}
-	}
+		return (sp.byGang && (err != nil || hint == fwk.Queue)) || (sp.byFit && deleted)
+	})
 }
 
 // nodeEvent delivers a node add, update or deletion to the parked pods' hints.
 func (s *sim) nodeEvent(o, n *v1.Node) {
-	for _, sp := range s.pods {
-		if sp.state != stParked && sp.state != stWaiting && sp.state != stAllowed {
-			continue
-		}
+	s.deliver(func(sp *simPod) bool {
 		hint, err := s.pl.hintNodeChange(klog.Background(), sp.pod, o, n)
-		if (sp.byGang && (err != nil || hint == fwk.Queue)) || (sp.byFit && n != nil) {
-			s.wake(sp)
+		return (sp.byGang && (err != nil || hint == fwk.Queue)) || (sp.byFit && n != nil)
+	})
+}
+
+// deliver runs an event's hints (moves) for the parked and waiting pods, and keeps the event
+// for the pod in its scheduling cycle: kube-scheduler records the events that arrive while a
+// pod is in flight and, when its cycle fails, runs the hints of the plugins that rejected it
+// on them; one that says Queue sends the pod to the active or backoff queue, not the
+// unschedulable pool (requeueRejected).
+func (s *sim) deliver(moves func(sp *simPod) bool) {
+	for _, sp := range s.pods {
+		switch {
+		case sp == s.cycle:
+			s.inflight = append(s.inflight, moves)
+		case sp.state == stParked || sp.state == stWaiting || sp.state == stAllowed:
+			if moves(sp) {
+				s.wake(sp)
+			}
 		}
 	}
 }
@@ -52,18 +60,14 @@ func (s *sim) podGroupEvent(o, n *schedv1alpha1.PodGroup) {
 	if n != nil && (o == nil || podGroupChanged(o, n)) {
 		s.pl.onPodGroupChange(o, n)
 	}
-	for _, sp := range s.pods {
-		if sp.state != stParked && sp.state != stWaiting && sp.state != stAllowed {
-			continue
-		}
-		var obj any = n
-		if n == nil {
-			obj = o
-		}
-		if hint, err := s.pl.hintPodGroup(klog.Background(), sp.pod, nil, obj); sp.byGang && (err != nil || hint == fwk.Queue) {
-			s.wake(sp)
-		}
+	var obj any = n
+	if n == nil {
+		obj = o
 	}
+	s.deliver(func(sp *simPod) bool {
+		hint, err := s.pl.hintPodGroup(klog.Background(), sp.pod, nil, obj)
+		return sp.byGang && (err != nil || hint == fwk.Queue)
+	})
 	s.afterPlugin()
 }
 

@@ -138,8 +138,8 @@ func (s *sim) nextActive(k int) *simPod {
 // schedOne is one scheduling cycle of the pod, as kube-scheduler runs it.
 func (s *sim) schedOne(sp *simPod, pick int) {
 	s.resnap()
-	s.chk.preemptor, s.cycle, sp.woken = sp, sp, false
-	defer func() { s.chk.preemptor, s.cycle = nil, nil }()
+	s.chk.preemptor, s.cycle, s.inflight, sp.woken = sp, sp, nil, false
+	defer func() { s.chk.preemptor, s.cycle, s.inflight = nil, nil, nil }()
 	cs := framework.NewCycleState()
 	all := s.nodeInfos()
 	res, st := s.pl.PreFilter(s.ctx, cs, sp.pod, all)

@@ -175,7 +175,6 @@ type composeCase struct {
 var composeTolerated = map[string]string{
 	invPartners: "a partner's commitment records only its own domain, so members leave the group domain after a relabel",
 	invNoSplit:  "a partner gang is placed across two domains after a node is relabelled",
-	invLiveness: "a partner member stays parked after a pending pod is deleted (no hint re-queues it)",
 }
 
 // composeCases are sequences the random search found, shrunk.
@@ -192,8 +191,10 @@ var composeCases = []composeCase{
 		events: []string{"node 0 1 0 0", "node 0 0 0 0", "node 1 0 0 0", "node 1 0 0 0", "node 1 1 0 0", "node 1 1 0 0", "pod 557 835 0 14", "gang 249 914 0 11", "notready 144 761 1 1", "sched 857 787 0 13", "sched 262 72 1 15", "gang 2 605 2 5", "notready 646 777 2 6"}},
 	{name: "partner-evicted-apart-after-its-podgroup-deleted", seed: 1111, inv: invPreemption,
 		events: []string{"node 0 1 0 0", "node 0 1 0 0", "node 0 0 0 0", "gang 401 23 1 2", "gang 929 534 3 15", "sched 170 215 3 10", "sched 652 116 3 13", "sched 996 492 0 11", "pgdel 100 482 1 2", "gang 215 478 2 3"}},
-	{name: "partner-parked-after-pending-pod-deleted", seed: 695, inv: invLiveness, knownBug: composeTolerated[invLiveness],
+	{name: "partner-parked-after-pending-pod-deleted", seed: 695, inv: invLiveness,
 		events: []string{"node 0 0 0 0", "node 0 0 0 0", "node 0 0 0 0", "node 2 1 0 0", "node 2 1 0 0", "gang 649 334 2 15", "sched 13 336 0 15", "sched 111 202 0 3", "pod 601 306 1 9", "sched 184 577 2 8", "gang 190 15 3 9", "sched 495 954 1 4", "sched 644 869 1 12", "sched 678 41 3 8", "delete 773 79 0 4"}},
+	{name: "preemptor-parked-after-victims-deleted-in-its-cycle", seed: 1852, inv: invLiveness,
+		events: []string{"node 0 0 0 0", "node 0 1 0 0", "node 0 0 0 0", "node 1 1 0 0", "node 1 0 0 0", "node 1 1 0 0", "gang 182 393 2 14", "notready 794 902 0 2", "gang 786 409 2 7", "pod 499 550 3 14", "sched 208 403 2 6", "sched 734 422 1 9", "gang 21 38 3 11", "sched 94 864 2 10", "sched 332 369 2 11", "sched 365 351 2 1", "nodedel 883 611 3 6", "pod 191 407 3 3"}},
 }
 
 // composeSequences is how many random sequences TestCompose plays: OME_COMPOSE_SEQUENCES, else

@@ -108,9 +108,11 @@ type sim struct {
 	eventSeen int
 	nextName  int
 	chk       *checker
-	// cycle is the pod in its scheduling cycle; trace, when not nil, collects what happened.
-	cycle *simPod
-	trace []string
+	// cycle is the pod in its scheduling cycle and inflight the events that arrived during it
+	// (deliver); trace, when not nil, collects what happened.
+	cycle    *simPod
+	inflight []func(*simPod) bool
+	trace    []string
 }
 
 func (s *sim) tracef(format string, args ...any) {
@@ -291,8 +293,14 @@ func (s *sim) removePod(sp *simPod) {
 		sp.waiter.Reject("", "pod deleted")
 	}
 	s.settle()
-	if sp.state == stAllowed { // its binding fails: the pod is gone
+	// An admitted pod's binding fails once the pod is gone. kube-scheduler's
+	// handleBindingCycleError then runs Unreserve, forgets the assumed pod and, since the
+	// assumed pod held room in the cache, moves the parked pods with AssignedPodDelete for
+	// the assumed pod (spec.nodeName set), as for any failed binding (bind).
+	var forgotten *v1.Pod
+	if sp.state == stAllowed {
 		s.pl.Unreserve(s.ctx, sp.cs, sp.pod, sp.node)
+		forgotten = assumed(sp.pod, sp.node)
 	}
 	s.unwait(sp)
 	sp.state = stGone
@@ -302,8 +310,11 @@ func (s *sim) removePod(sp *simPod) {
 	}
 	s.tracef("%s deleted", sp.pod.Name)
 	s.doubts.OnDelete(sp.pod)
-	if wasOn {
+	switch {
+	case wasOn:
 		s.podEvent(sp.pod, nil, true)
+	case forgotten != nil:
+		s.podEvent(forgotten, nil, true)
 	}
 	s.afterPlugin()
 }
@@ -360,6 +371,12 @@ func (s *sim) requeueRejected(sp *simPod, byGang, byFit bool) {
 	sp.byGang, sp.byFit = byGang, byFit
 	sp.failures++
 	sp.backoff = s.now.Add(min(time.Second<<min(sp.failures-1, 4), 10*time.Second))
+	if sp == s.cycle {
+		for _, moves := range s.inflight {
+			sp.woken = sp.woken || moves(sp)
+		}
+		s.inflight = nil
+	}
 	if sp.woken {
 		sp.state, sp.woken = stActive, false
 		return
