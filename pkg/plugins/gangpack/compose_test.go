@@ -173,7 +173,6 @@ type composeCase struct {
 // composeTolerated are the invariants with open bugs: a random sequence violating one of them
 // is logged, not failed. Remove an entry when its fix lands.
 var composeTolerated = map[string]string{
-	invPartners:   "a partner's commitment records only its own domain, so members leave the group domain after a relabel",
 	invMinMember:  "a placement-group member is admitted after its gang's minMember was raised",
 	invPreemption: "a gang preempts again while the victims of its previous preemption still terminate",
 	invLiveness:   "a partner member stays parked after a pending pod is deleted (no hint re-queues it)",
@@ -189,6 +188,8 @@ var composeCases = []composeCase{
 		events: []string{"node 0 0 0 0", "node 0 0 0 0", "gang 223 905 1 15", "delete 40 983 3 10", "gang 141 646 1 9", "sched 12 418 3 13", "minmember 650 829 2 4"}},
 	{name: "partner-gang-split-after-relabel", seed: 308, inv: invNoSplit,
 		events: []string{"node 0 0 0 0", "node 0 0 0 0", "node 0 0 0 0", "node 1 0 0 0", "node 1 1 0 0", "node 1 0 0 0", "node 1 1 0 0", "gang 971 824 2 11", "sched 842 514 0 6", "nodedel 290 653 2 1", "sched 334 458 1 5", "nodedel 798 947 1 4", "relabel 966 63 1 0", "ungate 358 15 2 2"}},
+	{name: "partner-replanned-alone-after-its-pin-went-stale", seed: 471, inv: invPartners,
+		events: []string{"node 0 1 0 0", "node 0 0 0 0", "node 1 0 0 0", "node 1 0 0 0", "node 2 0 0 0", "node 2 1 0 0", "node 2 1 0 0", "gang 92 375 1 9", "gang 147 906 3 10", "sched 100 306 2 10", "sched 728 695 1 4", "sched 888 852 3 7", "gang 209 830 1 11", "nodedel 775 307 3 2"}},
 	{name: "preempts-again-while-victims-terminate", seed: 409, inv: invPreemption,
 		events: []string{"node 0 1 0 0", "node 0 0 0 0", "node 1 0 0 0", "node 1 0 0 0", "node 1 1 0 0", "node 1 1 0 0", "pod 557 835 0 14", "gang 249 914 0 11", "notready 144 761 1 1", "sched 857 787 0 13", "sched 262 72 1 15", "gang 2 605 2 5", "notready 646 777 2 6"}},
 	{name: "partner-parked-after-pending-pod-deleted", seed: 695, inv: invLiveness, knownBug: composeTolerated[invLiveness],
