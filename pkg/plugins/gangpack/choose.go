@@ -17,7 +17,7 @@ import (
 // the candidates of the chosen domain.
 func (p *planner) choose(cs fwk.CycleState, c *placement.Commitment) (*fwk.PreFilterResult, *fwk.Status) {
 	p.buildGang()
-	if c != nil {
+	for c != nil {
 		plans := p.planOver(inside(p.nodesOfDomain(c.Key, c.Domain), c.Within))
 		p.logEnter(plans, c.Domain)
 		d, stale := p.staleByRoom(*c, plans)
@@ -30,6 +30,15 @@ func (p *planner) choose(cs fwk.CycleState, c *placement.Commitment) (*fwk.PreFi
 		}
 		if st := p.pl.dropPin(p.logger, *c, d); st != nil {
 			return nil, st
+		}
+		c = nil
+		if p.info.Group != nil && len(p.placed) == 0 && !p.groupPlanned {
+			// A partner whose pin went stale re-plans with its group, as one without a pin
+			// does (plan): planned alone, it would ignore the group domain its partners fix.
+			var st *fwk.Status
+			if c, st = p.placeGroup(); st != nil {
+				return nil, st
+			}
 		}
 	}
 	if len(p.placed) > 0 {

@@ -109,19 +109,21 @@ func (c *checker) evicted(sp *simPod, _ string) {
 }
 
 // labelsDiffer reports members placed in different domains under key, both as labelled when
-// they were placed and as labelled now (a relabel after placement is not a split).
+// they were placed and as labelled now (a relabel after placement is not a split). A member
+// whose node was deleted is left out: it can never run there (binding it fails, or the pod
+// GC deletes it), and docs/design.md section 7.1 counts it as gone ("went away
+// (Terminating, failed, its node deleted)"), so its gang, or its partner gangs, re-plan
+// without it.
 func (c *checker) labelsDiffer(pods []*simPod, key string) (bool, string) {
 	then, now := map[string]bool{}, map[string]bool{}
 	var where []string
 	for _, sp := range pods {
-		then[sp.placed[key]] = true
-		cur := ""
-		if n := c.s.node(sp.node); n != nil {
-			cur = n.Labels[key]
-		} else {
-			cur = sp.placed[key]
+		n := c.s.node(sp.node)
+		if n == nil {
+			continue
 		}
-		now[cur] = true
+		then[sp.placed[key]] = true
+		now[n.Labels[key]] = true
 		where = append(where, sp.pod.Name+"@"+sp.node+"("+sp.placed[key]+")")
 	}
 	return len(then) > 1 && len(now) > 1, strings.Join(where, " ")

@@ -173,8 +173,6 @@ type composeCase struct {
 // composeTolerated are the invariants with open bugs: a random sequence violating one of them
 // is logged, not failed. Remove an entry when its fix lands.
 var composeTolerated = map[string]string{
-	invPartners: "a partner's commitment records only its own domain, so members leave the group domain after a relabel",
-	invNoSplit:  "a partner gang is placed across two domains after a node is relabelled",
 }
 
 // composeCases are sequences the random search found, shrunk.
@@ -185,8 +183,10 @@ var composeCases = []composeCase{
 		events: []string{"node 0 1 0 0", "node 0 0 0 0", "node 1 1 0 0", "node 1 1 0 0", "node 2 1 0 0", "node 2 1 0 0", "gang 23 1 1 7", "sched 539 763 2 2", "sched 487 297 2 5", "delete 411 728 0 6", "gang 140 478 2 4", "gang 101 508 2 2", "delete 752 782 3 14", "gang 434 476 1 3"}},
 	{name: "partner-admitted-after-min-member-raised", seed: 224, inv: invMinMember,
 		events: []string{"node 0 0 0 0", "node 0 0 0 0", "gang 223 905 1 15", "delete 40 983 3 10", "gang 141 646 1 9", "sched 12 418 3 13", "minmember 650 829 2 4"}},
-	{name: "partner-gang-split-after-relabel", seed: 308, inv: invNoSplit, knownBug: composeTolerated[invNoSplit],
+	{name: "partner-gang-split-after-relabel", seed: 308, inv: invNoSplit,
 		events: []string{"node 0 0 0 0", "node 0 0 0 0", "node 0 0 0 0", "node 1 0 0 0", "node 1 1 0 0", "node 1 0 0 0", "node 1 1 0 0", "gang 971 824 2 11", "sched 842 514 0 6", "nodedel 290 653 2 1", "sched 334 458 1 5", "nodedel 798 947 1 4", "relabel 966 63 1 0", "ungate 358 15 2 2"}},
+	{name: "partner-replanned-alone-after-its-pin-went-stale", seed: 471, inv: invPartners,
+		events: []string{"node 0 1 0 0", "node 0 0 0 0", "node 1 0 0 0", "node 1 0 0 0", "node 2 0 0 0", "node 2 1 0 0", "node 2 1 0 0", "gang 92 375 1 9", "gang 147 906 3 10", "sched 100 306 2 10", "sched 728 695 1 4", "sched 888 852 3 7", "gang 209 830 1 11", "nodedel 775 307 3 2"}},
 	{name: "preempts-again-while-victims-terminate", seed: 409, inv: invPreemption,
 		events: []string{"node 0 1 0 0", "node 0 0 0 0", "node 1 0 0 0", "node 1 0 0 0", "node 1 1 0 0", "node 1 1 0 0", "pod 557 835 0 14", "gang 249 914 0 11", "notready 144 761 1 1", "sched 857 787 0 13", "sched 262 72 1 15", "gang 2 605 2 5", "notready 646 777 2 6"}},
 	{name: "partner-evicted-apart-after-its-podgroup-deleted", seed: 1111, inv: invPreemption,

@@ -3,6 +3,7 @@ package gangpack
 import (
 	"fmt"
 	"slices"
+	"sort"
 	"strings"
 	"testing"
 	"time"
@@ -238,4 +239,46 @@ func sortedActivated(w *world) []string {
 	got := slices.Clone(w.h.activated)
 	slices.Sort(got)
 	return got
+}
+
+// A partner whose pin goes stale re-plans with its group: zone A holds partners a (rack r1)
+// and b (rack r2); a-0 waits at Permit in zone A when one of b's nodes is deleted. b's pin
+// has lost its room, and zone A has none left for b, so b-0 must not be placed at all, and
+// in particular not on zone B's free rack r1, away from a.
+func TestPartnerStalePinReplansWithItsGroup(t *testing.T) {
+	nodes := zonesWithRepeatedRacks()[:6] // zone A, and zone B's rack r1 only
+	a, b := members("a", 2), members("b", 2)
+	w := newWorld(t, groupArgs(), nodes, slices.Concat(a, b),
+		partnerPG("a", 2, "grp", "2", testZoneKey), partnerPG("b", 2, "grp", "2", testZoneKey))
+
+	c := w.mustPin(a[0])
+	cands := c.res.NodeNames.UnsortedList()
+	sort.Strings(cands)
+	if st := c.reserveOn(cands[0]); st.Code() != fwk.Wait {
+		t.Fatalf("a-0 Permit = %v, want Wait", st)
+	}
+	pb, ok := w.pl.store.Get("ns/b")
+	if !ok || pb.Within.Value != "A" {
+		t.Fatalf("b pinned = %v within %v, want zone A", ok, pb.Within)
+	}
+	var kept []*v1.Node
+	gone := false
+	for _, n := range w.nodes {
+		if !gone && n.Labels[testKey] == pb.Domain && n.Labels[testZoneKey] == "A" {
+			gone = true // one of b's nodes is deleted
+			continue
+		}
+		kept = append(kept, n)
+	}
+	w.nodes = kept
+	w.resnap(assumed(a[0], cands[0]))
+
+	cb, st := w.preFilter(b[0])
+	if st.IsSuccess() {
+		got := cb.res.NodeNames.UnsortedList()
+		t.Fatalf("b-0 PreFilter placed it on %v (zones %v), want it to wait for room in zone A", got, w.zoneOfNodes(got))
+	}
+	if pb, ok := w.pl.store.Get("ns/b"); ok && pb.Within.Value != "A" {
+		t.Errorf("b re-pinned to %s within %v, want no pin outside zone A", pb.Domain, pb.Within)
+	}
 }

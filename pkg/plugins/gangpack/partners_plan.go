@@ -31,6 +31,7 @@ type groupPlanning struct {
 // gang's new commitment, or the status that parks the pod.
 func (p *planner) placeGroup() (*placement.Commitment, *fwk.Status) {
 	g := p.info.Group
+	p.groupPlanned = true
 	gp, st := p.groupTodo()
 	if st != nil {
 		return nil, st

@@ -59,6 +59,9 @@ type planner struct {
 	partners []partner
 	// groupWoken is set when groupGate woke the partners' members in this cycle.
 	groupWoken bool
+	// groupPlanned is set once placeGroup ran in this cycle: a pin it made that choose finds
+	// stale is not planned again in the same cycle.
+	groupPlanned bool
 }
 
 // plan is PreFilter's planning for a validated gang member.
