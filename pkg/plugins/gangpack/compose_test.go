@@ -172,8 +172,7 @@ type composeCase struct {
 
 // composeTolerated are the invariants with open bugs: a random sequence violating one of them
 // is logged, not failed. Remove an entry when its fix lands.
-var composeTolerated = map[string]string{
-}
+var composeTolerated = map[string]string{}
 
 // composeCases are sequences the random search found, shrunk.
 var composeCases = []composeCase{
