@@ -146,23 +146,7 @@ func sortedProductPlan(s *groupSolver, domain string) *GroupPlan {
 		if !ok {
 			continue
 		}
-		gp.Feasible, gp.Room, gp.Holds = true, roomOf(as), gp.Need
-		gp.Sub = make([]string, P)
-		gp.Nodes = make([][]string, P)
-		gp.placed = s.witness(o)
-		for p, a := range as {
-			gp.Sub[p] = s.subs[p][a].value
-			g := s.partners[p].Gang
-			for _, i := range s.subs[p][a].nodes {
-				f := partnerFits(s.nodes[i], p)
-				if g.Current < 0 || g.Current >= len(f) || !f[g.Current] || s.alone[p][i] <= 0 {
-					continue
-				}
-				if _, ok := s.fits(as, p, i); ok {
-					gp.Nodes[p] = append(gp.Nodes[p], s.nodes[i].Name)
-				}
-			}
-		}
+		s.feasible(gp, as, o)
 		return gp
 	}
 	return gp

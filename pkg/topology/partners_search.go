@@ -14,7 +14,6 @@ const (
 )
 
 func (s *groupSolver) plan(domain string) *GroupPlan {
-	P := len(s.partners)
 	gp := &GroupPlan{Domain: domain}
 	for _, n := range s.need {
 		gp.Need += n
@@ -25,6 +24,15 @@ func (s *groupSolver) plan(domain string) *GroupPlan {
 		gp.Holds, gp.placed = s.holds()
 		return gp
 	}
+	s.feasible(gp, as, o)
+	return gp
+}
+
+// feasible fills gp with the feasible assignment as (one sub-domain per partner) and its
+// outcome o: the room, each partner's sub-domain, a placement witness, and each partner's
+// candidate nodes (those where its current member can go with the rest still placed).
+func (s *groupSolver) feasible(gp *GroupPlan, as []int, o outcome) {
+	P := len(s.partners)
 	gp.Feasible, gp.Room, gp.Holds = true, s.roomOf(as), gp.Need
 	gp.Sub = make([]string, P)
 	gp.Nodes = make([][]string, P)
@@ -42,7 +50,6 @@ func (s *groupSolver) plan(domain string) *GroupPlan {
 			}
 		}
 	}
-	return gp
 }
 
 func (s *groupSolver) roomOf(as []int) int {
