@@ -486,23 +486,7 @@ func filteredOut() fwk.NodeToStatusReader {
 // member is rejected (not deleted), its hold is released in one unwind, and the preemptor
 // pins the domain; a mid-priority gang elsewhere is untouched (rule 2).
 func TestPreemptLowerPriorityHolder(t *testing.T) {
-	form := []*v1.Pod{prio(gangMember("form-0", "form", 1), 1), prio(gangMember("form-1", "form", 1), 1)}
-	mid := gangOn("mid", 5, "b1", "b2")
-	hi := []*v1.Pod{prio(gangMember("hi-0", "hi", 1), 10), prio(gangMember("hi-1", "hi", 1), 10)}
-	pods := append(append(append([]*v1.Pod{}, form...), mid...), hi...)
-	w := newPreemptWorld(t, twoDomains(), pods, podGroup("form", 2), podGroup("mid", 2), podGroup("hi", 2))
-	// form-1 stays out of the snapshot's nodes: only form-0 is placed (waiting at Permit).
-	c := w.mustPin(form[0])
-	if st := c.reserveOn("a1"); st.Code() != fwk.Wait {
-		t.Fatalf("Permit(form-0) = %v, want Wait", st)
-	}
-	waiter := w.h.register(form[0])
-	w.resnap(assumed(form[0], "a1"))
-	res, st := w.postFilter(hi[0])
-	assertNominated(t, res, st, "a1", "a2")
-	if got := waiter.await(testWait); got == "" || got == "allowed" {
-		t.Fatalf("form-0 verdict %q, want a rejection", got)
-	}
+	w, _, _, _ := lowerHolderPreempted(t)
 	if c, ok := w.pl.store.Get(testNS + "/hi"); !ok || c.Domain != "a" {
 		t.Fatalf("hi pin %+v %v, want a", c, ok)
 	}
