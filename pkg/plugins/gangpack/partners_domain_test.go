@@ -51,10 +51,7 @@ func (w *world) zoneOfNodes(names []string) []string {
 // members, a's reservation, and the nodes Filter lets a's member use are in zone A, though
 // rack r1 also exists in zone B.
 func TestPartnerGroupStaysInGroupDomain(t *testing.T) {
-	nodes := zonesWithRepeatedRacks()[:6] // zone A, and zone B's rack r1 only
-	a, b := members("a", 2), members("b", 2)
-	w := newWorld(t, groupArgs(), nodes, slices.Concat(a, b),
-		partnerPG("a", 2, "grp", "2", testZoneKey), partnerPG("b", 2, "grp", "2", testZoneKey))
+	w, a, _ := zoneGroupOfTwo(t)
 
 	c := w.mustPin(a[0])
 	cands := c.res.NodeNames.UnsortedList()
@@ -242,4 +239,15 @@ func TestPartnerGroupHintOnGroupKey(t *testing.T) {
 	if h, err := w.pl.hintNodeChange(klog.Background(), a[0], old, cur); err != nil || h != fwk.Queue {
 		t.Fatalf("hint = %v, %v; want Queue", h, err)
 	}
+}
+
+// zoneGroupOfTwo is a placement group of partners a and b (2 members each) keyed by zone, on
+// zone A and zone B's rack r1 only (racks repeat across zones).
+func zoneGroupOfTwo(t *testing.T) (*world, []*v1.Pod, []*v1.Pod) {
+	t.Helper()
+	nodes := zonesWithRepeatedRacks()[:6] // zone A, and zone B's rack r1 only
+	a, b := members("a", 2), members("b", 2)
+	w := newWorld(t, groupArgs(), nodes, slices.Concat(a, b),
+		partnerPG("a", 2, "grp", "2", testZoneKey), partnerPG("b", 2, "grp", "2", testZoneKey))
+	return w, a, b
 }

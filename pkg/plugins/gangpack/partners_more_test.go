@@ -246,10 +246,7 @@ func sortedActivated(w *world) []string {
 // has lost its room, and zone A has none left for b, so b-0 must not be placed at all, and
 // in particular not on zone B's free rack r1, away from a.
 func TestPartnerStalePinReplansWithItsGroup(t *testing.T) {
-	nodes := zonesWithRepeatedRacks()[:6] // zone A, and zone B's rack r1 only
-	a, b := members("a", 2), members("b", 2)
-	w := newWorld(t, groupArgs(), nodes, slices.Concat(a, b),
-		partnerPG("a", 2, "grp", "2", testZoneKey), partnerPG("b", 2, "grp", "2", testZoneKey))
+	w, a, b := zoneGroupOfTwo(t)
 
 	c := w.mustPin(a[0])
 	cands := c.res.NodeNames.UnsortedList()
