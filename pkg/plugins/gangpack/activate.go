@@ -5,6 +5,9 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/klog/v2"
+
+	"github.com/moirai-internal/ome-scheduler/pkg/plugins/gangpack/internal/gang"
+	"github.com/moirai-internal/ome-scheduler/pkg/plugins/gangpack/internal/metrics"
 )
 
 // activate moves pods to the active queue and counts one activation per
@@ -19,13 +22,13 @@ func (gs *gangs) activate(logger klog.Logger, trigger string, pods []*v1.Pod) in
 		m[p.Namespace+"/"+p.Name] = p
 	}
 	gs.handle.Activate(logger, m)
-	activationTotal.WithLabelValues(trigger).Inc()
+	metrics.ActivationTotal.WithLabelValues(trigger).Inc()
 	return len(m)
 }
 
 // activateGang wakes the gang's live unbound members, except the pod named except.
 func (gs *gangs) activateGang(logger klog.Logger, trigger, ns, name, except string) int {
-	pods, err := gs.members.liveUnbound(ns, name, except)
+	pods, err := gs.members.LiveUnbound(ns, name, except)
 	if err != nil {
 		logger.Error(err, "List gang members for activation", "gang", ns+"/"+name)
 		return 0
@@ -40,10 +43,10 @@ func (gs *gangs) activateGang(logger klog.Logger, trigger, ns, name, except stri
 // Members already reserved or waiting are never woken by a sibling: for a pod in flight the
 // queue keeps every activation as an event until the oldest in-flight pod is done, and a
 // gang of N woken on every Permit kept about N²/2 of them.
-func (gs *gangs) wakeForPermit(logger klog.Logger, pod *v1.Pod, gang gangInfo, id uint64) int {
+func (gs *gangs) wakeForPermit(logger klog.Logger, pod *v1.Pod, gang gang.Info, id uint64) int {
 	pods := append([]*v1.Pod{pod}, gs.waits.take(pod.Namespace, pod.Name)...)
 	if gs.permitWoke.first(gang.Key, id) {
-		others, err := gs.members.liveUnbound(gang.Namespace, gang.Name, pod.Name)
+		others, err := gs.members.LiveUnbound(gang.Namespace, gang.Name, pod.Name)
 		if err != nil {
 			logger.Error(err, "List gang members for activation", "gang", gang.Key)
 		}
@@ -53,7 +56,7 @@ func (gs *gangs) wakeForPermit(logger klog.Logger, pod *v1.Pod, gang gangInfo, i
 			}
 		}
 	}
-	return gs.activate(logger, triggerPermit, pods)
+	return gs.activate(logger, metrics.TriggerPermit, pods)
 }
 
 // permitWakes records, per gang, the attempt whose first Permit woke the gang.
@@ -101,12 +104,12 @@ func (gs *gangs) wakeBlocked(logger klog.Logger) {
 	first := map[string]*v1.Pod{}
 	list := make([]*v1.Pod, 0, len(pods))
 	for _, p := range pods {
-		key, _, member := gangOf(p)
+		key, _, member := gang.Of(p)
 		if !member {
 			list = append(list, p)
 			continue
 		}
-		if !gs.members.pending(p.Namespace, p.Name, p.UID) {
+		if !gs.members.Pending(p.Namespace, p.Name, p.UID) {
 			continue
 		}
 		if gs.store.Has(key) { // each member is needed, and the attempt's Permits woke the gang already
@@ -118,12 +121,12 @@ func (gs *gangs) wakeBlocked(logger klog.Logger) {
 		}
 	}
 	for _, p := range pods {
-		if key, _, member := gangOf(p); member && first[key] != nil && first[key] != p {
+		if key, _, member := gang.Of(p); member && first[key] != nil && first[key] != p {
 			gs.blocked.add(p)
 		}
 	}
 	for _, p := range first {
 		list = append(list, p)
 	}
-	gs.activate(logger, triggerReservationReleased, list)
+	gs.activate(logger, metrics.TriggerReservationReleased, list)
 }

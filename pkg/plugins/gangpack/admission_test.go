@@ -6,6 +6,8 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	fwk "k8s.io/kube-scheduler/framework"
+
+	"github.com/moirai-internal/ome-scheduler/pkg/plugins/gangpack/internal/msg"
 )
 
 // kube-scheduler tries a pod's nominated node with Filter alone, ignoring the PreFilter
@@ -18,7 +20,7 @@ func TestFilterRefusesNodeOutsideCandidates(t *testing.T) {
 	if c.res.NodeNames.Has("a1") || !c.res.NodeNames.Has("a0") {
 		t.Fatalf("candidates %v, want a0 only", c.res.NodeNames.UnsortedList())
 	}
-	for node, want := range map[string]string{"a0": "", "a1": msgNotCandidate} {
+	for node, want := range map[string]string{"a0": "", "a1": msg.NotCandidate} {
 		ni, err := w.h.snapshot.NodeInfos().Get(node)
 		if err != nil {
 			t.Fatal(err)
@@ -62,8 +64,8 @@ func TestPermitGuardNearWaiterDeadline(t *testing.T) {
 				}
 				return
 			}
-			if st.Message() != msgWaitEndsSoon("ns/g") || waiter.now() != msgUnwound("ns/g") {
-				t.Fatalf("Permit(g-1) = %v, waiter %q; want %q and the waiter rejected with %q", st, waiter.now(), msgWaitEndsSoon("ns/g"), msgUnwound("ns/g"))
+			if st.Message() != msg.WaitEndsSoon("ns/g") || waiter.now() != msg.Unwound("ns/g") {
+				t.Fatalf("Permit(g-1) = %v, waiter %q; want %q and the waiter rejected with %q", st, waiter.now(), msg.WaitEndsSoon("ns/g"), msg.Unwound("ns/g"))
 			}
 			w.pl.Unreserve(w.ctx, c.cs, m1, "a1") // idempotent: the attempt is already unwound
 			if _, pinned := w.pl.store.Get("ns/g"); pinned {

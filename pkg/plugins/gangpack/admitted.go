@@ -7,6 +7,9 @@ import (
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
+
+	"github.com/moirai-internal/ome-scheduler/pkg/plugins/gangpack/internal/gang"
+	"github.com/moirai-internal/ome-scheduler/pkg/plugins/gangpack/internal/metrics"
 )
 
 // Observation at admission (gang_placement_total{single_domain|split} and the formation
@@ -21,15 +24,15 @@ func (gs *gangs) gangAdmitted(logger klog.Logger, cs fwk.CycleState, pod *v1.Pod
 		return
 	}
 	placed := gs.placedDomains(pod, pin, nodeName)
-	if placementOutcome(placed, pin.Domain) == outcomeSplit {
-		placementTotal.WithLabelValues(outcomeSplit).Inc()
+	if placementOutcome(placed, pin.Domain) == metrics.OutcomeSplit {
+		metrics.PlacementTotal.WithLabelValues(metrics.OutcomeSplit).Inc()
 		logger.Error(nil, "Gang admitted with members outside its pinned domain", "gang", pin.Gang.Key,
 			"topologyKey", pin.Gang.TopologyKey, "domain", pin.Domain, "placed", placed)
 	} else {
-		placementTotal.WithLabelValues(outcomeSingleDomain).Inc()
+		metrics.PlacementTotal.WithLabelValues(metrics.OutcomeSingleDomain).Inc()
 	}
 	if start, ok := gs.formationStart(pin.Gang); ok {
-		formationDuration.Observe(formationSeconds(start, time.Now()))
+		metrics.FormationDuration.Observe(formationSeconds(start, time.Now()))
 	}
 }
 
@@ -55,20 +58,20 @@ func (gs *gangs) placedDomains(pod *v1.Pod, pin *pinState, nodeName string) map[
 // never empty), else split.
 func placementOutcome(placed map[string]string, pinned string) string {
 	if pinned == "" {
-		return outcomeSplit
+		return metrics.OutcomeSplit
 	}
 	for _, d := range placed {
 		if d != pinned {
-			return outcomeSplit
+			return metrics.OutcomeSplit
 		}
 	}
-	return outcomeSingleDomain
+	return metrics.OutcomeSingleDomain
 }
 
 // formationStart is the creation time of the gang's minMember-th oldest live member (the
 // newest when fewer exist).
-func (gs *gangs) formationStart(g gangInfo) (time.Time, bool) {
-	pods, err := gs.members.list(g.Namespace, g.Name)
+func (gs *gangs) formationStart(g gang.Info) (time.Time, bool) {
+	pods, err := gs.members.List(g.Namespace, g.Name)
 	if err != nil {
 		return time.Time{}, false
 	}
@@ -80,7 +83,7 @@ func (gs *gangs) formationStart(g gangInfo) (time.Time, bool) {
 func nthCreated(pods []*v1.Pod, n int) (time.Time, bool) {
 	var ts []time.Time
 	for _, p := range pods {
-		if live(p) {
+		if gang.Live(p) {
 			ts = append(ts, p.CreationTimestamp.Time)
 		}
 	}

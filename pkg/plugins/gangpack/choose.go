@@ -9,6 +9,9 @@ import (
 	fwk "k8s.io/kube-scheduler/framework"
 
 	"github.com/moirai-internal/ome-scheduler/pkg/placement"
+	"github.com/moirai-internal/ome-scheduler/pkg/plugins/gangpack/internal/gang"
+	"github.com/moirai-internal/ome-scheduler/pkg/plugins/gangpack/internal/metrics"
+	"github.com/moirai-internal/ome-scheduler/pkg/plugins/gangpack/internal/msg"
 	"github.com/moirai-internal/ome-scheduler/pkg/topology"
 )
 
@@ -24,7 +27,7 @@ func (p *planner) choose(cs fwk.CycleState, c *placement.Commitment) (*fwk.PreFi
 		if !stale {
 			p.reReserve(c)
 			if dp := plans[c.Domain]; len(p.placed) > 0 && dp.Room < p.need {
-				return nil, fwk.NewStatus(fwk.Unschedulable, msgPinnedShort(c.Domain, p.info.Key, dp.Room, p.need))
+				return nil, fwk.NewStatus(fwk.Unschedulable, msg.PinnedShort(c.Domain, p.info.Key, dp.Room, p.need))
 			}
 			return p.narrow(cs, plans, *c, "existing")
 		}
@@ -52,7 +55,7 @@ func (p *planner) choose(cs fwk.CycleState, c *placement.Commitment) (*fwk.PreFi
 	}
 	plans := p.planAll()
 	p.logEnter(plans, "")
-	if hardSpread(p.pod) {
+	if gang.HardSpread(p.pod) {
 		return p.deferredPlan(cs, plans)
 	}
 	return p.bestFit(cs, plans)
@@ -71,7 +74,7 @@ var maxShapes = 16
 
 // shapeGroup is the templates of one shape (or, past maxShapes, of several merged shapes).
 type shapeGroup struct {
-	key     string             // shapeKey of rep, prefixed with "merged:" for a merged group
+	key     string             // gang.ShapeKey of rep, prefixed with "merged:" for a merged group
 	rep     *v1.Pod            // whose node constraints the group is planned with
 	request topology.Resources // the shape (elementwise maximum over a merged group)
 	current bool               // holds the pod being scheduled
@@ -87,17 +90,17 @@ func (p *planner) buildGang() {
 	if len(groups) > maxShapes {
 		groups = mergeShapes(groups, maxShapes)
 	}
-	g := topology.Gang{Need: p.need, Apart: apart(p.templates)}
+	g := topology.Gang{Need: p.need, Apart: gang.Apart(p.templates)}
 	for i, sg := range groups {
-		f := newPodFit(sg.rep)
-		f.request = sg.request
+		f := gang.NewPodFit(sg.rep)
+		f.Request = sg.request
 		p.shapeFits = append(p.shapeFits, f)
-		for r := range f.request {
+		for r := range f.Request {
 			if !slices.Contains(p.resources, r) {
 				p.resources = append(p.resources, r)
 			}
 		}
-		g.Shapes = append(g.Shapes, f.request)
+		g.Shapes = append(g.Shapes, f.Request)
 		g.Siblings = append(g.Siblings, sg.count)
 		if sg.current {
 			g.Current = i
@@ -113,12 +116,12 @@ func groupShapes(templates []*v1.Pod) []shapeGroup {
 	index := map[string]int{}
 	var groups []shapeGroup
 	for i, t := range templates {
-		k := shapeKey(t)
+		k := gang.ShapeKey(t)
 		s, ok := index[k]
 		if !ok {
 			s = len(groups)
 			index[k] = s
-			groups = append(groups, shapeGroup{key: k, rep: t, request: podRequest(t)})
+			groups = append(groups, shapeGroup{key: k, rep: t, request: gang.Request(t)})
 		}
 		if i == 0 {
 			groups[s].current = true
@@ -150,7 +153,7 @@ func mergeShapes(groups []shapeGroup, limit int) []shapeGroup {
 	}
 	// The key names the representative's node constraints: two gangs whose merged maxima are
 	// equal but whose representatives differ must not share cached plans (signatureOf).
-	merged.key = "merged:" + shapeKey(merged.rep)
+	merged.key = "merged:" + gang.ShapeKey(merged.rep)
 	return append(kept, merged)
 }
 
@@ -184,11 +187,11 @@ func (p *planner) topologyNodes(set []fwk.NodeInfo) []topology.Node {
 		if d == "" {
 			continue
 		}
-		free, freePods := nodeFreeOf(ni, p.resources)
+		free, freePods := gang.NodeFree(ni, p.resources)
 		freePods = p.setAsideReserved(node.Name, free, freePods)
 		fits := make([]bool, len(p.shapeFits))
 		for s, f := range p.shapeFits {
-			fits[s] = f.fits(ni, free, freePods)
+			fits[s] = f.Fits(ni, free, freePods)
 		}
 		tn = append(tn, topology.Node{Name: node.Name, Domain: d, Free: free, FreePods: freePods, Fits: fits})
 	}
@@ -199,7 +202,7 @@ func (p *planner) topologyNodes(set []fwk.NodeInfo) []topology.Node {
 func (p *planner) narrow(cs fwk.CycleState, plans map[string]*topology.DomainPlan, c placement.Commitment, source string) (*fwk.PreFilterResult, *fwk.Status) {
 	dp := plans[c.Domain]
 	if dp == nil || len(dp.Candidates) == 0 {
-		return nil, fwk.NewStatus(fwk.Unschedulable, msgNoFeasibleNode(c.Domain, p.info.Key))
+		return nil, fwk.NewStatus(fwk.Unschedulable, msg.NoFeasibleNode(c.Domain, p.info.Key))
 	}
 	cands := sets.New(dp.Candidates...)
 	cs.Write(pinStateKey, &pinState{Gang: p.info, Domain: c.Domain, ID: c.ID, SoleFit: c.SoleFit, Within: c.Within, Surplus: !c.Forming(), Candidates: cands})
@@ -216,22 +219,22 @@ func (p *planner) bestFit(cs fwk.CycleState, plans map[string]*topology.DomainPl
 		return nil, st
 	}
 	rooms := topology.Rooms(plans)
-	failed := pl.failed.Values(info.owner(), info.TopologyKey)
+	failed := pl.failed.Values(info.Owner(), info.TopologyKey)
 	req := placement.ChooseRequest{Gang: info.Key, Owner: info.UID, Key: info.TopologyKey, Need: p.need,
 		MinMember: info.MinMember, Reserve: p.reservation, Capacity: p.capacity()}
 	req.Rooms = without(rooms, failed)
 	req.Rank = p.softSpreadRank(req.Rooms)
 	res := pl.store.Choose(req)
 	if !res.OK && !res.Existing && !res.Conflict && len(req.Rooms) < len(rooms) {
-		pl.failed.Wrap(info.owner()) // the lap wraps; resting domains stay out
-		failed = pl.failed.Values(info.owner(), info.TopologyKey)
+		pl.failed.Wrap(info.Owner()) // the lap wraps; resting domains stay out
+		failed = pl.failed.Values(info.Owner(), info.TopologyKey)
 		req.Rooms = without(rooms, failed)
 		req.Rank = p.softSpreadRank(req.Rooms)
 		res = pl.store.Choose(req)
 	}
 	if res.OK {
 		if !res.Existing {
-			countPin(pinPinned)
+			metrics.CountPin(metrics.PinPinned)
 			pl.pinned(res.Commitment, info)
 		}
 		return p.narrow(cs, plans, res.Commitment, "pinned")
@@ -254,19 +257,19 @@ func (p *planner) noFit(rooms map[string]int, failed map[string]struct{}, reason
 	}
 	if _, ok := topology.BestFit(rooms, p.need); ok {
 		p.park()
-		countPin(pinReserved)
+		metrics.CountPin(metrics.PinReserved)
 		p.logNoFit(rooms, failed, "reserved")
-		return fwk.NewStatus(fwk.Unschedulable, msgNoRoomReserved(key))
+		return fwk.NewStatus(fwk.Unschedulable, msg.NoRoomReserved(key))
 	}
-	countPin(pinNoFit)
+	metrics.CountPin(metrics.PinNoFit)
 	if reason == "" {
 		reason = "capacity"
 	}
 	p.logNoFit(rooms, failed, reason)
 	if d, room, ok := topology.Largest(rooms); ok {
-		return fwk.NewStatus(fwk.Unschedulable, msgNoRoomBest(key, d, room, p.need))
+		return fwk.NewStatus(fwk.Unschedulable, msg.NoRoomBest(key, d, room, p.need))
 	}
-	return fwk.NewStatus(fwk.Unschedulable, msgNoRoomNoLabel(key, p.info.TopologyKey))
+	return fwk.NewStatus(fwk.Unschedulable, msg.NoRoomNoLabel(key, p.info.TopologyKey))
 }
 
 func (p *planner) logNoFit(rooms map[string]int, failed map[string]struct{}, reason string) {
@@ -286,8 +289,8 @@ func (p *planner) adopt(cs fwk.CycleState, plans map[string]*topology.DomainPlan
 	if dp := plans[d]; dp != nil {
 		room = dp.Room
 	}
-	if room < p.need && pl.failed.Has(info.owner(), placement.DomainRef{Key: info.TopologyKey, Value: d}) {
-		return nil, fwk.NewStatus(fwk.Unschedulable, msgAdoptedShort(d, info.Key, room, p.need))
+	if room < p.need && pl.failed.Has(info.Owner(), placement.DomainRef{Key: info.TopologyKey, Value: d}) {
+		return nil, fwk.NewStatus(fwk.Unschedulable, msg.AdoptedShort(d, info.Key, room, p.need))
 	}
 	if room < p.need && p.rawRooms(map[string]int{d: room})[d] >= p.need {
 		// The room is there but another forming gang reserved it: wait for it.
@@ -306,14 +309,14 @@ func (p *planner) adopt(cs fwk.CycleState, plans map[string]*topology.DomainPlan
 	case placement.HeldByOther:
 		return nil, p.adoptBlocked(d)
 	case placement.Pinned:
-		countPin(pinAdopted)
+		metrics.CountPin(metrics.PinAdopted)
 		pl.pinned(c, info)
 		if info.Group != nil {
 			pl.groups.record(info.Group.Key, c.Gang, c.ID)
 		}
 	}
 	if room < p.need {
-		return nil, fwk.NewStatus(fwk.Unschedulable, msgAdoptedShort(d, info.Key, room, p.need))
+		return nil, fwk.NewStatus(fwk.Unschedulable, msg.AdoptedShort(d, info.Key, room, p.need))
 	}
 	return p.narrow(cs, plans, c, "adopted")
 }
@@ -331,21 +334,21 @@ func (p *planner) resting(rooms map[string]int, failed map[string]struct{}) *fwk
 	if !ok {
 		return nil
 	}
-	if _, rests := p.pl.failed.Resting(p.info.owner(), p.info.TopologyKey)[d]; !rests {
+	if _, rests := p.pl.failed.Resting(p.info.Owner(), p.info.TopologyKey)[d]; !rests {
 		return nil
 	}
-	countPin(pinNoFit)
+	metrics.CountPin(metrics.PinNoFit)
 	p.logNoFit(rooms, failed, "resting")
-	return fwk.NewStatus(fwk.Unschedulable, msgNoRoomResting(p.info.Key, d))
+	return fwk.NewStatus(fwk.Unschedulable, msg.NoRoomResting(p.info.Key, d))
 }
 
 // adoptBlocked parks a gang whose placed members' domain has room only inside other forming
 // gangs' reservations; it is woken when reserved room is given back.
 func (p *planner) adoptBlocked(d string) *fwk.Status {
 	p.park()
-	countPin(pinReserved)
+	metrics.CountPin(metrics.PinReserved)
 	p.logger.V(4).Info("gangpack.pinGang.adopt_blocked", "pod", klog.KObj(p.pod), "gang", p.info.Key, "domain", d)
-	return fwk.NewStatus(fwk.Unschedulable, msgAdoptReserved(d, p.info.Key))
+	return fwk.NewStatus(fwk.Unschedulable, msg.AdoptReserved(d, p.info.Key))
 }
 
 // holdCapped returns the status that parks the gang when its namespace already has as many
@@ -365,7 +368,7 @@ func (p *planner) holdCapped() *fwk.Status {
 	}
 	p.park()
 	p.logger.V(4).Info("gangpack.pinGang.hold_cap", "pod", klog.KObj(p.pod), "gang", p.info.Key, "holds", n, "limit", limit)
-	return fwk.NewStatus(fwk.Unschedulable, msgHoldCap(p.info.Namespace, n))
+	return fwk.NewStatus(fwk.Unschedulable, msg.HoldCap(p.info.Namespace, n))
 }
 
 // without returns rooms minus the excluded domains.
@@ -390,7 +393,7 @@ const pinStateKey fwk.StateKey = "gangpack.pin"
 // Reserve pins its deferred plan. Surplus marks a member planned under a pin that was
 // already committed: the gang formed without it, so its failure unwinds nothing.
 type pinState struct {
-	Gang    gangInfo
+	Gang    gang.Info
 	Domain  string
 	ID      uint64
 	SoleFit bool

@@ -9,6 +9,8 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	corev1helpers "k8s.io/component-helpers/scheduling/corev1"
+
+	"github.com/moirai-internal/ome-scheduler/pkg/plugins/gangpack/internal/gang"
 )
 
 // The composition test's invariants, checked after every step. Each has a name (the
@@ -204,7 +206,7 @@ func (c *checker) freeGPUs(n *v1.Node, occupies func(*simPod) bool) int64 {
 		if sp.node != n.Name || !occupies(sp) {
 			continue
 		}
-		r := podRequest(sp.pod)
+		r := gang.Request(sp.pod)
 		free -= r[testGPU]
 	}
 	return free
@@ -308,7 +310,7 @@ func (c *checker) checkPreemption(label string) {
 func (c *checker) checkOwnRoom(label string, pr *simPod, key string) {
 	name := gangKey(pr)
 	pg := c.s.podGroup(name)
-	if name == "" || pg == nil || pr.pod.Labels[testGroupLabel] != "" || hardSpread(pr.pod) {
+	if name == "" || pg == nil || pr.pod.Labels[testGroupLabel] != "" || gang.HardSpread(pr.pod) {
 		return
 	}
 	own, placed, domain := false, 0, ""

@@ -10,6 +10,8 @@ import (
 	fwk "k8s.io/kube-scheduler/framework"
 	"k8s.io/kubernetes/pkg/scheduler/framework"
 	"k8s.io/utils/ptr"
+
+	"github.com/moirai-internal/ome-scheduler/pkg/plugins/gangpack/internal/gang"
 )
 
 // The composition test's operations: the events a sequence is made of, and one scheduling
@@ -226,12 +228,12 @@ func (s *sim) defaultFilters(sp *simPod, ni fwk.NodeInfo) *fwk.Status {
 	free := q.Value()
 	for _, pi := range ni.GetPods() {
 		p := pi.GetPod()
-		free -= podRequest(p)[testGPU]
-		if hardSpread(sp.pod) && p.DeletionTimestamp == nil && p.Labels[PodGroupLabel] == sp.pod.Labels[PodGroupLabel] {
+		free -= gang.Request(p)[testGPU]
+		if gang.HardSpread(sp.pod) && p.DeletionTimestamp == nil && p.Labels[PodGroupLabel] == sp.pod.Labels[PodGroupLabel] {
 			return fwk.NewStatus(fwk.Unschedulable, "node(s) didn't match pod topology spread constraints")
 		}
 	}
-	if free < podRequest(sp.pod)[testGPU] {
+	if free < gang.Request(sp.pod)[testGPU] {
 		return fwk.NewStatus(fwk.Unschedulable, "Insufficient "+testGPU)
 	}
 	return nil

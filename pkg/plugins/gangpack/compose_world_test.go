@@ -22,6 +22,8 @@ import (
 	schedcache "k8s.io/kubernetes/pkg/scheduler/backend/cache"
 	"k8s.io/utils/ptr"
 
+	"github.com/moirai-internal/ome-scheduler/pkg/plugins/gangpack/internal/gang"
+
 	schedv1alpha1 "sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
 	pglisters "sigs.k8s.io/scheduler-plugins/pkg/generated/listers/scheduling/v1alpha1"
 )
@@ -170,7 +172,7 @@ func (s *sim) start(factory informers.SharedInformerFactory) {
 	s.gen++
 	s.ctx, s.cancel = context.WithCancel(klog.NewContext(context.Background(), logr.Discard()))
 	s.h = &fakeHandle{client: s.client, factory: factory, waiting: map[types.UID]*fakeWaiter{}}
-	ml, err := newMemberLister(factory.Core().V1().Pods())
+	ml, err := gang.NewMembers(factory.Core().V1().Pods())
 	if err != nil {
 		s.t.Fatal(err)
 	}

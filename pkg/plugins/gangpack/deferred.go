@@ -7,6 +7,9 @@ import (
 	fwk "k8s.io/kube-scheduler/framework"
 
 	"github.com/moirai-internal/ome-scheduler/pkg/placement"
+	"github.com/moirai-internal/ome-scheduler/pkg/plugins/gangpack/internal/gang"
+	"github.com/moirai-internal/ome-scheduler/pkg/plugins/gangpack/internal/metrics"
+	"github.com/moirai-internal/ome-scheduler/pkg/plugins/gangpack/internal/msg"
 	"github.com/moirai-internal/ome-scheduler/pkg/topology"
 )
 
@@ -21,7 +24,7 @@ const deferredStateKey fwk.StateKey = "gangpack.deferred-pin"
 
 // deferredState is a deferred plan: candidate domains chosen before the spread filter ran.
 type deferredState struct {
-	Gang    gangInfo
+	Gang    gang.Info
 	Need    int
 	Planned map[string]*topology.DomainPlan
 	// Reserve is the room the gang would reserve in each planned domain.
@@ -45,11 +48,11 @@ func (p *planner) deferredPlan(cs fwk.CycleState, plans map[string]*topology.Dom
 	}
 	rooms := topology.Rooms(plans)
 	eff := rooms // counted outside the other gangs' reservations
-	failed := pl.failed.Values(info.owner(), info.TopologyKey)
+	failed := pl.failed.Values(info.Owner(), info.TopologyKey)
 	eff1 := without(eff, failed)
 	if topology.CountFitting(eff1, p.need) == 0 && len(eff1) < len(eff) {
-		pl.failed.Wrap(info.owner()) // resting domains stay out
-		failed = pl.failed.Values(info.owner(), info.TopologyKey)
+		pl.failed.Wrap(info.Owner()) // resting domains stay out
+		failed = pl.failed.Values(info.Owner(), info.TopologyKey)
 		eff1 = without(eff, failed)
 	}
 	planned := map[string]*topology.DomainPlan{}
@@ -69,9 +72,9 @@ func (p *planner) deferredPlan(cs fwk.CycleState, plans map[string]*topology.Dom
 		return nil, p.noFit(rooms, failed, "")
 	}
 	if cands.Len() == 0 {
-		countPin(pinNoFit)
+		metrics.CountPin(metrics.PinNoFit)
 		p.logNoFit(rooms, failed, "no_candidates")
-		return nil, fwk.NewStatus(fwk.Unschedulable, msgNoCandidates(info.Key, len(planned)))
+		return nil, fwk.NewStatus(fwk.Unschedulable, msg.NoCandidates(info.Key, len(planned)))
 	}
 	cs.Write(deferredStateKey, &deferredState{Gang: info, Need: p.need, Planned: planned, Reserve: reserve, Candidates: cands})
 	if v := p.logger.V(4); v.Enabled() {
@@ -93,18 +96,18 @@ func (pl *GangPack) pinDeferred(logger klog.Logger, cs fwk.CycleState, pod *v1.P
 	}
 	dp, ok := plan.Planned[domain]
 	if !ok || dp.Room < plan.Need {
-		return nil, fwk.NewStatus(fwk.Error, msgOutsideDeferredPlan)
+		return nil, fwk.NewStatus(fwk.Error, msg.OutsideDeferredPlan)
 	}
 	c, outcome := pl.store.Pin(placement.PinRequest{Gang: plan.Gang.Key, Owner: plan.Gang.UID, Key: plan.Gang.TopologyKey,
 		Domain: domain, Reserved: plan.Reserve[domain], Capacity: pl.snapshotCapacity(), Remaining: plan.Need, SoleFit: len(plan.Planned) < 2, MinMember: plan.Gang.MinMember})
 	if outcome != placement.Pinned {
-		return nil, fwk.NewStatus(fwk.Error, msgDomainUnavailable)
+		return nil, fwk.NewStatus(fwk.Error, msg.DomainUnavailable)
 	}
-	countPin(pinPinnedAfterFilter)
+	metrics.CountPin(metrics.PinPinnedAfterFilter)
 	pl.pinned(c, plan.Gang)
 	pin := &pinState{Gang: plan.Gang, Domain: domain, ID: c.ID, SoleFit: c.SoleFit}
 	cs.Write(pinStateKey, pin)
 	logger.V(4).Info("gangpack.pinGang.result", "pod", klog.KObj(pod), "gang", plan.Gang.Key, "topologyKey", plan.Gang.TopologyKey,
-		"domain", domain, "source", pinPinnedAfterFilter, "need", plan.Need, "remaining", c.Remaining, "candidates", len(dp.Candidates))
+		"domain", domain, "source", metrics.PinPinnedAfterFilter, "need", plan.Need, "remaining", c.Remaining, "candidates", len(dp.Candidates))
 	return pin, nil
 }

@@ -9,6 +9,8 @@ import (
 	fwk "k8s.io/kube-scheduler/framework"
 	"k8s.io/kubernetes/pkg/scheduler/util"
 
+	"github.com/moirai-internal/ome-scheduler/pkg/plugins/gangpack/internal/gang"
+
 	schedv1alpha1 "sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
 )
 
@@ -75,7 +77,7 @@ func (pl *GangPack) freesRoomFor(target, o, _ *v1.Pod) bool {
 // The hint runs for every parked pod under the scheduling queue's lock, so the representative
 // comes from a per-gang cache (gangs.representative): O(1) per member, not O(gang).
 func (pl *GangPack) representsGang(target *v1.Pod) bool {
-	key, name, ok := gangOf(target)
+	key, name, ok := gang.Of(target)
 	if !ok {
 		return true
 	}
@@ -101,11 +103,11 @@ func inGangOf(target, p *v1.Pod) bool {
 	if p == nil {
 		return false
 	}
-	tk, _, ok := gangOf(target)
+	tk, _, ok := gang.Of(target)
 	if !ok {
 		return false
 	}
-	k, _, ok := gangOf(p)
+	k, _, ok := gang.Of(p)
 	return ok && k == tk
 }
 
@@ -114,7 +116,7 @@ func inGangOf(target, p *v1.Pod) bool {
 // key; for a standalone pod, which this plugin only refuses on held nodes, the fallback key
 // and every key a forming gang holds a domain under. nil means any change matters.
 func (pl *GangPack) hintKeys(target *v1.Pod) []string {
-	if _, name, ok := gangOf(target); ok {
+	if _, name, ok := gang.Of(target); ok {
 		var pg *schedv1alpha1.PodGroup
 		if pl.podGroups != nil {
 			pg, _ = pl.podGroups.get(target.Namespace, name)
@@ -162,7 +164,7 @@ func (pl *GangPack) hintNodeChange(_ klog.Logger, target *v1.Pod, oldObj, newObj
 }
 
 func (pl *GangPack) hintPodGroup(_ klog.Logger, target *v1.Pod, oldObj, newObj any) (fwk.QueueingHint, error) {
-	_, name, member := gangOf(target)
+	_, name, member := gang.Of(target)
 	if !member {
 		return fwk.QueueSkip, nil
 	}

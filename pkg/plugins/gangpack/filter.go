@@ -9,6 +9,8 @@ import (
 	fwk "k8s.io/kube-scheduler/framework"
 
 	"github.com/moirai-internal/ome-scheduler/pkg/placement"
+	"github.com/moirai-internal/ome-scheduler/pkg/plugins/gangpack/internal/gang"
+	"github.com/moirai-internal/ome-scheduler/pkg/plugins/gangpack/internal/msg"
 	"github.com/moirai-internal/ome-scheduler/pkg/topology"
 )
 
@@ -26,18 +28,18 @@ func (pl *GangPack) Filter(ctx context.Context, cs fwk.CycleState, pod *v1.Pod, 
 	pin := readPin(cs)
 	if pin != nil && node.Labels[pin.Gang.TopologyKey] != pin.Domain {
 		logger.V(4).Info("gangpack.Filter.reject", "pod", klog.KObj(pod), "node", node.Name, "reason", "outside_domain", "domain", pin.Domain)
-		return fwk.NewStatus(fwk.UnschedulableAndUnresolvable, msgOutsideDomain(pin.Domain))
+		return fwk.NewStatus(fwk.UnschedulableAndUnresolvable, msg.OutsideDomain(pin.Domain))
 	}
 	if w := pinWithin(pin); w.Key != "" && node.Labels[w.Key] != w.Value {
 		logger.V(4).Info("gangpack.Filter.reject", "pod", klog.KObj(pod), "node", node.Name, "reason", "outside_group_domain", "domain", w.Value)
-		return fwk.NewStatus(fwk.UnschedulableAndUnresolvable, msgOutsideGroupDomain(w.Value))
+		return fwk.NewStatus(fwk.UnschedulableAndUnresolvable, msg.OutsideGroupDomain(w.Value))
 	}
 	if st := pl.filterRoom(logger, cs, pod, pin, ni); !st.IsSuccess() {
 		return st
 	}
 	if !plannedCandidate(cs, pin, node.Name) {
 		logger.V(4).Info("gangpack.Filter.reject", "pod", klog.KObj(pod), "node", node.Name, "reason", "not_candidate")
-		return fwk.NewStatus(fwk.UnschedulableAndUnresolvable, msgNotCandidate)
+		return fwk.NewStatus(fwk.UnschedulableAndUnresolvable, msg.NotCandidate)
 	}
 	return nil
 }
@@ -53,7 +55,7 @@ func (pl *GangPack) filterRoom(logger klog.Logger, cs fwk.CycleState, pod *v1.Po
 	generation := pl.store.Generation()
 	if pl.doubts.blocks(node.Name, pod.UID, time.Now()) {
 		pl.parkBlocked(logger, pod, generation)
-		return fwk.NewStatus(fwk.Unschedulable, msgBindInDoubt)
+		return fwk.NewStatus(fwk.Unschedulable, msg.BindInDoubt)
 	}
 	reserved := pl.store.ReservedOn(node.Name, own)
 	if len(reserved.Gangs) == 0 {
@@ -66,7 +68,7 @@ func (pl *GangPack) filterRoom(logger klog.Logger, cs fwk.CycleState, pod *v1.Po
 	// The pod is parked once, by PostFilter, if no node takes it: parking here, once per
 	// refused node, woke every parked pod again whenever room had been given back meanwhile.
 	logger.V(4).Info("gangpack.Filter.reject", "pod", klog.KObj(pod), "node", node.Name, "reason", "reserved", "heldBy", reserved.Gangs)
-	return fwk.NewStatus(fwk.UnschedulableAndUnresolvable, msgNodeReserved)
+	return fwk.NewStatus(fwk.UnschedulableAndUnresolvable, msg.NodeReserved)
 }
 
 // plannedCandidate reports whether the node is among the candidates PreFilter narrowed the
@@ -98,7 +100,7 @@ func requestOf(cs fwk.CycleState, pod *v1.Pod) topology.Resources {
 	if s, ok := readState[*requestState](cs, requestStateKey); ok {
 		return s.request
 	}
-	return podRequest(pod)
+	return gang.Request(pod)
 }
 
 // pinWithin is the group domain a partner's pin is confined to (zero: none, or no pin).

@@ -11,6 +11,8 @@ import (
 	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
 	"k8s.io/utils/ptr"
+
+	"github.com/moirai-internal/ome-scheduler/pkg/plugins/gangpack/internal/msg"
 )
 
 // liveTimers replaces time.AfterFunc and counts the timers started and not yet stopped or
@@ -127,12 +129,12 @@ func TestWaiterOnDeletedNodeIsNotAdmitted(t *testing.T) {
 	w1 := w.h.register(m1)
 	w.nodes = nodes[1:] // a0 is deleted while g-0 waits on it
 	w.resnap(assumed(m1, "a1"))
-	if _, st := w.preFilter(m2); st.Code() != fwk.Unschedulable || st.Message() != msgStaleReleased("a", "ns/g") {
-		t.Fatalf("PreFilter(g-2) = %v, want %q", st, msgStaleReleased("a", "ns/g"))
+	if _, st := w.preFilter(m2); st.Code() != fwk.Unschedulable || st.Message() != msg.StaleReleased("a", "ns/g") {
+		t.Fatalf("PreFilter(g-2) = %v, want %q", st, msg.StaleReleased("a", "ns/g"))
 	}
 	for name, wt := range map[string]*fakeWaiter{"g-0": w0, "g-1": w1} {
-		if got := wt.await(testWait); got != msgUnwound("ns/g") {
-			t.Fatalf("%s verdict %q, want %q", name, got, msgUnwound("ns/g"))
+		if got := wt.await(testWait); got != msg.Unwound("ns/g") {
+			t.Fatalf("%s verdict %q, want %q", name, got, msg.Unwound("ns/g"))
 		}
 	}
 	w.pl.Unreserve(w.ctx, c0.cs, m0, "a0") // the framework unreserves the rejected waiters
@@ -168,8 +170,8 @@ func TestPermitTimeoutCappedAtFifteenMinutes(t *testing.T) {
 	}
 	w.pl.now = func() time.Time { return start.Add(900 * time.Second) }
 	w.pl.Unreserve(w.ctx, c.cs, m0, "a0") // kube-scheduler's Permit timer rejected the waiter
-	if _, st := w.preFilter(m0); st.Code() != fwk.Unschedulable || st.Message() != msgNoRoomResting("ns/g", "a") {
-		t.Fatalf("PreFilter after kube-scheduler's timeout = %v, want %q", st, msgNoRoomResting("ns/g", "a"))
+	if _, st := w.preFilter(m0); st.Code() != fwk.Unschedulable || st.Message() != msg.NoRoomResting("ns/g", "a") {
+		t.Fatalf("PreFilter after kube-scheduler's timeout = %v, want %q", st, msg.NoRoomResting("ns/g", "a"))
 	}
 	if n := w.pl.store.HeldDomains(); n != 0 {
 		t.Fatalf("the gang holds %d domains again, want its domain resting", n)

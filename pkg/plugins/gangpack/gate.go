@@ -6,6 +6,10 @@ import (
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
+
+	"github.com/moirai-internal/ome-scheduler/pkg/plugins/gangpack/internal/gang"
+	"github.com/moirai-internal/ome-scheduler/pkg/plugins/gangpack/internal/metrics"
+	"github.com/moirai-internal/ome-scheduler/pkg/plugins/gangpack/internal/msg"
 )
 
 // gate decides whether the gang may be planned now: its placed members are in one domain,
@@ -15,21 +19,21 @@ func (p *planner) gate() *fwk.Status {
 	key := p.info.Key
 	if p.split() {
 		countSplitRefused()
-		return fwk.NewStatus(fwk.UnschedulableAndUnresolvable, msgSplit(key))
+		return fwk.NewStatus(fwk.UnschedulableAndUnresolvable, msg.Split(key))
 	}
 	if st := p.collectTemplates(); st != nil {
 		return st
 	}
 	placedPods := p.placedPods()
-	if s := waitsForSibling(p.pod, p.templates[1:], placedPods); s != nil {
+	if s := gang.WaitsForSibling(p.pod, p.templates[1:], placedPods); s != nil {
 		p.logger.V(4).Info("gangpack.pinGang.sibling_wait", "pod", klog.KObj(p.pod), "gang", key, "sibling", klog.KObj(s))
 		p.pl.waits.add(s, p.pod)
-		return fwk.NewStatus(fwk.Unschedulable, msgSiblingWait(s.Namespace, s.Name))
+		return fwk.NewStatus(fwk.Unschedulable, msg.SiblingWait(s.Namespace, s.Name))
 	}
 	if a := p.spreadAnchorFirst(placedPods); a != nil {
 		p.logger.V(4).Info("gangpack.pinGang.spread_anchor_wait", "pod", klog.KObj(p.pod), "gang", key, "anchor", klog.KObj(a))
 		p.pl.waits.add(a, p.pod)
-		return fwk.NewStatus(fwk.Unschedulable, msgAnchorWait(a.Namespace, a.Name))
+		return fwk.NewStatus(fwk.Unschedulable, msg.AnchorWait(a.Namespace, a.Name))
 	}
 	return nil
 }
@@ -37,14 +41,14 @@ func (p *planner) gate() *fwk.Status {
 // spreadAnchorFirst returns the gang's first unplaced hard-spread anchor when the pod is not
 // an anchor itself and that anchor could be placed now: the anchor chooses the domain.
 func (p *planner) spreadAnchorFirst(placedPods []*v1.Pod) *v1.Pod {
-	if hardSpread(p.pod) {
+	if gang.HardSpread(p.pod) {
 		return nil
 	}
 	for _, t := range p.templates[1:] {
-		if !hardSpread(t) {
+		if !gang.HardSpread(t) {
 			continue
 		}
-		if waitsForSibling(t, p.templates, placedPods) == nil {
+		if gang.WaitsForSibling(t, p.templates, placedPods) == nil {
 			return t
 		}
 		return nil
@@ -58,13 +62,13 @@ func (p *planner) spreadAnchorFirst(placedPods []*v1.Pod) *v1.Pod {
 func (p *planner) collectTemplates() *fwk.Status {
 	pl, info := p.pl, p.info
 	p.need = max(info.MinMember-len(p.placed), 1)
-	pods, err := pl.members.list(info.Namespace, info.Name)
+	pods, err := pl.members.List(info.Namespace, info.Name)
 	if err != nil {
 		return fwk.AsStatus(err)
 	}
 	others := make([]*v1.Pod, 0, len(pods))
 	for _, q := range pods {
-		if q.Name == p.pod.Name || !live(q) || q.Spec.NodeName != "" {
+		if q.Name == p.pod.Name || !gang.Live(q) || q.Spec.NodeName != "" {
 			continue
 		}
 		if _, placed := p.placedSet[q.Name]; placed {
@@ -76,10 +80,10 @@ func (p *planner) collectTemplates() *fwk.Status {
 	p.templates = append([]*v1.Pod{p.pod}, others...)
 	if len(p.templates) < p.need {
 		pl.incomplete.add(info.Key)
-		return fwk.NewStatus(fwk.Unschedulable, msgTemplates(info.Key, len(p.templates), p.need))
+		return fwk.NewStatus(fwk.Unschedulable, msg.Templates(info.Key, len(p.templates), p.need))
 	}
 	if pl.incomplete.remove(info.Key) {
-		n := pl.activateGang(p.logger, triggerTemplatesComplete, info.Namespace, info.Name, p.pod.Name)
+		n := pl.activateGang(p.logger, metrics.TriggerTemplatesComplete, info.Namespace, info.Name, p.pod.Name)
 		p.logger.V(4).Info("gangpack.templates.complete", "gang", info.Key, "activated", n)
 	}
 	return nil

@@ -21,7 +21,7 @@ func (pl *GangPack) runGC(ctx context.Context, interval time.Duration) {
 
 // gcOnce is one GC tick.
 func (pl *GangPack) gcOnce(logger klog.Logger) {
-	liveGangs, err := pl.members.liveGangs()
+	liveGangs, err := pl.members.LiveGangs()
 	if err != nil {
 		return
 	}
@@ -33,14 +33,14 @@ func (pl *GangPack) gcOnce(logger klog.Logger) {
 	isLive := func(k string) bool { _, ok := liveGangs[k]; return ok }
 	pl.reps.prune(isLive)
 	pl.permitWoke.prune(isLive)
-	pl.waits.prune(pl.members.pending)
+	pl.waits.prune(pl.members.Pending)
 	for _, k := range pl.failed.Gangs() {
 		if _, ok := liveGangs[k]; !ok {
 			pl.forgetFailed(k, "")
 		}
 	}
 	for _, p := range pl.blocked.snapshot() {
-		if !pl.members.pending(p.Namespace, p.Name, p.UID) {
+		if !pl.members.Pending(p.Namespace, p.Name, p.UID) {
 			pl.blocked.remove(p)
 		}
 	}
@@ -50,7 +50,7 @@ func (pl *GangPack) gcOnce(logger klog.Logger) {
 	if pl.doubts.prune(time.Now()) {
 		pl.wakeBlocked(logger)
 	}
-	pl.reserved.prune(pl.members.pending)
+	pl.reserved.prune(pl.members.Pending)
 	synced := pl.podGroups != nil && pl.podGroups.synced()
 	for _, c := range pl.store.List() {
 		stale := false

@@ -27,6 +27,8 @@ import (
 	st "k8s.io/kubernetes/pkg/scheduler/testing"
 	"k8s.io/utils/ptr"
 
+	"github.com/moirai-internal/ome-scheduler/pkg/plugins/gangpack/internal/gang"
+
 	schedv1alpha1 "sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
 	pglisters "sigs.k8s.io/scheduler-plugins/pkg/generated/listers/scheduling/v1alpha1"
 )
@@ -186,7 +188,7 @@ func newWorld(t testing.TB, args *Args, nodes []*v1.Node, pods []*v1.Pod, pgs ..
 	client := fake.NewClientset()
 	factory := informers.NewSharedInformerFactory(client, 0)
 	podInf := factory.Core().V1().Pods().Informer()
-	ml, err := newMemberLister(factory.Core().V1().Pods())
+	ml, err := gang.NewMembers(factory.Core().V1().Pods())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -5,6 +5,8 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/moirai-internal/ome-scheduler/pkg/placement"
+	"github.com/moirai-internal/ome-scheduler/pkg/plugins/gangpack/internal/gang"
+	"github.com/moirai-internal/ome-scheduler/pkg/plugins/gangpack/internal/metrics"
 )
 
 // pinned is called once for every new commitment. A forming commitment holds room that other
@@ -12,7 +14,7 @@ import (
 // it and whatever happens to the cycle that created it (a cycle that ends in an error runs no
 // PostFilter; another plugin's PostFilter may succeed first; a gang whose last member never
 // fits never reaches Permit). The timer lives only as long as the attempt: holdEnded stops it.
-func (gs *gangs) pinned(c placement.Commitment, info gangInfo) {
+func (gs *gangs) pinned(c placement.Commitment, info gang.Info) {
 	if !c.Forming() || info.Timeout <= 0 {
 		return
 	}
@@ -41,7 +43,7 @@ type restKey struct {
 // not only the rejected waiters: a member parked for another reason may fit another domain
 // now. When the rest ends the gang is woken again. A commitment that committed meanwhile is
 // kept; expire reports whether it released one.
-func (gs *gangs) expire(logger klog.Logger, gang string, id uint64, info gangInfo) bool {
+func (gs *gangs) expire(logger klog.Logger, gang string, id uint64, info gang.Info) bool {
 	res := gs.unwindWith(logger, gs.store.Expire, gang, id, causeExpired, true)
 	if !res.released {
 		return false
@@ -49,11 +51,11 @@ func (gs *gangs) expire(logger klog.Logger, gang string, id uint64, info gangInf
 	c := res.commitment
 	domain := placement.DomainRef{Key: c.Key, Value: c.Domain}
 	until := gs.now().Add(info.Timeout)
-	gs.failed.Rest(info.owner(), domain, until)
+	gs.failed.Rest(info.Owner(), domain, until)
 	gs.rests.start(restKey{gang: gang, domain: domain}, until, info.Timeout, gs.after, func() {
-		gs.activateGang(gs.logger, triggerReservationReleased, info.Namespace, info.Name, "")
+		gs.activateGang(gs.logger, metrics.TriggerReservationReleased, info.Namespace, info.Name, "")
 	})
-	gs.activateGang(logger, triggerReservationReleased, info.Namespace, info.Name, "")
+	gs.activateGang(logger, metrics.TriggerReservationReleased, info.Namespace, info.Name, "")
 	return true
 }
 
@@ -82,7 +84,7 @@ func (gs *gangs) unreserved(logger klog.Logger, pin *pinState) {
 // pinsChanged is the store's change hook: the pinned-groups gauge and the per-domain held
 // gauge follow every new pin, drain to 0 and release.
 func (gs *gangs) pinsChanged() {
-	pinnedGroups.Set(float64(gs.store.Len()))
+	metrics.PinnedGroups.Set(float64(gs.store.Len()))
 	gs.quality.refreshHeld(gs.store)
 }
 

@@ -10,6 +10,7 @@ import (
 	fwk "k8s.io/kube-scheduler/framework"
 
 	"github.com/moirai-internal/ome-scheduler/pkg/placement"
+	"github.com/moirai-internal/ome-scheduler/pkg/plugins/gangpack/internal/gang"
 )
 
 // gangs owns every piece of state that lives across scheduling cycles, and every change of
@@ -24,7 +25,7 @@ import (
 //   - activate.go: waking pods; placed.go: a gang's placed members; doubt.go; quality.go.
 type gangs struct {
 	handle  fwk.Handle
-	members *memberLister
+	members *gang.Members
 	// ctx and logger are for work outside a scheduling cycle (timers, GC, supervision).
 	ctx    context.Context
 	logger klog.Logger
@@ -63,7 +64,7 @@ type gangs struct {
 	spawn func(f func())
 }
 
-func newGangs(ctx context.Context, h fwk.Handle, ml *memberLister) *gangs {
+func newGangs(ctx context.Context, h fwk.Handle, ml *gang.Members) *gangs {
 	gs := &gangs{
 		handle:        h,
 		members:       ml,

@@ -11,6 +11,10 @@ import (
 	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
 
+	"github.com/moirai-internal/ome-scheduler/pkg/plugins/gangpack/internal/gang"
+	"github.com/moirai-internal/ome-scheduler/pkg/plugins/gangpack/internal/metrics"
+	"github.com/moirai-internal/ome-scheduler/pkg/plugins/gangpack/internal/msg"
+
 	schedv1alpha1 "sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
 )
 
@@ -36,18 +40,6 @@ const (
 	// infeasible one-domain groups: 4 partners 9 ms, 6 partners 260 ms, 8 partners 26 s.
 	maxGroupSize = 4
 )
-
-// groupRef is what a partner's PodGroup says about its placement group.
-type groupRef struct {
-	Key       string // {ns}/{group}
-	Namespace string
-	Name      string
-	Size      int
-	// TopologyKey is the group key: the annotation, else the gang's own topology key.
-	TopologyKey string
-	// explicitKey records whether the annotation set TopologyKey.
-	explicitKey bool
-}
 
 // groupNameOf returns the gang's group name: the label on the PodGroup, else on the pod. A
 // nil pg (the PodGroup is gone) carries no label, so the pod's label names the group.
@@ -76,30 +68,30 @@ func groupKeyOf(args *Args, pod *v1.Pod, pg *schedv1alpha1.PodGroup) string {
 
 // interpretGroup reads the gang's placement group from its PodGroup; nil when the gang is
 // not a partner. ownKey is the gang's topology key (the default group key).
-func interpretGroup(args *Args, pod *v1.Pod, pg *schedv1alpha1.PodGroup, ownKey string) (*groupRef, *fwk.Status) {
+func interpretGroup(args *Args, pod *v1.Pod, pg *schedv1alpha1.PodGroup, ownKey string) (*gang.GroupRef, *fwk.Status) {
 	name := groupNameOf(args, pod, pg)
 	if name == "" {
 		return nil, nil
 	}
-	g := &groupRef{Key: pg.Namespace + "/" + name, Namespace: pg.Namespace, Name: name, TopologyKey: ownKey}
+	g := &gang.GroupRef{Key: pg.Namespace + "/" + name, Namespace: pg.Namespace, Name: name, TopologyKey: ownKey}
 	sizeAnn := args.PlacementGroupLabel + groupSizeSuffix
 	size, err := strconv.Atoi(pg.Annotations[sizeAnn])
 	if err != nil || size < 2 {
-		return nil, fwk.NewStatus(fwk.Unschedulable, msgGroupSize(g.Key, sizeAnn))
+		return nil, fwk.NewStatus(fwk.Unschedulable, msg.GroupSize(g.Key, sizeAnn))
 	}
 	if size > maxGroupSize {
-		return nil, fwk.NewStatus(fwk.Unschedulable, msgGroupSizeTooLarge(g.Key, sizeAnn))
+		return nil, fwk.NewStatus(fwk.Unschedulable, msg.GroupSizeTooLarge(g.Key, sizeAnn, maxGroupSize))
 	}
 	g.Size = size
 	keyAnn := args.PlacementGroupLabel + groupTopologySuffix
 	if k := pg.Annotations[keyAnn]; k != "" {
 		if msgs := validation.IsQualifiedName(k); len(msgs) > 0 {
-			return nil, fwk.NewStatus(fwk.Unschedulable, msgGroupKeyInvalid(g.Key, keyAnn, k))
+			return nil, fwk.NewStatus(fwk.Unschedulable, msg.GroupKeyInvalid(g.Key, keyAnn, k))
 		}
 		if !args.KeyAllowed(k) {
-			return nil, fwk.NewStatus(fwk.Unschedulable, msgKeyNotAllowed(pg.Namespace, pg.Name, k, args.AllowedTopologyKeys, args.TopologyKey))
+			return nil, fwk.NewStatus(fwk.Unschedulable, msg.KeyNotAllowed(pg.Namespace, pg.Name, k, args.AllowedTopologyKeys, args.TopologyKey))
 		}
-		g.TopologyKey, g.explicitKey = k, true
+		g.TopologyKey, g.ExplicitKey = k, true
 	}
 	return g, nil
 }
@@ -107,13 +99,13 @@ func interpretGroup(args *Args, pod *v1.Pod, pg *schedv1alpha1.PodGroup, ownKey 
 // partner is one gang of a placement group as the gate saw it.
 type partner struct {
 	pg   *schedv1alpha1.PodGroup
-	info gangInfo // valid when ok
-	ok   bool     // the PodGroup is valid (interpretPodGroup passed)
+	info gang.Info // valid when ok
+	ok   bool      // the PodGroup is valid (interpretPodGroup passed)
 }
 
 // partnerPodGroups lists the group's PodGroups: those labelled with the group, and those
 // whose member pods carry the label. Sorted by name.
-func (pl *GangPack) partnerPodGroups(g *groupRef) ([]*schedv1alpha1.PodGroup, error) {
+func (pl *GangPack) partnerPodGroups(g *gang.GroupRef) ([]*schedv1alpha1.PodGroup, error) {
 	sel := labels.SelectorFromSet(labels.Set{pl.args.PlacementGroupLabel: g.Name})
 	byName := map[string]*schedv1alpha1.PodGroup{}
 	if r := pl.podGroups; r != nil && r.cur.Load() != nil {
@@ -125,12 +117,12 @@ func (pl *GangPack) partnerPodGroups(g *groupRef) ([]*schedv1alpha1.PodGroup, er
 			byName[pg.Name] = pg
 		}
 	}
-	pods, err := pl.members.lister.Pods(g.Namespace).List(sel)
+	pods, err := pl.members.Pods(g.Namespace).List(sel)
 	if err != nil {
 		return nil, err
 	}
 	for _, q := range pods {
-		_, name, ok := gangOf(q)
+		_, name, ok := gang.Of(q)
 		if !ok || byName[name] != nil {
 			continue
 		}
@@ -148,7 +140,7 @@ func (pl *GangPack) partnerPodGroups(g *groupRef) ([]*schedv1alpha1.PodGroup, er
 
 // partners returns the group's partners, or the status that parks the pod when the
 // PodGroups disagree on the group's size or key.
-func (pl *GangPack) partners(self gangInfo) ([]partner, *fwk.Status) {
+func (pl *GangPack) partners(self gang.Info) ([]partner, *fwk.Status) {
 	g := self.Group
 	pgs, err := pl.partnerPodGroups(g)
 	if err != nil {
@@ -167,18 +159,18 @@ func (pl *GangPack) partners(self gangInfo) ([]partner, *fwk.Status) {
 		}
 		if info.Group == nil || info.Group.Name != g.Name {
 			// its pods carry the label but its PodGroup names another group
-			return nil, fwk.NewStatus(fwk.Unschedulable, msgGroupDisagree(g.Key, pl.args.PlacementGroupLabel+groupSizeSuffix))
+			return nil, fwk.NewStatus(fwk.Unschedulable, msg.GroupDisagree(g.Key, pl.args.PlacementGroupLabel+groupSizeSuffix))
 		}
 		if info.Group.Size != g.Size {
-			return nil, fwk.NewStatus(fwk.Unschedulable, msgGroupDisagree(g.Key, pl.args.PlacementGroupLabel+groupSizeSuffix))
+			return nil, fwk.NewStatus(fwk.Unschedulable, msg.GroupDisagree(g.Key, pl.args.PlacementGroupLabel+groupSizeSuffix))
 		}
 		if info.Group.TopologyKey != g.TopologyKey {
-			return nil, fwk.NewStatus(fwk.Unschedulable, msgGroupDisagree(g.Key, pl.args.PlacementGroupLabel+groupTopologySuffix))
+			return nil, fwk.NewStatus(fwk.Unschedulable, msg.GroupDisagree(g.Key, pl.args.PlacementGroupLabel+groupTopologySuffix))
 		}
 		out = append(out, partner{pg: pg, info: info, ok: st == nil})
 	}
 	if len(out) > g.Size {
-		return nil, fwk.NewStatus(fwk.Unschedulable, msgGroupTooMany(g.Key, pl.args.PlacementGroupLabel+groupSizeSuffix, len(out), g.Size))
+		return nil, fwk.NewStatus(fwk.Unschedulable, msg.GroupTooMany(g.Key, pl.args.PlacementGroupLabel+groupSizeSuffix, len(out), g.Size))
 	}
 	return out, nil
 }
@@ -188,13 +180,13 @@ func (pl *GangPack) partnerReady(pt partner) bool {
 	if !pt.ok {
 		return false
 	}
-	pods, err := pl.members.list(pt.info.Namespace, pt.info.Name)
+	pods, err := pl.members.List(pt.info.Namespace, pt.info.Name)
 	if err != nil {
 		return false
 	}
 	n := 0
 	for _, q := range pods {
-		if live(q) {
+		if gang.Live(q) {
 			n++
 		}
 	}
@@ -220,7 +212,7 @@ func (p *planner) groupGate() *fwk.Status {
 	if ready < g.Size || len(pts) < g.Size {
 		p.groupWaits(groupIncomplete)
 		p.logger.V(4).Info("gangpack.group.wait", "pod", klog.KObj(p.pod), "group", g.Key, "ready", ready, "size", g.Size)
-		return fwk.NewStatus(fwk.Unschedulable, msgGroupWait(g.Key, ready, g.Size))
+		return fwk.NewStatus(fwk.Unschedulable, msg.GroupWait(g.Key, ready, g.Size))
 	}
 	p.partners = pts
 	if p.pl.groupsWaiting.remove(g.Key) {
@@ -297,12 +289,12 @@ func (s *groupStates) keys() []string {
 func (gs *gangs) activateGroup(logger klog.Logger, pts []partner, except string) int {
 	var pods []*v1.Pod
 	for _, pt := range pts {
-		list, err := gs.members.liveUnbound(pt.pg.Namespace, pt.pg.Name, except)
+		list, err := gs.members.LiveUnbound(pt.pg.Namespace, pt.pg.Name, except)
 		if err != nil {
 			logger.Error(err, "List partner members for activation", "gang", pt.pg.Namespace+"/"+pt.pg.Name)
 			continue
 		}
 		pods = append(pods, list...)
 	}
-	return gs.activate(logger, triggerTemplatesComplete, pods)
+	return gs.activate(logger, metrics.TriggerTemplatesComplete, pods)
 }

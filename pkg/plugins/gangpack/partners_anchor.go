@@ -6,6 +6,8 @@ import (
 	fwk "k8s.io/kube-scheduler/framework"
 
 	"github.com/moirai-internal/ome-scheduler/pkg/placement"
+	"github.com/moirai-internal/ome-scheduler/pkg/plugins/gangpack/internal/gang"
+	"github.com/moirai-internal/ome-scheduler/pkg/plugins/gangpack/internal/msg"
 )
 
 // A placement group sits in one group domain (a value of the group key). Partner keys need
@@ -21,7 +23,7 @@ import (
 // partnerAnchor returns the group-key values a partner fixes (sorted), whether it fixes any
 // (it is pinned or has placed members), and the status that parks the pod when one of its
 // nodes lacks the group key.
-func (p *planner) partnerAnchor(info gangInfo) ([]string, bool, *fwk.Status) {
+func (p *planner) partnerAnchor(info gang.Info) ([]string, bool, *fwk.Status) {
 	gk := p.info.Group.TopologyKey
 	if c, pinned := p.pl.store.Get(info.Key); pinned {
 		if c.Within.Key == gk && c.Within.Value != "" {
@@ -31,7 +33,7 @@ func (p *planner) partnerAnchor(info gangInfo) ([]string, bool, *fwk.Status) {
 		for _, ni := range p.nodesOfDomain(c.Key, c.Domain) {
 			v := ni.Node().Labels[gk]
 			if v == "" {
-				return nil, true, p.anchorWait("no_label", msgGroupAnchorNoLabel(p.info.Group.Key, info.Key, gk))
+				return nil, true, p.anchorWait("no_label", msg.GroupAnchorNoLabel(p.info.Group.Key, info.Key, gk))
 			}
 			values.Insert(v)
 		}
@@ -49,14 +51,14 @@ func (p *planner) partnerAnchor(info gangInfo) ([]string, bool, *fwk.Status) {
 
 // placedGroupValues returns the group-key values of the placed members' nodes (sorted), or
 // the status that parks the pod when one of those nodes lacks the group key.
-func (p *planner) placedGroupValues(info gangInfo, placed []placedMember) ([]string, *fwk.Status) {
+func (p *planner) placedGroupValues(info gang.Info, placed []placedMember) ([]string, *fwk.Status) {
 	gk := p.info.Group.TopologyKey
 	infos := p.pl.handle.SnapshotSharedLister().NodeInfos()
 	values := sets.New[string]()
 	for _, m := range placed {
 		ni, err := infos.Get(m.node)
 		if err != nil || ni.Node() == nil || ni.Node().Labels[gk] == "" {
-			return nil, p.anchorWait("no_label", msgGroupAnchorNoLabel(p.info.Group.Key, info.Key, gk))
+			return nil, p.anchorWait("no_label", msg.GroupAnchorNoLabel(p.info.Group.Key, info.Key, gk))
 		}
 		values.Insert(ni.Node().Labels[gk])
 	}
@@ -76,7 +78,7 @@ func (p *planner) placedWithin() (placement.DomainRef, *fwk.Status) {
 		return placement.DomainRef{}, st
 	}
 	if len(values) != 1 {
-		return placement.DomainRef{}, p.anchorWait("straddles", msgGroupStraddles(g.Key, p.info.Key, g.TopologyKey, values))
+		return placement.DomainRef{}, p.anchorWait("straddles", msg.GroupStraddles(g.Key, p.info.Key, g.TopologyKey, values))
 	}
 	return placement.DomainRef{Key: g.TopologyKey, Value: values[0]}, nil
 }

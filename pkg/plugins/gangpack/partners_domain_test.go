@@ -9,6 +9,8 @@ import (
 	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
+
+	"github.com/moirai-internal/ome-scheduler/pkg/plugins/gangpack/internal/msg"
 )
 
 // Partner keys not nested in the group key: rack values repeat in every zone.
@@ -105,7 +107,7 @@ func TestPartnerGroupAnchorWaits(t *testing.T) {
 				b := members("b", 2)
 				return slices.Concat(members("a", 2), []*v1.Pod{bound(b[0], "x-r1-0"), bound(b[1], "x-r1-1")})
 			},
-			wantF: func() string { return msgGroupAnchorNoLabel("ns/grp", "ns/b", testZoneKey) },
+			wantF: func() string { return msg.GroupAnchorNoLabel("ns/grp", "ns/b", testZoneKey) },
 		},
 		{
 			name: "bound partner spans group domains", size: "2", pgs: []string{"a", "b"}, pod: "a-0",
@@ -113,7 +115,7 @@ func TestPartnerGroupAnchorWaits(t *testing.T) {
 				b := members("b", 2)
 				return slices.Concat(members("a", 2), []*v1.Pod{bound(b[0], "a-r1-0"), bound(b[1], "b-r1-0")})
 			},
-			wantF: func() string { return msgGroupStraddles("ns/grp", "ns/b", testZoneKey, []string{"A", "B"}) },
+			wantF: func() string { return msg.GroupStraddles("ns/grp", "ns/b", testZoneKey, []string{"A", "B"}) },
 		},
 		{
 			name: "bound partners in different group domains", size: "3", pgs: []string{"a", "b", "c"}, pod: "a-0",
@@ -122,7 +124,7 @@ func TestPartnerGroupAnchorWaits(t *testing.T) {
 				return slices.Concat(members("a", 2), []*v1.Pod{bound(b[0], "a-r1-0"), bound(b[1], "a-r1-1"),
 					bound(c[0], "b-r2-0"), bound(c[1], "b-r2-1")})
 			},
-			wantF: func() string { return msgGroupSplit("ns/grp", testZoneKey, []string{"A", "B"}) },
+			wantF: func() string { return msg.GroupSplit("ns/grp", testZoneKey, []string{"A", "B"}) },
 		},
 		{
 			name: "own placed members span group domains", size: "2", pgs: []string{"a", "b"}, pod: "a-2",
@@ -131,7 +133,7 @@ func TestPartnerGroupAnchorWaits(t *testing.T) {
 				return []*v1.Pod{bound(a[0], "a-r1-0"), bound(a[1], "b-r1-0"), a[2],
 					bound(b[0], "a-r2-0"), bound(b[1], "a-r2-1")}
 			},
-			wantF: func() string { return msgGroupStraddles("ns/grp", "ns/a", testZoneKey, []string{"A", "B"}) },
+			wantF: func() string { return msg.GroupStraddles("ns/grp", "ns/a", testZoneKey, []string{"A", "B"}) },
 		},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -10,6 +10,8 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	fwk "k8s.io/kube-scheduler/framework"
+
+	"github.com/moirai-internal/ome-scheduler/pkg/plugins/gangpack/internal/msg"
 )
 
 // More partner placement group cases: expiry, where the label sits, the feature off, bounds,
@@ -35,8 +37,8 @@ func TestPartnerGroupExpiryCascades(t *testing.T) {
 		f()
 	}
 	for _, name := range []string{"a-0", "a-1"} {
-		if v := waiters[name].await(testWait); v != msgUnwound("ns/a") {
-			t.Errorf("%s: %q, want %q", name, v, msgUnwound("ns/a"))
+		if v := waiters[name].await(testWait); v != msg.Unwound("ns/a") {
+			t.Errorf("%s: %q, want %q", name, v, msg.Unwound("ns/a"))
 		}
 	}
 	if w.pl.store.Len() != 0 {
@@ -62,8 +64,8 @@ func TestPartnerGroupMinMemberRaisedUnwindsCommittedPartner(t *testing.T) {
 		t.Fatal(err)
 	}
 	w.pl.onPodGroupChange(old, grown)
-	if v := waiters["a-0"].await(testWait); v != msgUnwound("ns/a") {
-		t.Fatalf("a-0: %q, want %q", v, msgUnwound("ns/a"))
+	if v := waiters["a-0"].await(testWait); v != msg.Unwound("ns/a") {
+		t.Fatalf("a-0: %q, want %q", v, msg.Unwound("ns/a"))
 	}
 	if w.pl.store.Len() != 0 {
 		t.Errorf("%d pins left, want 0", w.pl.store.Len())

@@ -7,6 +7,9 @@ import (
 
 	"k8s.io/apimachinery/pkg/labels"
 
+	"github.com/moirai-internal/ome-scheduler/pkg/plugins/gangpack/internal/gang"
+	"github.com/moirai-internal/ome-scheduler/pkg/plugins/gangpack/internal/metrics"
+
 	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
 )
@@ -82,7 +85,7 @@ func (gs *gangs) cascade(logger klog.Logger, gang string, id uint64, cause strin
 	if !ok {
 		return
 	}
-	groupTotal.WithLabelValues(groupUnwound).Inc()
+	metrics.GroupTotal.WithLabelValues(metrics.GroupUnwound).Inc()
 	logger.V(4).Info("gangpack.group.unwind", "group", group, "gang", gang, "cause", cause, "partners", len(others))
 	for other, oid := range others {
 		gs.unwindWith(logger, gs.store.Release, other, oid, cause, false)
@@ -92,7 +95,7 @@ func (gs *gangs) cascade(logger klog.Logger, gang string, id uint64, cause strin
 // groupCommitted reports whether every partner of a committed gang's group has minMember
 // members placed (rule 4): a pinned partner is committed, an unpinned one (after a restart)
 // has minMember bound live members. The gang itself is committed by the caller's check.
-func (pl *GangPack) groupCommitted(info gangInfo) bool {
+func (pl *GangPack) groupCommitted(info gang.Info) bool {
 	g := info.Group
 	if g == nil {
 		return true
@@ -122,14 +125,14 @@ func (pl *GangPack) groupCommitted(info gangInfo) bool {
 }
 
 // boundLive counts a gang's live members with a node.
-func (pl *GangPack) boundLive(info gangInfo) int {
-	pods, err := pl.members.list(info.Namespace, info.Name)
+func (pl *GangPack) boundLive(info gang.Info) int {
+	pods, err := pl.members.List(info.Namespace, info.Name)
 	if err != nil {
 		return 0
 	}
 	n := 0
 	for _, q := range pods {
-		if live(q) && q.Spec.NodeName != "" {
+		if gang.Live(q) && q.Spec.NodeName != "" {
 			n++
 		}
 	}
@@ -138,7 +141,7 @@ func (pl *GangPack) boundLive(info gangInfo) int {
 
 // admitPartners lets the waiting members of every other partner of the group bind, each
 // under its partner's current attempt, and ends the group's record.
-func (pl *GangPack) admitPartners(info gangInfo) int {
+func (pl *GangPack) admitPartners(info gang.Info) int {
 	g := info.Group
 	pts, st := pl.partners(info)
 	if st != nil {
@@ -174,8 +177,8 @@ func (pl *GangPack) pruneGroups() {
 			continue
 		}
 		sel := labels.SelectorFromSet(labels.Set{pl.args.PlacementGroupLabel: name})
-		pods, err := pl.members.lister.Pods(ns).List(sel)
-		if err == nil && !slices.ContainsFunc(pods, live) && !pl.groupHasPodGroups(ns, sel) {
+		pods, err := pl.members.Pods(ns).List(sel)
+		if err == nil && !slices.ContainsFunc(pods, gang.Live) && !pl.groupHasPodGroups(ns, sel) {
 			pl.groupsWaiting.remove(k)
 		}
 	}

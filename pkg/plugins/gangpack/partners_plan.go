@@ -9,6 +9,9 @@ import (
 	fwk "k8s.io/kube-scheduler/framework"
 
 	"github.com/moirai-internal/ome-scheduler/pkg/placement"
+	"github.com/moirai-internal/ome-scheduler/pkg/plugins/gangpack/internal/gang"
+	"github.com/moirai-internal/ome-scheduler/pkg/plugins/gangpack/internal/metrics"
+	"github.com/moirai-internal/ome-scheduler/pkg/plugins/gangpack/internal/msg"
 	"github.com/moirai-internal/ome-scheduler/pkg/topology"
 )
 
@@ -44,7 +47,7 @@ func (p *planner) placeGroup() (*placement.Commitment, *fwk.Status) {
 	plans := topology.PlanGroup(partners, gp.nodes)
 	best, ok := topology.BestGroupFit(plans)
 	if !ok {
-		return nil, p.groupNoFit(gp, partners, plans)
+		return nil, p.noGroupFit(gp, partners, plans)
 	}
 	plan := plans[best]
 	within := placement.DomainRef{Key: g.TopologyKey, Value: best}
@@ -63,13 +66,13 @@ func (p *planner) placeGroup() (*placement.Commitment, *fwk.Status) {
 	cs, outcome, _ := p.pl.store.PinGroup(reqs)
 	if outcome != placement.Pinned {
 		p.park()
-		countPin(pinReserved)
-		return nil, fwk.NewStatus(fwk.Unschedulable, msgGroupNoRoomReserved(g.Key))
+		metrics.CountPin(metrics.PinReserved)
+		return nil, fwk.NewStatus(fwk.Unschedulable, msg.GroupNoRoomReserved(g.Key))
 	}
-	groupTotal.WithLabelValues(groupPlaced).Inc()
+	metrics.GroupTotal.WithLabelValues(metrics.GroupPlaced).Inc()
 	var own *placement.Commitment
 	for i, c := range cs {
-		countPin(pinPinned)
+		metrics.CountPin(metrics.PinPinned)
 		p.pl.pinned(c, gp.todo[i].info)
 		p.pl.groups.record(g.Key, c.Gang, c.ID)
 		if c.Gang == p.info.Key {
@@ -102,7 +105,7 @@ func (p *planner) groupTodo() (*groupPlanning, *fwk.Status) {
 		}
 		if anchored {
 			if len(values) > 1 {
-				return nil, p.anchorWait("straddles", msgGroupStraddles(p.info.Group.Key, pt.info.Key, p.info.Group.TopologyKey, values))
+				return nil, p.anchorWait("straddles", msg.GroupStraddles(p.info.Group.Key, pt.info.Key, p.info.Group.TopologyKey, values))
 			}
 			if _, seen := anchors[values[0]]; !seen {
 				anchors[values[0]] = pt.info.Key
@@ -114,13 +117,13 @@ func (p *planner) groupTodo() (*groupPlanning, *fwk.Status) {
 			return nil, fwk.AsStatus(err)
 		}
 		if len(templates) < pt.info.MinMember {
-			return nil, fwk.NewStatus(fwk.Unschedulable, msgGroupWait(p.info.Group.Key, p.info.Group.Size-1, p.info.Group.Size))
+			return nil, fwk.NewStatus(fwk.Unschedulable, msg.GroupWait(p.info.Group.Key, p.info.Group.Size-1, p.info.Group.Size))
 		}
 		gp.todo = append(gp.todo, p.partnerPlanner(pt.info, templates))
 	}
 	if len(anchors) > 1 {
 		values := sets.List(sets.KeySet(anchors))
-		return nil, p.anchorWait("split", msgGroupSplit(p.info.Group.Key, p.info.Group.TopologyKey, values))
+		return nil, p.anchorWait("split", msg.GroupSplit(p.info.Group.Key, p.info.Group.TopologyKey, values))
 	}
 	for v := range anchors {
 		gp.anchor = v
@@ -129,8 +132,8 @@ func (p *planner) groupTodo() (*groupPlanning, *fwk.Status) {
 }
 
 // partnerTemplates returns a partner's live members without a node, by name.
-func (pl *GangPack) partnerTemplates(info gangInfo) ([]*v1.Pod, error) {
-	pods, err := pl.members.liveUnbound(info.Namespace, info.Name, "")
+func (pl *GangPack) partnerTemplates(info gang.Info) ([]*v1.Pod, error) {
+	pods, err := pl.members.LiveUnbound(info.Namespace, info.Name, "")
 	if err != nil {
 		return nil, err
 	}
@@ -140,7 +143,7 @@ func (pl *GangPack) partnerTemplates(info gangInfo) ([]*v1.Pod, error) {
 
 // partnerPlanner is a planner for one partner with nothing placed, sharing this planning's
 // nodes and the other gangs' reservations.
-func (p *planner) partnerPlanner(info gangInfo, templates []*v1.Pod) *planner {
+func (p *planner) partnerPlanner(info gang.Info, templates []*v1.Pod) *planner {
 	q := &planner{pl: p.pl, logger: p.logger, pod: templates[0], info: info, all: p.all, others: p.others,
 		templates: templates, need: max(info.MinMember, 1), generation: p.generation}
 	q.buildGang()
@@ -174,7 +177,7 @@ func (gp *groupPlanning) build(p *planner, raw bool) {
 		if v == "" || (gp.anchor != "" && v != gp.anchor) {
 			continue
 		}
-		free, freePods := nodeFreeOf(ni, resources)
+		free, freePods := gang.NodeFree(ni, resources)
 		freePods = p.setAsideReserved(node.Name, free, freePods)
 		n := topology.GroupNode{Name: node.Name, Group: v, Free: free, FreePods: freePods,
 			Sub: make([]string, len(gp.todo)), Fits: make([][]bool, len(gp.todo))}
@@ -183,9 +186,9 @@ func (gp *groupPlanning) build(p *planner, raw bool) {
 			n.Fits[i] = make([]bool, len(q.shapeFits))
 			for s, f := range q.shapeFits {
 				if gp.forPreemption {
-					n.Fits[i][s] = f.fits(ni, f.request, 1)
+					n.Fits[i][s] = f.Fits(ni, f.Request, 1)
 				} else {
-					n.Fits[i][s] = f.fits(ni, free, freePods)
+					n.Fits[i][s] = f.Fits(ni, free, freePods)
 				}
 			}
 		}
@@ -207,36 +210,36 @@ func (gp *groupPlanning) reservation(q *planner, i int, members map[string]int) 
 	return slotsOf(&q.gang, nodes, members)
 }
 
-// groupNoFit parks the pod when no group domain holds every partner: with the reserved
+// noGroupFit parks the pod when no group domain holds every partner: with the reserved
 // suffix when one would if no other gang reserved room, naming a domain where the planner's
 // search stopped at its bound (a fit may exist there), else naming the domain that holds the
 // most of the group's members.
-func (p *planner) groupNoFit(gp *groupPlanning, partners []topology.Partner, plans map[string]*topology.GroupPlan) *fwk.Status {
+func (p *planner) noGroupFit(gp *groupPlanning, partners []topology.Partner, plans map[string]*topology.GroupPlan) *fwk.Status {
 	g := p.info.Group
 	p.parked()
 	if len(p.others) > 0 {
 		gp.build(p, true)
 		if _, ok := topology.BestGroupFit(topology.PlanGroup(partners, gp.nodes)); ok {
 			p.park()
-			countPin(pinReserved)
+			metrics.CountPin(metrics.PinReserved)
 			p.logger.V(4).Info("gangpack.group.no_fit", "pod", klog.KObj(p.pod), "group", g.Key, "reason", "reserved")
-			return fwk.NewStatus(fwk.Unschedulable, msgGroupNoRoomReserved(g.Key))
+			return fwk.NewStatus(fwk.Unschedulable, msg.GroupNoRoomReserved(g.Key))
 		}
 	}
-	countPin(pinNoFit)
-	groupTotal.WithLabelValues(groupNoFit).Inc()
+	metrics.CountPin(metrics.PinNoFit)
+	metrics.GroupTotal.WithLabelValues(metrics.GroupNoFit).Inc()
 	if d, ok := truncatedGroup(plans); ok {
 		p.logger.V(4).Info("gangpack.group.no_fit", "pod", klog.KObj(p.pod), "group", g.Key, "reason", "search_limit",
 			"anchor", gp.anchor, "bestDomain", d)
-		return fwk.NewStatus(fwk.Unschedulable, msgGroupNoRoomTruncated(g.Key, d))
+		return fwk.NewStatus(fwk.Unschedulable, msg.GroupNoRoomTruncated(g.Key, d))
 	}
 	d, holds, need, ok := topology.LargestGroup(plans)
 	p.logger.V(4).Info("gangpack.group.no_fit", "pod", klog.KObj(p.pod), "group", g.Key, "reason", "capacity",
 		"anchor", gp.anchor, "bestDomain", d, "holds", holds, "need", need)
 	if !ok {
-		return fwk.NewStatus(fwk.Unschedulable, msgGroupNoRoomNoLabel(g.Key, g.TopologyKey))
+		return fwk.NewStatus(fwk.Unschedulable, msg.GroupNoRoomNoLabel(g.Key, g.TopologyKey))
 	}
-	return fwk.NewStatus(fwk.Unschedulable, msgGroupNoRoomBest(g.Key, d, holds, need))
+	return fwk.NewStatus(fwk.Unschedulable, msg.GroupNoRoomBest(g.Key, d, holds, need))
 }
 
 // truncatedGroup returns the byte-wise smallest group domain whose search stopped at its

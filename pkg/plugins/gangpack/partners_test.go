@@ -12,6 +12,10 @@ import (
 	fwk "k8s.io/kube-scheduler/framework"
 	"k8s.io/kubernetes/pkg/scheduler/framework"
 
+	"github.com/moirai-internal/ome-scheduler/pkg/plugins/gangpack/internal/gang"
+	"github.com/moirai-internal/ome-scheduler/pkg/plugins/gangpack/internal/metrics"
+	"github.com/moirai-internal/ome-scheduler/pkg/plugins/gangpack/internal/msg"
+
 	schedv1alpha1 "sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
 )
 
@@ -64,7 +68,7 @@ func members(gang string, n int) []*v1.Pod {
 
 func groupCounter(t *testing.T, result string) float64 {
 	t.Helper()
-	v, err := testutil.GetCounterMetricValue(groupTotal.WithLabelValues(result))
+	v, err := testutil.GetCounterMetricValue(metrics.GroupTotal.WithLabelValues(result))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -107,12 +111,12 @@ func (w *world) formGroup(pods []*v1.Pod) (map[string]*fakeWaiter, *fwk.Status, 
 // 4-node clique, though each alone would best-fit the 2-node clique; no member binds before
 // the last one of the group arrives, then all are admitted together.
 func TestPartnerGroupBestFitOverTotal(t *testing.T) {
-	registerMetrics()
+	metrics.Register()
 	nodes := slices.Concat(cliqueNodes("c4", "", 4), cliqueNodes("c2", "", 2), cliqueNodes("c3", "", 3))
 	a, b := members("a", 2), members("b", 2)
 	w := newWorld(t, groupArgs(), nodes, slices.Concat(a, b),
 		partnerPG("a", 2, "grp", "2", ""), partnerPG("b", 2, "grp", "2", ""))
-	placedBefore := groupCounter(t, groupPlaced)
+	placedBefore := groupCounter(t, metrics.GroupPlaced)
 
 	c := w.mustPin(a[0])
 	if got := domainOf(t, c.res.NodeNames.UnsortedList()); got != "c4" {
@@ -128,7 +132,7 @@ func TestPartnerGroupBestFitOverTotal(t *testing.T) {
 			t.Errorf("node %s reserved by both partners (one GPU)", n)
 		}
 	}
-	if got := groupCounter(t, groupPlaced) - placedBefore; got != 1 {
+	if got := groupCounter(t, metrics.GroupPlaced) - placedBefore; got != 1 {
 		t.Errorf("placement_group_total{placed} moved by %v, want 1", got)
 	}
 
@@ -191,12 +195,12 @@ func TestPartnerGroupGateWaitsForPartners(t *testing.T) {
 // G3: no clique holds both partners (3-node cliques, 2 + 2 members): nothing is pinned,
 // though each partner alone would fit, and the message names the best domain.
 func TestPartnerGroupNoFit(t *testing.T) {
-	registerMetrics()
+	metrics.Register()
 	nodes := slices.Concat(cliqueNodes("c1", "", 3), cliqueNodes("c2", "", 3))
 	a, b := members("a", 2), members("b", 2)
 	w := newWorld(t, groupArgs(), nodes, slices.Concat(a, b),
 		partnerPG("a", 2, "grp", "2", ""), partnerPG("b", 2, "grp", "2", ""))
-	before := groupCounter(t, groupNoFit)
+	before := groupCounter(t, metrics.GroupNoFit)
 	for _, p := range []*v1.Pod{a[0], b[1]} {
 		_, st := w.preFilter(p)
 		if want := "no domain has room for placement group ns/grp: the best domain c1 has room for 3 of 4 members"; st.Message() != want {
@@ -206,7 +210,7 @@ func TestPartnerGroupNoFit(t *testing.T) {
 	if w.pl.store.Len() != 0 {
 		t.Errorf("%d pins, want none", w.pl.store.Len())
 	}
-	if got := groupCounter(t, groupNoFit) - before; got != 2 {
+	if got := groupCounter(t, metrics.GroupNoFit) - before; got != 2 {
 		t.Errorf("placement_group_total{no_fit} moved by %v, want 2", got)
 	}
 }
@@ -277,12 +281,12 @@ func TestPartnerGroupCoarserGroupKey(t *testing.T) {
 // Rule 4: one partner's rejection unwinds the whole group: the other's pin goes and its
 // waiters are rejected.
 func TestPartnerGroupUnwindCascades(t *testing.T) {
-	registerMetrics()
+	metrics.Register()
 	nodes := cliqueNodes("c4", "", 4)
 	a, b := members("a", 2), members("b", 2)
 	w := newWorld(t, groupArgs(), nodes, slices.Concat(a, b),
 		partnerPG("a", 2, "grp", "2", ""), partnerPG("b", 2, "grp", "2", ""))
-	before := groupCounter(t, groupUnwound)
+	before := groupCounter(t, metrics.GroupUnwound)
 	waiters, st, nodeOf := w.formGroup([]*v1.Pod{a[0], a[1], b[0]})
 	if st.Code() != fwk.Wait || len(waiters) != 3 {
 		t.Fatalf("b-0 Permit %v, %d waiters; want Wait and 3", st, len(waiters))
@@ -291,14 +295,14 @@ func TestPartnerGroupUnwindCascades(t *testing.T) {
 	cb := w.cycleOfPin(b[0])
 	w.pl.Unreserve(w.ctx, cb, b[0], nodeOf["b-0"])
 	for _, name := range []string{"a-0", "a-1"} {
-		if v := waiters[name].await(testWait); v != msgUnwound("ns/a") {
-			t.Errorf("%s: %q, want %q", name, v, msgUnwound("ns/a"))
+		if v := waiters[name].await(testWait); v != msg.Unwound("ns/a") {
+			t.Errorf("%s: %q, want %q", name, v, msg.Unwound("ns/a"))
 		}
 	}
 	if w.pl.store.Len() != 0 {
 		t.Errorf("%d pins left, want 0", w.pl.store.Len())
 	}
-	if got := groupCounter(t, groupUnwound) - before; got != 1 {
+	if got := groupCounter(t, metrics.GroupUnwound) - before; got != 1 {
 		t.Errorf("placement_group_total{unwound} moved by %v, want 1", got)
 	}
 }
@@ -307,13 +311,13 @@ func TestPartnerGroupUnwindCascades(t *testing.T) {
 // the pod's own cycle had it (for Unreserve).
 func (w *world) cycleOfPin(p *v1.Pod) fwk.CycleState {
 	w.t.Helper()
-	key, _, _ := gangOf(p)
+	key, _, _ := gang.Of(p)
 	c, ok := w.pl.store.Get(key)
 	if !ok {
 		w.t.Fatalf("%s not pinned", key)
 	}
 	cs := framework.NewCycleState()
-	cs.Write(pinStateKey, &pinState{Gang: gangInfo{Key: key, Namespace: p.Namespace, Name: p.Labels[PodGroupLabel]}, Domain: c.Domain, ID: c.ID})
+	cs.Write(pinStateKey, &pinState{Gang: gang.Info{Key: key, Namespace: p.Namespace, Name: p.Labels[PodGroupLabel]}, Domain: c.Domain, ID: c.ID})
 	return cs
 }
 

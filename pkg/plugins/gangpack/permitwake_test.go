@@ -8,6 +8,8 @@ import (
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	fwk "k8s.io/kube-scheduler/framework"
+
+	"github.com/moirai-internal/ome-scheduler/pkg/plugins/gangpack/internal/msg"
 )
 
 // A gang of N through Permit activates O(N) pods in total: the first Permit of the attempt
@@ -61,7 +63,7 @@ func TestPermitWakesSiblingWaiter(t *testing.T) {
 	if _, st := w.scheduleOne(a, used, &placed); st.Code() != fwk.Wait {
 		t.Fatalf("Permit(g-0) = %v, want Wait", st)
 	}
-	if _, st := w.preFilter(wk); st.Message() != msgSiblingWait("ns", "g-1") {
+	if _, st := w.preFilter(wk); st.Message() != msg.SiblingWait("ns", "g-1") {
 		t.Fatalf("PreFilter(g-2) = %v, want the sibling wait", st)
 	}
 	w.h.activated = nil

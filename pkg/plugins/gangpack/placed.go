@@ -6,6 +6,8 @@ import (
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	fwk "k8s.io/kube-scheduler/framework"
+
+	"github.com/moirai-internal/ome-scheduler/pkg/plugins/gangpack/internal/gang"
 )
 
 // reservedNodes remembers the node each gang member was reserved on until the pod informer
@@ -65,8 +67,8 @@ func (r *reservedNodes) len() int {
 // not. Every assumption of a member passes this plugin's Reserve, so no assumed member is
 // missed; the snapshot stays the judge of what is on a node. A Terminating member is never a
 // placed member (it still occupies its node, which the snapshot accounts for).
-func (gs *gangs) placedMembers(g gangInfo, all []fwk.NodeInfo) []placedMember {
-	pods, err := gs.members.list(g.Namespace, g.Name)
+func (gs *gangs) placedMembers(g gang.Info, all []fwk.NodeInfo) []placedMember {
+	pods, err := gs.members.List(g.Namespace, g.Name)
 	if err != nil {
 		return membersOnNodes(all, g)
 	}
@@ -75,13 +77,13 @@ func (gs *gangs) placedMembers(g gangInfo, all []fwk.NodeInfo) []placedMember {
 	for _, p := range pods {
 		if p.Spec.NodeName != "" {
 			gs.reserved.forget(p.UID) // the informer is authoritative from here on
-			if live(p) {
+			if gang.Live(p) {
 				names[p.Spec.NodeName] = struct{}{}
 			}
 			continue
 		}
 		n, ok := gs.reserved.get(p.UID)
-		if !ok || !live(p) {
+		if !ok || !gang.Live(p) {
 			continue
 		}
 		if gs.deadAttempt(g.Key, p) {
@@ -121,11 +123,11 @@ func (gs *gangs) placedMembers(g gangInfo, all []fwk.NodeInfo) []placedMember {
 // Permit did not admit: it was rejected (or is about to be) and will be unreserved. Until the
 // framework forgets it, it still sits on its node in the snapshot; counted as placed, it would
 // let a sibling re-plan around it and bind without it.
-func (gs *gangs) deadAttempt(gang string, p *v1.Pod) bool {
-	id, ok := gs.attempts.get(podKey(p))
+func (gs *gangs) deadAttempt(key string, p *v1.Pod) bool {
+	id, ok := gs.attempts.get(gang.PodKey(p))
 	if !ok || gs.doubts.isAdmitted(p.UID) {
 		return false
 	}
-	c, pinned := gs.store.Get(gang)
+	c, pinned := gs.store.Get(key)
 	return !pinned || c.ID != id
 }

@@ -14,6 +14,7 @@ import (
 	st "k8s.io/kubernetes/pkg/scheduler/testing"
 
 	"github.com/moirai-internal/ome-scheduler/pkg/placement"
+	"github.com/moirai-internal/ome-scheduler/pkg/plugins/gangpack/internal/gang"
 	"github.com/moirai-internal/ome-scheduler/pkg/topology"
 )
 
@@ -162,7 +163,7 @@ func (s *cacheSim) preFilterOnce(p *v1.Pod, cached bool) outcome {
 	if c.res != nil {
 		out.nodes = sets.List(c.res.NodeNames)
 	}
-	key, _, _ := gangOf(p)
+	key, _, _ := gang.Of(p)
 	if pin, ok := s.w.pl.store.Get(key); ok {
 		out.domain, out.reserved = pin.Domain, pin.Reserved
 		s.w.pl.store.Release(key, pin.ID, nil)

@@ -9,6 +9,7 @@ import (
 	fwk "k8s.io/kube-scheduler/framework"
 
 	"github.com/moirai-internal/ome-scheduler/pkg/placement"
+	"github.com/moirai-internal/ome-scheduler/pkg/plugins/gangpack/internal/gang"
 	"github.com/moirai-internal/ome-scheduler/pkg/topology"
 )
 
@@ -31,7 +32,7 @@ type planner struct {
 	pl        *GangPack
 	logger    klog.Logger
 	pod       *v1.Pod
-	info      gangInfo
+	info      gang.Info
 	all       []fwk.NodeInfo
 	placed    []placedMember
 	placedSet map[string]struct{}
@@ -50,7 +51,7 @@ type planner struct {
 	// byDomain replaces tnodes when the last planning came from the plan cache (plancache.go).
 	byDomain  map[string][]topology.Node
 	signature string // what the plan of a domain depends on besides its nodes (plancache.go)
-	shapeFits []*podFit
+	shapeFits []*gang.PodFit
 	resources []string // every resource some shape requests: all a plan reads of a node
 	gang      topology.Gang
 	// generation is the store's hold generation when planning started (see park).
@@ -65,7 +66,7 @@ type planner struct {
 }
 
 // plan is PreFilter's planning for a validated gang member.
-func (pl *GangPack) plan(_ context.Context, logger klog.Logger, cs fwk.CycleState, pod *v1.Pod, info gangInfo, nodes []fwk.NodeInfo) (*fwk.PreFilterResult, *fwk.Status) {
+func (pl *GangPack) plan(_ context.Context, logger klog.Logger, cs fwk.CycleState, pod *v1.Pod, info gang.Info, nodes []fwk.NodeInfo) (*fwk.PreFilterResult, *fwk.Status) {
 	p := &planner{pl: pl, logger: logger, pod: pod, info: info, all: nodes, generation: pl.store.Generation()}
 	p.others = pl.withProtected(pl.store.ReservedExcept(info.Key), func() int32 { return pl.gangPreemptPriority(pod) })
 	p.findPlaced()
@@ -105,7 +106,7 @@ func (p *planner) findPlaced() {
 // assumed), each with its node and its domain under the gang's topology key. A Terminating
 // member still occupies its node (the snapshot counts its requests) but is not a placed
 // member: it never counts toward minMember, adoption or "already placed".
-func membersOnNodes(nodes []fwk.NodeInfo, g gangInfo) []placedMember {
+func membersOnNodes(nodes []fwk.NodeInfo, g gang.Info) []placedMember {
 	var out []placedMember
 	for _, ni := range nodes {
 		node := ni.Node()
@@ -114,7 +115,7 @@ func membersOnNodes(nodes []fwk.NodeInfo, g gangInfo) []placedMember {
 		}
 		for _, pi := range ni.GetPods() {
 			q := pi.GetPod()
-			if q.Namespace == g.Namespace && q.Labels[PodGroupLabel] == g.Name && live(q) {
+			if q.Namespace == g.Namespace && q.Labels[PodGroupLabel] == g.Name && gang.Live(q) {
 				out = append(out, placedMember{pod: q, node: node.Name, domain: node.Labels[g.TopologyKey]})
 			}
 		}

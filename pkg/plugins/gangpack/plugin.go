@@ -11,20 +11,21 @@ import (
 	"sync"
 	"time"
 
-	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	policylisters "k8s.io/client-go/listers/policy/v1"
 	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
 
-	"github.com/moirai-internal/ome-scheduler/pkg/placement"
+	"github.com/moirai-internal/ome-scheduler/pkg/plugins/gangpack/internal/gang"
+	"github.com/moirai-internal/ome-scheduler/pkg/plugins/gangpack/internal/metrics"
+	"github.com/moirai-internal/ome-scheduler/pkg/plugins/gangpack/internal/msg"
 )
 
 // Name is the plugin's name in the scheduler configuration.
 const Name = "OMEGangPack"
 
 // PodGroupLabel marks a gang member; its value names the PodGroup in the pod's namespace.
-const PodGroupLabel = "scheduling.x-k8s.io/pod-group"
+const PodGroupLabel = gang.Label
 
 // GangPack is the OMEGangPack plugin: its arguments, its readers, and gangs, the one owner of
 // the state that lives across scheduling cycles. Each extension point is a file of its own
@@ -71,11 +72,11 @@ func New(ctx context.Context, obj runtime.Object, h fwk.Handle) (fwk.Plugin, err
 		return nil, fmt.Errorf("%s needs the scheduler's snapshot lister", Name)
 	}
 	if _, dup := profiles.LoadOrStore(h.SharedInformerFactory(), true); dup {
-		return nil, errors.New(msgTwoProfiles)
+		return nil, errors.New(msg.TwoProfiles)
 	}
-	registerMetrics()
+	metrics.Register()
 	logger := klog.FromContext(ctx).WithValues("plugin", Name)
-	ml, err := newMemberLister(h.SharedInformerFactory().Core().V1().Pods())
+	ml, err := gang.NewMembers(h.SharedInformerFactory().Core().V1().Pods())
 	if err != nil {
 		return nil, fmt.Errorf("add pod-group index to the pod informer: %w", err)
 	}
@@ -113,43 +114,9 @@ func New(ctx context.Context, obj runtime.Object, h fwk.Handle) (fwk.Plugin, err
 	return pl, nil
 }
 
-func newPlugin(ctx context.Context, args *Args, h fwk.Handle, ml *memberLister) *GangPack {
+func newPlugin(ctx context.Context, args *Args, h fwk.Handle, ml *gang.Members) *GangPack {
 	return &GangPack{args: args, gangs: newGangs(ctx, h, ml)}
 }
 
 // Name returns the plugin name.
 func (pl *GangPack) Name() string { return Name }
-
-// gangInfo is what PreFilter validated about a gang.
-type gangInfo struct {
-	Key         string
-	Namespace   string
-	Name        string
-	UID         string
-	MinMember   int
-	TopologyKey string
-	Timeout     time.Duration
-	// Group is the partner placement group the gang belongs to; nil = none.
-	Group *groupRef
-}
-
-func (g gangInfo) owner() placement.GangOwner {
-	return placement.GangOwner{Gang: g.Key, Owner: g.UID}
-}
-
-// gangOf returns the gang key and PodGroup name of a pod; ok is false for standalone pods.
-func gangOf(p *v1.Pod) (key, name string, ok bool) {
-	name = p.Labels[PodGroupLabel]
-	if name == "" {
-		return "", "", false
-	}
-	return p.Namespace + "/" + name, name, true
-}
-
-// podKey identifies a pod for the plugin's bookkeeping: its UID, or namespace/name.
-func podKey(p *v1.Pod) string {
-	if p.UID != "" {
-		return string(p.UID)
-	}
-	return p.Namespace + "/" + p.Name
-}

@@ -13,6 +13,8 @@ import (
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
 
+	"github.com/moirai-internal/ome-scheduler/pkg/plugins/gangpack/internal/metrics"
+
 	schedv1alpha1 "sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
 	pgclientset "sigs.k8s.io/scheduler-plugins/pkg/generated/clientset/versioned"
 	pginformers "sigs.k8s.io/scheduler-plugins/pkg/generated/informers/externalversions"
@@ -160,10 +162,10 @@ func (gs *gangs) onPodGroupChange(old, cur *schedv1alpha1.PodGroup) {
 			gs.unwind(logger, key, c.ID, causeMinMemberChange, false)
 		}
 	}
-	pods, err := gs.members.liveUnbound(cur.Namespace, cur.Name, "")
+	pods, err := gs.members.LiveUnbound(cur.Namespace, cur.Name, "")
 	if err != nil {
 		logger.Error(err, "List gang members", "gang", cur.Namespace+"/"+cur.Name)
 		return
 	}
-	gs.activate(logger, triggerPodGroupChange, pods)
+	gs.activate(logger, metrics.TriggerPodGroupChange, pods)
 }

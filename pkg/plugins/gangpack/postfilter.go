@@ -6,6 +6,9 @@ import (
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
+
+	"github.com/moirai-internal/ome-scheduler/pkg/plugins/gangpack/internal/metrics"
+	"github.com/moirai-internal/ome-scheduler/pkg/plugins/gangpack/internal/msg"
 )
 
 // PostFilter unwinds a pinned attempt whose candidates were all filtered out, remembers the
@@ -45,11 +48,11 @@ func (pl *GangPack) PostFilter(ctx context.Context, cs fwk.CycleState, pod *v1.P
 	res := pl.unwind(logger, pin.Gang.Key, pin.ID, causePostFilter, true)
 	activated := 0
 	if res.released && res.newFailed && !pin.SoleFit {
-		activated = pl.activate(logger, triggerDomainFailed, []*v1.Pod{pod})
+		activated = pl.activate(logger, metrics.TriggerDomainFailed, []*v1.Pod{pod})
 	}
 	logger.V(4).Info("gangpack.PostFilter.release", "pod", klog.KObj(pod), "gang", pin.Gang.Key, "domain", pin.Domain,
 		"newFailedDomain", res.newFailed, "activated", activated)
-	return nil, fwk.NewStatus(fwk.Unschedulable, msgReservationReleased)
+	return nil, fwk.NewStatus(fwk.Unschedulable, msg.ReservationReleased)
 }
 
 // parkIfReserved parks a pod that Filter refused somewhere because of other gangs'
@@ -72,7 +75,7 @@ func (pl *GangPack) reservedRefusals(m fwk.NodeToStatusReader) []string {
 	}
 	var out []string
 	for _, ni := range nodes {
-		if n := ni.Node(); n != nil && m.Get(n.Name).Message() == msgNodeReserved {
+		if n := ni.Node(); n != nil && m.Get(n.Name).Message() == msg.NodeReserved {
 			out = append(out, n.Name)
 		}
 	}

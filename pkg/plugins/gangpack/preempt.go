@@ -13,6 +13,9 @@ import (
 	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
 
+	"github.com/moirai-internal/ome-scheduler/pkg/plugins/gangpack/internal/gang"
+	"github.com/moirai-internal/ome-scheduler/pkg/plugins/gangpack/internal/metrics"
+	"github.com/moirai-internal/ome-scheduler/pkg/plugins/gangpack/internal/msg"
 	"github.com/moirai-internal/ome-scheduler/pkg/topology"
 )
 
@@ -30,14 +33,14 @@ const causePreempted = "preempted"
 type preemptor struct {
 	pod      *v1.Pod
 	priority int32
-	kind     string // preemptorGang or preemptorPod
+	kind     string // metrics.PreemptorGang or metrics.PreemptorPod
 	key      string // the preemptions record's key
 	name     string // gang (PodGroup) name or pod name, for the Preempted event
 	ownGang  string // the preemptor's gang key ("" for a standalone pod)
 	gang     topology.Gang
 	nodes    []topology.Node
 	all      []fwk.NodeInfo
-	fit      *podFit // the current pod's fit, to nominate a node
+	fit      *gang.PodFit // the current pod's fit, to nominate a node
 	// planner is the gang's planning (nil for a standalone pod).
 	planner *planner
 	// excluded domains may not be chosen (held by a gang of equal or higher priority).
@@ -63,12 +66,12 @@ func (pl *GangPack) preempt(ctx context.Context, pod *v1.Pod, m fwk.NodeToStatus
 		return nil, fwk.NewStatus(fwk.Unschedulable)
 	}
 	if p := pod.Spec.PreemptionPolicy; p != nil && *p == v1.PreemptNever {
-		return pl.noCandidate(logger, pr, reasonPreemptNever)
+		return pl.noCandidate(logger, pr, msg.ReasonPreemptNever)
 	}
 	units := victimUnits(pr.all, pr.priority, pr.ownGang, pl.listPDBs(logger), pl.groupUnitOf())
 	units = slices.DeleteFunc(units, func(u victimUnit) bool { return pr.group != "" && u.unit.Name == pr.group })
 	if len(units) == 0 {
-		return pl.noCandidate(logger, pr, reasonNoLowerPriority)
+		return pl.noCandidate(logger, pr, msg.ReasonNoLowerPriority)
 	}
 	var cands []topology.PreemptionCandidate
 	if pr.group != "" {
@@ -85,7 +88,7 @@ func (pl *GangPack) preempt(ctx context.Context, pod *v1.Pod, m fwk.NodeToStatus
 	}
 	best, ok := topology.ChoosePreemptionCandidate(cands)
 	if !ok {
-		return pl.noCandidate(logger, pr, reasonNoDomain(pr.gang.Need))
+		return pl.noCandidate(logger, pr, msg.ReasonNoDomain(pr.gang.Need))
 	}
 	return pl.carryOut(logger, pr, &cands[best], units)
 }
@@ -104,9 +107,9 @@ func (pl *GangPack) newPreemptor(logger klog.Logger, pod *v1.Pod, m fwk.NodeToSt
 	if err != nil {
 		return nil, nil
 	}
-	pr := &preemptor{pod: pod, priority: corev1helpers.PodPriority(pod), all: all, fit: newPodFit(pod)}
-	if key, name, member := gangOf(pod); member {
-		pr.kind, pr.key, pr.name, pr.ownGang = preemptorGang, key, name, key
+	pr := &preemptor{pod: pod, priority: corev1helpers.PodPriority(pod), all: all, fit: gang.NewPodFit(pod)}
+	if key, name, member := gang.Of(pod); member {
+		pr.kind, pr.key, pr.name, pr.ownGang = metrics.PreemptorGang, key, name, key
 		pr.priority = pl.gangPreemptPriority(pod)
 		if unitOf := pl.groupUnitOf(); unitOf != nil {
 			if g := unitOf(pod); g != "" { // the partners share one preemption and its wait
@@ -114,12 +117,12 @@ func (pl *GangPack) newPreemptor(logger klog.Logger, pod *v1.Pod, m fwk.NodeToSt
 			}
 		}
 	} else {
-		pr.kind, pr.key, pr.name = preemptorPod, "pod/"+podKey(pod), pod.Name
+		pr.kind, pr.key, pr.name = metrics.PreemptorPod, "pod/"+gang.PodKey(pod), pod.Name
 	}
 	if w := pl.waitingOnVictims(pr); w != nil {
 		return nil, w
 	}
-	if pr.kind == preemptorPod {
+	if pr.kind == metrics.PreemptorPod {
 		pl.standaloneNodes(pr, m)
 		if w := pl.standaloneRoomComing(pr); w != nil {
 			return nil, w
@@ -149,7 +152,7 @@ func (pl *GangPack) waitingOnVictims(pr *preemptor) *waitResult {
 	pl.evictEscaped(pr, r)
 	return &waitResult{
 		result: &fwk.PostFilterResult{NominatingInfo: &fwk.NominatingInfo{NominatedNodeName: r.node, NominatingMode: fwk.ModeOverride}},
-		status: fwk.NewStatus(fwk.Unschedulable, msgPreemptWaiting(left, r.domain)),
+		status: fwk.NewStatus(fwk.Unschedulable, msg.PreemptWaiting(left, r.domain)),
 	}
 }
 
@@ -165,23 +168,23 @@ func (pl *GangPack) evictEscaped(pr *preemptor, r preemptRecord) {
 			escaped = append(escaped, cur)
 		}
 	}
-	pl.evictAsync(pr.pod, escaped, msgPreempted(pr.kind, pr.pod.Namespace, pr.name, r.domain))
+	pl.evictAsync(pr.pod, escaped, msg.Preempted(pr.kind, pr.pod.Namespace, pr.name, r.domain))
 }
 
 // standaloneNodes makes every node a domain of its own. Nodes that a filter rejected as
 // unresolvable (a hold, a taint, affinity) are left out: evicting pods cannot change them.
 func (pl *GangPack) standaloneNodes(pr *preemptor, m fwk.NodeToStatusReader) {
 	f := pr.fit
-	pr.gang = topology.Gang{Need: 1, Shapes: []topology.Resources{f.request}, Siblings: []int{0}}
-	names := resourceNames(f.request)
+	pr.gang = topology.Gang{Need: 1, Shapes: []topology.Resources{f.Request}, Siblings: []int{0}}
+	names := resourceNames(f.Request)
 	for _, ni := range pr.all {
 		node := ni.Node()
 		if node == nil || (m != nil && m.Get(node.Name).Code() == fwk.UnschedulableAndUnresolvable) {
 			continue
 		}
-		free, freePods := nodeFreeOf(ni, names)
+		free, freePods := gang.NodeFree(ni, names)
 		pr.nodes = append(pr.nodes, topology.Node{Name: node.Name, Domain: node.Name, Free: free, FreePods: freePods,
-			Fits: []bool{f.fits(ni, f.request, 1)}})
+			Fits: []bool{f.Fits(ni, f.Request, 1)}})
 	}
 }
 
@@ -191,7 +194,7 @@ func (pl *GangPack) standaloneNodes(pr *preemptor, m fwk.NodeToStatusReader) {
 // coming: when a domain fits with it, the gang does not lack room and waits (wait says so).
 // It fills the preemptor's gang and nodes.
 func (pl *GangPack) gangLacksRoom(logger klog.Logger, pr *preemptor) (bool, *waitResult) {
-	_, name, _ := gangOf(pr.pod)
+	_, name, _ := gang.Of(pr.pod)
 	if pl.podGroups == nil {
 		return false, nil
 	}
@@ -233,7 +236,7 @@ func (pl *GangPack) gangLacksRoom(logger klog.Logger, pr *preemptor) (bool, *wai
 
 // atHoldCap reports whether the gang's namespace already has as many forming gangs as
 // maxHoldsPerNamespace allows: the gang could not hold a freed domain.
-func (pl *GangPack) atHoldCap(info gangInfo) bool {
+func (pl *GangPack) atHoldCap(info gang.Info) bool {
 	limit := pl.args.HoldCap()
 	return limit > 0 && pl.store.FormingWithPrefix(info.Namespace+"/", info.Key) >= limit
 }
@@ -247,10 +250,10 @@ func preemptNodes(p *planner, set []fwk.NodeInfo) []topology.Node {
 		if node == nil || node.Labels[p.info.TopologyKey] == "" {
 			continue
 		}
-		free, freePods := nodeFreeOf(ni, p.resources)
+		free, freePods := gang.NodeFree(ni, p.resources)
 		fits := make([]bool, len(p.shapeFits))
 		for s, f := range p.shapeFits {
-			fits[s] = f.fits(ni, f.request, 1)
+			fits[s] = f.Fits(ni, f.Request, 1)
 		}
 		out = append(out, topology.Node{Name: node.Name, Domain: node.Labels[p.info.TopologyKey], Free: free, FreePods: freePods, Fits: fits})
 	}
@@ -262,7 +265,7 @@ func preemptNodes(p *planner, set []fwk.NodeInfo) []topology.Node {
 // one under any key reserving room on a node of it. A domain with such a holder of equal or
 // higher priority is excluded; the lower-priority holders of a domain are all released if it
 // is chosen, so the freed room is the preemptor's.
-func (pl *GangPack) markHeldDomains(pr *preemptor, info gangInfo) {
+func (pl *GangPack) markHeldDomains(pr *preemptor, info gang.Info) {
 	pr.excluded, pr.holders = map[string]bool{}, map[string]sets.Set[string]{}
 	domainOf := make(map[string]string, len(pr.nodes))
 	for _, n := range pr.nodes {
@@ -314,7 +317,7 @@ func (pl *GangPack) gangPriority(key string) int32 {
 // some of its members lack (for a gang of one priority, that priority).
 func (pl *GangPack) gangPreemptPriority(pod *v1.Pod) int32 {
 	prio := corev1helpers.PodPriority(pod)
-	key, _, _ := gangOf(pod)
+	key, _, _ := gang.Of(pod)
 	if lo, _, err := pl.memberPriorities(key); err == nil && lo < prio {
 		return lo
 	}
@@ -328,13 +331,13 @@ func (pl *GangPack) memberPriorities(key string) (lo, hi int32, err error) {
 	if err != nil {
 		return 0, 0, err
 	}
-	pods, err := pl.members.list(ns, name)
+	pods, err := pl.members.List(ns, name)
 	if err != nil {
 		return 0, 0, err
 	}
 	lo, found := int32(1<<31-1), false
 	for _, p := range pods {
-		if !live(p) {
+		if !gang.Live(p) {
 			continue
 		}
 		q := corev1helpers.PodPriority(p)
@@ -370,7 +373,7 @@ func (pl *GangPack) listPDBs(logger klog.Logger) []*policy.PodDisruptionBudget {
 
 // noCandidate ends a preemption that found nothing to evict, with the reason in the message.
 func (pl *GangPack) noCandidate(logger klog.Logger, pr *preemptor, reason string) (*fwk.PostFilterResult, *fwk.Status) {
-	preemptionTotal.WithLabelValues(pr.kind, preemptResultNoCandidate).Inc()
+	metrics.PreemptionTotal.WithLabelValues(pr.kind, metrics.PreemptResultNoCandidate).Inc()
 	logger.V(4).Info("gangpack.PostFilter.preempt", "pod", klog.KObj(pr.pod), "gang", pr.ownGang, "domain", "", "victims", []string{}, "reason", reason)
-	return nil, fwk.NewStatus(fwk.Unschedulable, preemptPrefix+reason)
+	return nil, fwk.NewStatus(fwk.Unschedulable, msg.PreemptPrefix+reason)
 }

@@ -17,6 +17,9 @@ import (
 	"k8s.io/kubernetes/pkg/scheduler/util"
 
 	"github.com/moirai-internal/ome-scheduler/pkg/placement"
+	"github.com/moirai-internal/ome-scheduler/pkg/plugins/gangpack/internal/gang"
+	"github.com/moirai-internal/ome-scheduler/pkg/plugins/gangpack/internal/metrics"
+	"github.com/moirai-internal/ome-scheduler/pkg/plugins/gangpack/internal/msg"
 	"github.com/moirai-internal/ome-scheduler/pkg/topology"
 )
 
@@ -59,10 +62,10 @@ func (pl *GangPack) carryOut(logger klog.Logger, pr *preemptor, c *topology.Pree
 	if pr.planner != nil && pr.group == "" {
 		pl.holdDomain(logger, pr, c.Domain, victims)
 	}
-	pl.evictAsync(pr.pod, victims, msgPreempted(pr.kind, pr.pod.Namespace, pr.name, c.Domain))
-	preemptionTotal.WithLabelValues(pr.kind, preemptResultPreempted).Inc()
-	preemptionVictimsTotal.WithLabelValues(unitGang).Add(float64(nGangs))
-	preemptionVictimsTotal.WithLabelValues(unitPod).Add(float64(nPods))
+	pl.evictAsync(pr.pod, victims, msg.Preempted(pr.kind, pr.pod.Namespace, pr.name, c.Domain))
+	metrics.PreemptionTotal.WithLabelValues(pr.kind, metrics.PreemptResultPreempted).Inc()
+	metrics.PreemptionVictimsTotal.WithLabelValues(metrics.UnitGang).Add(float64(nGangs))
+	metrics.PreemptionVictimsTotal.WithLabelValues(metrics.UnitPod).Add(float64(nPods))
 	logger.V(4).Info("gangpack.PostFilter.preempt", "pod", klog.KObj(pr.pod), "gang", pr.ownGang, "domain", c.Domain,
 		"victims", names, "victimGangs", nGangs, "victimPods", nPods, "pdbViolations", c.PDBViolations, "nominatedNode", node)
 	return &fwk.PostFilterResult{NominatingInfo: &fwk.NominatingInfo{NominatedNodeName: node, NominatingMode: fwk.ModeOverride}},
@@ -73,7 +76,7 @@ func (pl *GangPack) carryOut(logger klog.Logger, pr *preemptor, c *topology.Pree
 // protection of its nominated node (its victims' longest grace period plus a margin).
 func (pl *GangPack) newRecord(pr *preemptor, domain, node string, victims []*v1.Pod) preemptRecord {
 	r := preemptRecord{domain: domain, node: node, victims: refsOf(victims)}
-	if pr.kind != preemptorPod {
+	if pr.kind != metrics.PreemptorPod {
 		return r
 	}
 	var grace int64 = v1.DefaultTerminationGracePeriodSeconds
@@ -83,7 +86,7 @@ func (pl *GangPack) newRecord(pr *preemptor, domain, node string, victims []*v1.
 		}
 	}
 	r.pod = victimRef{namespace: pr.pod.Namespace, name: pr.pod.Name, uid: pr.pod.UID}
-	r.request, r.priority = pr.fit.request, pr.priority
+	r.request, r.priority = pr.fit.Request, pr.priority
 	r.protectUntil = pl.now().Add(time.Duration(grace)*time.Second + standaloneWaitMargin)
 	return r
 }
@@ -258,7 +261,7 @@ func freedBy(victims []*v1.Pod) (map[string]topology.Resources, map[string]int64
 		if freed[n] == nil {
 			freed[n] = topology.Resources{}
 		}
-		for r, q := range podRequest(v) {
+		for r, q := range gang.Request(v) {
 			freed[n][r] += q
 		}
 		pods[n]++

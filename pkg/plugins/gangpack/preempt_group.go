@@ -3,6 +3,7 @@ package gangpack
 import (
 	"k8s.io/klog/v2"
 
+	"github.com/moirai-internal/ome-scheduler/pkg/plugins/gangpack/internal/gang"
 	"github.com/moirai-internal/ome-scheduler/pkg/topology"
 )
 
@@ -13,7 +14,7 @@ import (
 // reservations are ignored. A group does not hold the freed domain: its partners wait on the
 // victims (one record for the group) and then plan as usual. As for a gang, room Terminating
 // pods give back counts as coming: when a group domain fits with it, the group waits.
-func (pl *GangPack) groupLacksRoom(logger klog.Logger, pr *preemptor, info gangInfo) (bool, *waitResult) {
+func (pl *GangPack) groupLacksRoom(logger klog.Logger, pr *preemptor, info gang.Info) (bool, *waitResult) {
 	p := &planner{pl: pl, logger: logger, pod: pr.pod, info: info, all: pr.all, generation: pl.store.Generation()}
 	p.findPlaced()
 	if len(p.placed) > 0 || p.gate() != nil {

@@ -107,7 +107,7 @@ func (gs *gangs) victimHolds(v victimRef, now time.Time) bool {
 
 // boundVictim returns the victim as the pod informer shows it bound, or nil.
 func (gs *gangs) boundVictim(v victimRef) *v1.Pod {
-	cur, err := gs.members.lister.Pods(v.namespace).Get(v.name)
+	cur, err := gs.members.Pods(v.namespace).Get(v.name)
 	if err != nil || cur.UID != v.uid || cur.Spec.NodeName == "" {
 		return nil
 	}
@@ -152,7 +152,7 @@ func (gs *gangs) inSnapshot(v victimRef) *v1.Pod {
 // preemptor is pending and the bound has not passed.
 func (gs *gangs) protects(r preemptRecord, now time.Time) bool {
 	return r.pod.uid != "" && r.node != "" && now.Before(r.protectUntil) &&
-		gs.members.pending(r.pod.namespace, r.pod.name, r.pod.uid)
+		gs.members.Pending(r.pod.namespace, r.pod.name, r.pod.uid)
 }
 
 // recordLive reports whether a record is still needed: a victim still holds room, or it

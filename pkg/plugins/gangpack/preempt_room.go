@@ -6,6 +6,8 @@ import (
 	v1 "k8s.io/api/core/v1"
 	fwk "k8s.io/kube-scheduler/framework"
 
+	"github.com/moirai-internal/ome-scheduler/pkg/plugins/gangpack/internal/gang"
+	"github.com/moirai-internal/ome-scheduler/pkg/plugins/gangpack/internal/msg"
 	"github.com/moirai-internal/ome-scheduler/pkg/topology"
 )
 
@@ -61,7 +63,7 @@ func returningRoom(set []fwk.NodeInfo, now time.Time) map[string]returning {
 			if r.free == nil {
 				r.free = topology.Resources{}
 			}
-			for k, v := range podRequest(q) {
+			for k, v := range gang.Request(q) {
 				r.free[k] += v
 			}
 			r.pods++
@@ -137,7 +139,7 @@ func (pl *GangPack) standaloneRoomComing(pr *preemptor) *waitResult {
 }
 
 func roomComingWait(n int64, domain string) *waitResult {
-	return &waitResult{status: fwk.NewStatus(fwk.Unschedulable, msgPreemptRoomComing(int(n), domain))}
+	return &waitResult{status: fwk.NewStatus(fwk.Unschedulable, msg.PreemptRoomComing(int(n), domain))}
 }
 
 // addResources returns a + b.

@@ -20,6 +20,8 @@ import (
 	"k8s.io/kubernetes/pkg/scheduler/framework"
 	"k8s.io/utils/ptr"
 
+	"github.com/moirai-internal/ome-scheduler/pkg/plugins/gangpack/internal/metrics"
+
 	schedv1alpha1 "sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
 )
 
@@ -38,7 +40,7 @@ func newPreemptWorld(t *testing.T, nodes []*v1.Node, pods []*v1.Pod, pgs ...*sch
 // newPreemptWorldArgs is newPreemptWorld with the given arguments (preemption turned on).
 func newPreemptWorldArgs(t *testing.T, args *Args, nodes []*v1.Node, pods []*v1.Pod, pgs ...*schedv1alpha1.PodGroup) *preemptWorld {
 	t.Helper()
-	registerMetrics()
+	metrics.Register()
 	args.Preemption = true
 	w := newWorld(t, args, nodes, pods, pgs...)
 	for _, p := range pods {
@@ -139,7 +141,7 @@ func (w *preemptWorld) eventNotes() map[string]string {
 
 func counter(t *testing.T, preemptor, result string) float64 {
 	t.Helper()
-	v, err := testutil.GetCounterMetricValue(preemptionTotal.WithLabelValues(preemptor, result))
+	v, err := testutil.GetCounterMetricValue(metrics.PreemptionTotal.WithLabelValues(preemptor, result))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -148,7 +150,7 @@ func counter(t *testing.T, preemptor, result string) float64 {
 
 func victimCounter(t *testing.T, unit string) float64 {
 	t.Helper()
-	v, err := testutil.GetCounterMetricValue(preemptionVictimsTotal.WithLabelValues(unit))
+	v, err := testutil.GetCounterMetricValue(metrics.PreemptionVictimsTotal.WithLabelValues(unit))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -172,7 +174,7 @@ func TestPreemptGangEvictsOneWholeGang(t *testing.T) {
 	pods := append(gangOn("low", 1, "a1", "a2"), gangOn("mid", 5, "b1", "b2")...)
 	hi := []*v1.Pod{prio(gangMember("hi-0", "hi", 1), 10), prio(gangMember("hi-1", "hi", 1), 10)}
 	w := newPreemptWorld(t, twoDomains(), append(pods, hi...), podGroup("low", 2), podGroup("mid", 2), podGroup("hi", 2))
-	before, beforeGangs := counter(t, preemptorGang, preemptResultPreempted), victimCounter(t, unitGang)
+	before, beforeGangs := counter(t, metrics.PreemptorGang, metrics.PreemptResultPreempted), victimCounter(t, metrics.UnitGang)
 
 	res, st := w.postFilter(hi[0])
 	assertNominated(t, res, st, "a1", "a2")
@@ -188,10 +190,10 @@ func TestPreemptGangEvictsOneWholeGang(t *testing.T) {
 	if !ok || c.Domain != "a" || !c.Forming() {
 		t.Fatalf("hi pin = %+v, %v; want a forming pin on a", c, ok)
 	}
-	if d := counter(t, preemptorGang, preemptResultPreempted) - before; d != 1 {
+	if d := counter(t, metrics.PreemptorGang, metrics.PreemptResultPreempted) - before; d != 1 {
 		t.Fatalf("preemption_total{gang,preempted} grew by %v, want 1", d)
 	}
-	if d := victimCounter(t, unitGang) - beforeGangs; d != 1 {
+	if d := victimCounter(t, metrics.UnitGang) - beforeGangs; d != 1 {
 		t.Fatalf("preemption_victims_total{gang} grew by %v, want 1", d)
 	}
 	pdCond, err := w.h.client.CoreV1().Pods(testNS).Get(w.ctx, "low-0", metav1.GetOptions{})
@@ -222,7 +224,7 @@ func TestPreemptNoStormWhileVictimsTerminate(t *testing.T) {
 		w.updatePod(terminating(p))
 	}
 	w.resnap()
-	before := counter(t, preemptorGang, preemptResultPreempted)
+	before := counter(t, metrics.PreemptorGang, metrics.PreemptResultPreempted)
 	events := len(w.eventNotes())
 	res, st := w.postFilter(hi[1])
 	if st.Code() != fwk.Unschedulable || st.Message() != "; preemption: waiting for 2 preempted pods to terminate in domain a" {
@@ -231,7 +233,7 @@ func TestPreemptNoStormWhileVictimsTerminate(t *testing.T) {
 	if res == nil || res.NominatingInfo == nil || res.NominatingInfo.NominatedNodeName == "" {
 		t.Fatalf("waiting member not nominated: %+v", res)
 	}
-	if counter(t, preemptorGang, preemptResultPreempted) != before || len(w.eventNotes()) != events {
+	if counter(t, metrics.PreemptorGang, metrics.PreemptResultPreempted) != before || len(w.eventNotes()) != events {
 		t.Fatal("preempted again while victims terminate")
 	}
 	if c, ok := w.pl.store.Get(testNS + "/hi"); !ok || c.Domain != "a" {
@@ -257,7 +259,7 @@ func TestPreemptWaitsUntilSnapshotDropsVictims(t *testing.T) {
 	for _, p := range victims { // gone from the informer; the snapshot is not rebuilt
 		_ = w.podInf.GetIndexer().Delete(p)
 	}
-	before := counter(t, preemptorGang, preemptResultPreempted)
+	before := counter(t, metrics.PreemptorGang, metrics.PreemptResultPreempted)
 	_, st := w.postFilter(hi[1])
 	if st.Code() != fwk.Unschedulable || st.Message() != "; preemption: waiting for 2 preempted pods to terminate in domain a" {
 		t.Fatalf("PostFilter on a snapshot that still holds the victims = %v", st)
@@ -265,7 +267,7 @@ func TestPreemptWaitsUntilSnapshotDropsVictims(t *testing.T) {
 	if got, want := w.remaining(), []string{"hi-0", "hi-1", "mid-0", "mid-1"}; !slices.Equal(got, want) {
 		t.Fatalf("pods left %v, want %v", got, want)
 	}
-	if counter(t, preemptorGang, preemptResultPreempted) != before {
+	if counter(t, metrics.PreemptorGang, metrics.PreemptResultPreempted) != before {
 		t.Fatal("preempted again before the snapshot dropped the victims")
 	}
 	if c, ok := w.pl.store.Get(testNS + "/hi"); !ok || c.Domain != "a" {
@@ -288,13 +290,13 @@ func TestPreemptFewestVictims(t *testing.T) {
 	pods := append(gangOn("low", 1, "b1", "b2"), placedOn(prio(standalone("solo"), 1), "a2"))
 	hi := []*v1.Pod{prio(gangMember("hi-0", "hi", 1), 10), prio(gangMember("hi-1", "hi", 1), 10)}
 	w := newPreemptWorld(t, twoDomains(), append(pods, hi...), podGroup("low", 2), podGroup("hi", 2))
-	beforePods := victimCounter(t, unitPod)
+	beforePods := victimCounter(t, metrics.UnitPod)
 	res, st := w.postFilter(hi[0])
 	assertNominated(t, res, st, "a1", "a2")
 	if got, want := w.remaining(), []string{"hi-0", "hi-1", "low-0", "low-1"}; !slices.Equal(got, want) {
 		t.Fatalf("pods left %v, want %v", got, want)
 	}
-	if d := victimCounter(t, unitPod) - beforePods; d != 1 {
+	if d := victimCounter(t, metrics.UnitPod) - beforePods; d != 1 {
 		t.Fatalf("victims{pod} grew by %v, want 1", d)
 	}
 }
@@ -319,7 +321,7 @@ func TestPreemptNoVictimReasons(t *testing.T) {
 				hi[0].Spec.PreemptionPolicy = ptr.To(v1.PreemptNever)
 			}
 			w := newPreemptWorld(t, twoDomains(), append(pods, hi...), podGroup("low", 2), podGroup("other", 2), podGroup("hi", 2))
-			before := counter(t, preemptorGang, preemptResultNoCandidate)
+			before := counter(t, metrics.PreemptorGang, metrics.PreemptResultNoCandidate)
 			res, st := w.postFilter(hi[0])
 			if st.Code() != fwk.Unschedulable || st.Message() != tc.want || res != nil {
 				t.Fatalf("PostFilter = %v, %v; want Unschedulable %q", res, st, tc.want)
@@ -330,7 +332,7 @@ func TestPreemptNoVictimReasons(t *testing.T) {
 			if _, pinned := w.pl.store.Get(testNS + "/hi"); pinned {
 				t.Fatal("gang pinned without a preemption")
 			}
-			if d := counter(t, preemptorGang, preemptResultNoCandidate) - before; d != 1 {
+			if d := counter(t, metrics.PreemptorGang, metrics.PreemptResultNoCandidate) - before; d != 1 {
 				t.Fatalf("no_candidate grew by %v, want 1", d)
 			}
 		})
@@ -414,7 +416,7 @@ func TestPreemptStandaloneEvictsWholeGang(t *testing.T) {
 	pods := gangOn("low", 1, "a1", "a2")
 	solo := prio(standalone("solo"), 10)
 	w := newPreemptWorld(t, nodes, append(pods, solo), podGroup("low", 2))
-	before := counter(t, preemptorPod, preemptResultPreempted)
+	before := counter(t, metrics.PreemptorPod, metrics.PreemptResultPreempted)
 	res, st := w.pl.PostFilter(w.ctx, framework.NewCycleState(), solo, filteredOut())
 	if !st.IsSuccess() || res == nil || res.NominatingInfo == nil {
 		t.Fatalf("PostFilter = %v, %v", res, st)
@@ -427,7 +429,7 @@ func TestPreemptStandaloneEvictsWholeGang(t *testing.T) {
 	if notes := w.eventNotes(); notes[testNS+"/low-0"] != want || notes[testNS+"/low-1"] != want {
 		t.Fatalf("events %v, want %q", notes, want)
 	}
-	if d := counter(t, preemptorPod, preemptResultPreempted) - before; d != 1 {
+	if d := counter(t, metrics.PreemptorPod, metrics.PreemptResultPreempted) - before; d != 1 {
 		t.Fatalf("preemption_total{pod,preempted} grew by %v", d)
 	}
 }

@@ -11,6 +11,7 @@ import (
 	corev1helpers "k8s.io/component-helpers/scheduling/corev1"
 	fwk "k8s.io/kube-scheduler/framework"
 
+	"github.com/moirai-internal/ome-scheduler/pkg/plugins/gangpack/internal/gang"
 	"github.com/moirai-internal/ome-scheduler/pkg/topology"
 )
 
@@ -40,10 +41,10 @@ func victimUnits(all []fwk.NodeInfo, priority int32, ownGang string, pdbs []*pol
 		}
 		for _, pi := range ni.GetPods() {
 			q := pi.GetPod()
-			if q == nil || !live(q) {
+			if q == nil || !gang.Live(q) {
 				continue
 			}
-			key, _, member := gangOf(q)
+			key, _, member := gang.Of(q)
 			if member && key == ownGang {
 				continue
 			}
@@ -90,7 +91,7 @@ func (u *victimUnit) add(q *v1.Pod, node string) {
 	if f.Resources == nil {
 		f.Resources = topology.Resources{}
 	}
-	for r, v := range podRequest(q) {
+	for r, v := range gang.Request(q) {
 		f.Resources[r] += v
 	}
 	f.Pods++
@@ -152,14 +153,14 @@ func pdbSelects(pdb *policy.PodDisruptionBudget, p *v1.Pod) bool {
 // groupUnitOf names the victim unit of a gang member's placement group ("group:{ns}/{group}"),
 // or "" when its gang has none: a placement group's partners are one victim unit. A partner
 // whose PodGroup was deleted stays in the group its pods' label names, so its placed members
-// are never evicted apart from the partners (nor the partners apart from them).
+// are never evicted gang.Apart from the partners (nor the partners gang.Apart from them).
 func (pl *GangPack) groupUnitOf() func(*v1.Pod) string {
 	if pl.args.PlacementGroupLabel == "" || pl.podGroups == nil {
 		return nil
 	}
 	seen := map[string]string{}
 	return func(q *v1.Pod) string {
-		key, name, _ := gangOf(q)
+		key, name, _ := gang.Of(q)
 		if g, ok := seen[key]; ok {
 			return g
 		}

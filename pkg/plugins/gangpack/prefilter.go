@@ -11,25 +11,27 @@ import (
 	schedv1alpha1 "sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
 
 	"github.com/moirai-internal/ome-scheduler/pkg/placement"
+	"github.com/moirai-internal/ome-scheduler/pkg/plugins/gangpack/internal/gang"
+	"github.com/moirai-internal/ome-scheduler/pkg/plugins/gangpack/internal/msg"
 )
 
 // PreFilter validates the gang (its PodGroup and what it says) and then plans it.
 func (pl *GangPack) PreFilter(ctx context.Context, cs fwk.CycleState, pod *v1.Pod, nodes []fwk.NodeInfo) (*fwk.PreFilterResult, *fwk.Status) {
 	pl.active.Store(true)
-	cs.Write(requestStateKey, &requestState{request: podRequest(pod), generation: pl.store.Generation()})
-	key, name, ok := gangOf(pod)
+	cs.Write(requestStateKey, &requestState{request: gang.Request(pod), generation: pl.store.Generation()})
+	key, name, ok := gang.Of(pod)
 	if !ok { // standalone pods pass; Filter still applies the hold barrier
 		return nil, nil
 	}
 	logger := klog.FromContext(ctx)
 	if pl.podGroups == nil {
-		return nil, fwk.NewStatus(fwk.Unschedulable, msgReaderUnavailable)
+		return nil, fwk.NewStatus(fwk.Unschedulable, msg.ReaderUnavailable)
 	}
 	pg, err := pl.podGroups.get(pod.Namespace, name)
 	if err != nil || pg == nil {
 		pl.unwind(logger, key, placement.AnyID, causePodGroupMissing, false)
 		pl.forgetFailed(key, "")
-		return nil, fwk.NewStatus(fwk.Unschedulable, msgNotResolvable(pod.Namespace, name))
+		return nil, fwk.NewStatus(fwk.Unschedulable, msg.NotResolvable(pod.Namespace, name))
 	}
 	info, st := interpretPodGroup(pl.args, pod, pg)
 	if st != nil {
@@ -40,37 +42,37 @@ func (pl *GangPack) PreFilter(ctx context.Context, cs fwk.CycleState, pod *v1.Po
 
 // interpretPodGroup validates what the PodGroup (and the
 // pod) say and returns the gang's facts, or the status that parks the pod.
-func interpretPodGroup(args *Args, pod *v1.Pod, pg *schedv1alpha1.PodGroup) (gangInfo, *fwk.Status) {
+func interpretPodGroup(args *Args, pod *v1.Pod, pg *schedv1alpha1.PodGroup) (gang.Info, *fwk.Status) {
 	name := pg.Name
 	if pg.Spec.MinMember <= 0 {
-		return gangInfo{}, fwk.NewStatus(fwk.Unschedulable, msgMinMember(pod.Namespace, name))
+		return gang.Info{}, fwk.NewStatus(fwk.Unschedulable, msg.MinMember(pod.Namespace, name))
 	}
 	topologyKey := topologyKeyOf(args, pg)
 	if topologyKey == "" {
 		if args.PodGroupTopologyKeyAnnotation == "" {
-			return gangInfo{}, fwk.NewStatus(fwk.Unschedulable, msgTopologyNotConfigured)
+			return gang.Info{}, fwk.NewStatus(fwk.Unschedulable, msg.TopologyNotConfigured)
 		}
-		return gangInfo{}, fwk.NewStatus(fwk.Unschedulable, msgMissingTopologyKey(pod.Namespace, name, args.PodGroupTopologyKeyAnnotation))
+		return gang.Info{}, fwk.NewStatus(fwk.Unschedulable, msg.MissingTopologyKey(pod.Namespace, name, args.PodGroupTopologyKeyAnnotation))
 	}
 	if !args.KeyAllowed(topologyKey) {
-		return gangInfo{}, fwk.NewStatus(fwk.Unschedulable, msgKeyNotAllowed(pod.Namespace, name, topologyKey, args.AllowedTopologyKeys, args.TopologyKey))
+		return gang.Info{}, fwk.NewStatus(fwk.Unschedulable, msg.KeyNotAllowed(pod.Namespace, name, topologyKey, args.AllowedTopologyKeys, args.TopologyKey))
 	}
 	if l := args.UnsupportedPlacementGroupLabel; l != "" {
 		_, onPod := pod.Labels[l]
 		_, onGroup := pg.Labels[l]
 		if onPod || onGroup {
-			return gangInfo{}, fwk.NewStatus(fwk.Unschedulable, msgPartnerGroups)
+			return gang.Info{}, fwk.NewStatus(fwk.Unschedulable, msg.PartnerGroups)
 		}
 	}
 	timeout := effectiveTimeout(pg.Spec.ScheduleTimeoutSeconds, args.DefaultPermitTimeoutSeconds)
 	if timeout <= 0 {
-		return gangInfo{}, fwk.NewStatus(fwk.UnschedulableAndUnresolvable, msgTimeoutMissing(pod.Namespace, name))
+		return gang.Info{}, fwk.NewStatus(fwk.UnschedulableAndUnresolvable, msg.TimeoutMissing(pod.Namespace, name))
 	}
 	group, st := interpretGroup(args, pod, pg, topologyKey)
 	if st != nil {
-		return gangInfo{}, st
+		return gang.Info{}, st
 	}
-	return gangInfo{
+	return gang.Info{
 		Key: pod.Namespace + "/" + name, Namespace: pod.Namespace, Name: name, UID: string(pg.UID),
 		MinMember: int(pg.Spec.MinMember), TopologyKey: topologyKey, Timeout: timeout, Group: group,
 	}, nil

@@ -24,10 +24,12 @@ import (
 	v1helper "k8s.io/kubernetes/pkg/apis/core/v1/helper"
 
 	"github.com/moirai-internal/ome-scheduler/pkg/placement"
+	"github.com/moirai-internal/ome-scheduler/pkg/plugins/gangpack/internal/gang"
+	"github.com/moirai-internal/ome-scheduler/pkg/plugins/gangpack/internal/metrics"
 	"github.com/moirai-internal/ome-scheduler/pkg/topology"
 )
 
-func countSplitRefused() { placementTotal.WithLabelValues(outcomeSplitRefused).Inc() }
+func countSplitRefused() { metrics.PlacementTotal.WithLabelValues(metrics.OutcomeSplitRefused).Inc() }
 
 // qualityTracker remembers which per-domain series exist and which gangs are pending.
 type qualityTracker struct {
@@ -78,7 +80,7 @@ func (q *qualityTracker) refreshHeldLocked(store *placement.Store) {
 	for _, ref := range store.HeldDomainRefs() {
 		now[ref] = struct{}{}
 		if _, was := q.held[ref]; !was {
-			domainHeld.WithLabelValues(ref.Key, ref.Value).Set(1)
+			metrics.DomainHeld.WithLabelValues(ref.Key, ref.Value).Set(1)
 		}
 	}
 	for ref := range q.held {
@@ -92,17 +94,17 @@ func (q *qualityTracker) refreshHeldLocked(store *placement.Store) {
 // unheld sets the series of a domain no longer held: 0 while the domain is known, else gone.
 func (q *qualityTracker) unheld(ref placement.DomainRef) {
 	if _, known := q.known[ref.Key][ref.Value]; known {
-		domainHeld.WithLabelValues(ref.Key, ref.Value).Set(0)
+		metrics.DomainHeld.WithLabelValues(ref.Key, ref.Value).Set(0)
 		return
 	}
-	domainHeld.DeleteLabelValues(ref.Key, ref.Value)
+	metrics.DomainHeld.DeleteLabelValues(ref.Key, ref.Value)
 }
 
 // forgetDomain drops the series of a domain that left the known set, unless it is held.
 func (q *qualityTracker) forgetDomain(key, d string) {
-	domainMemberRoom.DeleteLabelValues(key, d)
+	metrics.DomainMemberRoom.DeleteLabelValues(key, d)
 	if _, held := q.held[placement.DomainRef{Key: key, Value: d}]; !held {
-		domainHeld.DeleteLabelValues(key, d)
+		metrics.DomainHeld.DeleteLabelValues(key, d)
 	}
 }
 
@@ -145,10 +147,10 @@ func (q *qualityTracker) record(store *placement.Store, key string, rooms map[st
 		seen[d] = r
 		old, ok := last[d]
 		if !ok || old != r {
-			domainMemberRoom.WithLabelValues(key, d).Set(float64(r))
+			metrics.DomainMemberRoom.WithLabelValues(key, d).Set(float64(r))
 		}
 		if _, held := q.held[placement.DomainRef{Key: key, Value: d}]; !ok && !held {
-			domainHeld.WithLabelValues(key, d).Set(0)
+			metrics.DomainHeld.WithLabelValues(key, d).Set(0)
 		}
 	}
 	q.known[key] = seen
@@ -168,12 +170,12 @@ func sameMap(a, b map[string]int) bool {
 // finishRecord sets the per-key gauges of a planning and refreshes the held series.
 func (q *qualityTracker) finishRecord(store *placement.Store, key string, largest int, resource string, hasResource bool, stranded int64) {
 	q.seen[key] = time.Now()
-	largestPlaceableGang.WithLabelValues(key).Set(float64(largest))
+	metrics.LargestPlaceableGang.WithLabelValues(key).Set(float64(largest))
 	if hasResource {
 		if old, ok := q.resources[key]; ok && old != resource {
-			strandedCapacity.DeleteLabelValues(key, old)
+			metrics.StrandedCapacity.DeleteLabelValues(key, old)
 		}
-		strandedCapacity.WithLabelValues(key, resource).Set(float64(stranded))
+		metrics.StrandedCapacity.WithLabelValues(key, resource).Set(float64(stranded))
 		q.resources[key] = resource
 	}
 	q.refreshHeldLocked(store)
@@ -193,9 +195,9 @@ func (q *qualityTracker) forgetStaleKeys(store *placement.Store, now time.Time) 
 		for d := range domains {
 			q.forgetDomain(key, d)
 		}
-		largestPlaceableGang.DeleteLabelValues(key)
+		metrics.LargestPlaceableGang.DeleteLabelValues(key)
 		if r, ok := q.resources[key]; ok {
-			strandedCapacity.DeleteLabelValues(key, r)
+			metrics.StrandedCapacity.DeleteLabelValues(key, r)
 			delete(q.resources, key)
 		}
 		delete(q.seen, key)
@@ -222,7 +224,7 @@ func (q *qualityTracker) park(key, gang string, need int) {
 
 // memberBound is the PostBind hook: a gang whose member binds is no longer pending.
 func (gs *gangs) memberBound(pod *v1.Pod) {
-	if gang, _, ok := gangOf(pod); ok {
+	if gang, _, ok := gang.Of(pod); ok {
 		gs.quality.unpark(gang)
 	}
 }
@@ -305,7 +307,7 @@ func (q *qualityTracker) pruneParked(pending func(gang string) bool) {
 // gangPending reports whether the gang still has live unbound members (true when unknown).
 func (gs *gangs) gangPending(gang string) bool {
 	ns, name, _ := cache.SplitMetaNamespaceKey(gang)
-	pods, err := gs.members.liveUnbound(ns, name, "")
+	pods, err := gs.members.LiveUnbound(ns, name, "")
 	return err != nil || len(pods) > 0
 }
 

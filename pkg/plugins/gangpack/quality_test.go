@@ -10,6 +10,7 @@ import (
 	"k8s.io/component-base/metrics/legacyregistry"
 
 	"github.com/moirai-internal/ome-scheduler/pkg/placement"
+	"github.com/moirai-internal/ome-scheduler/pkg/plugins/gangpack/internal/metrics"
 	"github.com/moirai-internal/ome-scheduler/pkg/topology"
 )
 
@@ -31,9 +32,9 @@ func TestMemberRooms(t *testing.T) {
 	if got, want := memberRooms(&oneGPU, nodes), map[string]int{"a": 1, "b": 8, "c": 0}; !reflect.DeepEqual(got, want) {
 		t.Fatalf("memberRooms = %v, want %v", got, want)
 	}
-	apart := oneGPU
-	apart.Apart = true
-	if got, want := memberRooms(&apart, nodes), map[string]int{"a": 1, "b": 1, "c": 0}; !reflect.DeepEqual(got, want) {
+	apartGang := oneGPU
+	apartGang.Apart = true
+	if got, want := memberRooms(&apartGang, nodes), map[string]int{"a": 1, "b": 1, "c": 0}; !reflect.DeepEqual(got, want) {
 		t.Fatalf("memberRooms(apart) = %v, want %v", got, want)
 	}
 	if oneGPU.Need != 2 {
@@ -41,7 +42,7 @@ func TestMemberRooms(t *testing.T) {
 	}
 	// The fragmentation fixture of the integration test: 1 free GPU in each of two domains.
 	frag := []topology.Node{gpuNode("a0", "a", 0, false), gpuNode("a1", "a", 1, true), gpuNode("b0", "b", 0, false), gpuNode("b1", "b", 1, true)}
-	rooms := memberRooms(&apart, frag)
+	rooms := memberRooms(&apartGang, frag)
 	if _, largest, _ := topology.Largest(rooms); largest != 1 {
 		t.Fatalf("largest room %d, want 1", largest)
 	}
@@ -92,12 +93,12 @@ func TestPlacementOutcome(t *testing.T) {
 		pinned string
 		want   string
 	}{
-		{map[string]string{"g-0": "a", "g-1": "a"}, "a", outcomeSingleDomain},
-		{map[string]string{"g-0": "a"}, "a", outcomeSingleDomain},
-		{map[string]string{"g-0": "a", "g-1": "b"}, "a", outcomeSplit},
-		{map[string]string{"g-0": "a", "g-1": ""}, "a", outcomeSplit}, // a node without the label
-		{map[string]string{"g-0": "b", "g-1": "b"}, "a", outcomeSplit},
-		{map[string]string{"g-0": ""}, "", outcomeSplit},
+		{map[string]string{"g-0": "a", "g-1": "a"}, "a", metrics.OutcomeSingleDomain},
+		{map[string]string{"g-0": "a"}, "a", metrics.OutcomeSingleDomain},
+		{map[string]string{"g-0": "a", "g-1": "b"}, "a", metrics.OutcomeSplit},
+		{map[string]string{"g-0": "a", "g-1": ""}, "a", metrics.OutcomeSplit}, // a node without the label
+		{map[string]string{"g-0": "b", "g-1": "b"}, "a", metrics.OutcomeSplit},
+		{map[string]string{"g-0": ""}, "", metrics.OutcomeSplit},
 	}
 	for _, c := range cases {
 		if got := placementOutcome(c.placed, c.pinned); got != c.want {
@@ -210,7 +211,7 @@ func series(t *testing.T, name, key, label string) map[string]float64 {
 }
 
 func TestQualityTrackerSeries(t *testing.T) {
-	registerMetrics()
+	metrics.Register()
 	const key = "unit.test/quality"
 	q := newQualityTracker()
 	s := placement.NewStore()
@@ -260,7 +261,7 @@ func TestQualityTrackerSeries(t *testing.T) {
 // The series of a topology key no planning used for keyRetention are deleted (tenant-chosen
 // keys and resource names do not pile up), and a key's stranded series follows its resource.
 func TestQualityTrackerForgetsStaleKeys(t *testing.T) {
-	registerMetrics()
+	metrics.Register()
 	const key = "unit.test/stale"
 	q := newQualityTracker()
 	s := placement.NewStore()

@@ -8,6 +8,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	corev1helpers "k8s.io/component-helpers/scheduling/corev1"
 	fwk "k8s.io/kube-scheduler/framework"
+
+	"github.com/moirai-internal/ome-scheduler/pkg/plugins/gangpack/internal/gang"
 )
 
 // SortName is the gang-aware queue sort plugin, registered next to OMEGangPack. Enabled as a
@@ -60,7 +62,7 @@ func (s *GangSort) Less(a, b fwk.QueuedPodInfo) bool {
 // and no key for a standalone pod.
 func (s *GangSort) gangAge(qp fwk.QueuedPodInfo) (time.Time, string) {
 	p := qp.GetPodInfo().GetPod()
-	key, name, member := gangOf(p)
+	key, name, member := gang.Of(p)
 	if !member {
 		return qp.GetTimestamp(), ""
 	}

@@ -14,6 +14,7 @@ import (
 	schedv1alpha1 "sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
 
 	"github.com/moirai-internal/ome-scheduler/pkg/placement"
+	"github.com/moirai-internal/ome-scheduler/pkg/plugins/gangpack/internal/msg"
 )
 
 // Real-cluster conditions, at the plugin level: graceful deletion, framework races, relabels.
@@ -32,7 +33,7 @@ func TestTerminatingMembersDoNotCountAsPlaced(t *testing.T) {
 	r0 := gangMember("g-r0", "g", 1)
 	w := newWorld(t, nil, nodes, append(old, r0), podGroup("g", 3))
 	_, st := w.preFilter(r0)
-	if want := msgTemplates("ns/g", 1, 3); st.Code() != fwk.Unschedulable || st.Message() != want {
+	if want := msg.Templates("ns/g", 1, 3); st.Code() != fwk.Unschedulable || st.Message() != want {
 		t.Fatalf("PreFilter(g-r0) = %v, want %q", st, want)
 	}
 }
@@ -48,8 +49,8 @@ func TestReplacementsOfTerminatingMembersFormTogether(t *testing.T) {
 	}
 	r1, r2 := gangMember("g-r1", "g", 1), gangMember("g-r2", "g", 1)
 	w := newWorld(t, nil, nodes, append(pods, r1), podGroup("g", 3))
-	if _, st := w.preFilter(r1); st.Code() != fwk.Unschedulable || st.Message() != msgTemplates("ns/g", 1, 2) {
-		t.Fatalf("PreFilter(g-r1) with one replacement = %v, want %q", st, msgTemplates("ns/g", 1, 2))
+	if _, st := w.preFilter(r1); st.Code() != fwk.Unschedulable || st.Message() != msg.Templates("ns/g", 1, 2) {
+		t.Fatalf("PreFilter(g-r1) with one replacement = %v, want %q", st, msg.Templates("ns/g", 1, 2))
 	}
 	w.addPod(r2)
 	c := w.mustPin(r1)
@@ -78,8 +79,8 @@ func TestLateWaiterOfDeadAttemptIsRejected(t *testing.T) {
 		t.Fatalf("unwind = %+v, want a release that found no registered waiter", res)
 	}
 	waiter := w.h.register(m0)
-	if got := waiter.await(testWait); got != msgUnwound("ns/g") {
-		t.Fatalf("late waiter verdict %q, want rejection %q", got, msgUnwound("ns/g"))
+	if got := waiter.await(testWait); got != msg.Unwound("ns/g") {
+		t.Fatalf("late waiter verdict %q, want rejection %q", got, msg.Unwound("ns/g"))
 	}
 }
 
@@ -123,10 +124,10 @@ func TestRelabelledNodeOfWaitingMemberUnwinds(t *testing.T) {
 	nodes[0].Labels[testKey] = "b"
 	w.resnap(assumed(m0, "a0"))
 	_, st := w.preFilter(m1)
-	if want := msgStaleReleased("a", "ns/g"); st.Code() != fwk.Unschedulable || st.Message() != want {
+	if want := msg.StaleReleased("a", "ns/g"); st.Code() != fwk.Unschedulable || st.Message() != want {
 		t.Fatalf("PreFilter(g-1) = %v, want %q", st, want)
 	}
-	if got := waiter.await(testWait); got != msgUnwound("ns/g") {
+	if got := waiter.await(testWait); got != msg.Unwound("ns/g") {
 		t.Fatalf("g-0 verdict %q, want rejection", got)
 	}
 	if _, pinned := w.pl.store.Get("ns/g"); pinned {
@@ -160,10 +161,10 @@ func TestMinMemberChangeUnwindsFormingGang(t *testing.T) {
 	}
 	// PreFilter of another member notices first (the PodGroup event may come later).
 	_, st := w.preFilter(w.pods[1])
-	if want := msgMinMemberReleased("ns/g"); st.Code() != fwk.Unschedulable || st.Message() != want {
+	if want := msg.MinMemberReleased("ns/g"); st.Code() != fwk.Unschedulable || st.Message() != want {
 		t.Fatalf("PreFilter(g-1) = %v, want %q", st, want)
 	}
-	if got := waiter.await(testWait); got != msgUnwound("ns/g") {
+	if got := waiter.await(testWait); got != msg.Unwound("ns/g") {
 		t.Fatalf("g-0 verdict %q, want rejection", got)
 	}
 }
@@ -175,7 +176,7 @@ func TestMinMemberEventUnwindsFormingGang(t *testing.T) {
 	shrunk := old.DeepCopy()
 	shrunk.Spec.MinMember = 1
 	w.pl.onPodGroupChange(old, shrunk)
-	if got := waiter.await(testWait); got != msgUnwound("ns/g") {
+	if got := waiter.await(testWait); got != msg.Unwound("ns/g") {
 		t.Fatalf("g-0 verdict %q, want rejection", got)
 	}
 }
@@ -220,8 +221,8 @@ func TestSurplusMemberRespectsAnotherGangsHold(t *testing.T) {
 	w.addPod(x1)
 	c := w.mustPin(x1)
 	ni, _ := w.h.snapshot.NodeInfos().Get("a1")
-	if st := w.pl.Filter(w.ctx, c.cs, x1, ni); st.Code() != fwk.UnschedulableAndUnresolvable || st.Message() != msgNodeReserved {
-		t.Fatalf("Filter(x-1 on a1) = %v, want %q", st, msgNodeReserved)
+	if st := w.pl.Filter(w.ctx, c.cs, x1, ni); st.Code() != fwk.UnschedulableAndUnresolvable || st.Message() != msg.NodeReserved {
+		t.Fatalf("Filter(x-1 on a1) = %v, want %q", st, msg.NodeReserved)
 	}
 }
 
@@ -327,7 +328,7 @@ func TestAdoptedShortHoldEndsAndDoesNotRenew(t *testing.T) {
 		time.Sleep(20 * time.Millisecond)
 	}
 	_, st := w.preFilter(g1)
-	if want := msgAdoptedShort("a", "ns/g", 0, 1); st.Message() != want {
+	if want := msg.AdoptedShort("a", "ns/g", 0, 1); st.Message() != want {
 		t.Fatalf("PreFilter(g-1) after expiry = %v, want %q", st, want)
 	}
 	if n := w.pl.store.HeldDomains(); n != 0 {
@@ -348,8 +349,8 @@ func TestBindErrorPutsNodeInDoubt(t *testing.T) {
 	}
 	w.pl.Unreserve(w.ctx, cs, a, "n0") // the bind failed
 	ni, _ := w.h.snapshot.NodeInfos().Get("n0")
-	if st := w.pl.Filter(w.ctx, framework.NewCycleState(), b, ni); st.Code() != fwk.Unschedulable || st.Message() != msgBindInDoubt {
-		t.Fatalf("Filter(b on n0) = %v, want %q", st, msgBindInDoubt)
+	if st := w.pl.Filter(w.ctx, framework.NewCycleState(), b, ni); st.Code() != fwk.Unschedulable || st.Message() != msg.BindInDoubt {
+		t.Fatalf("Filter(b on n0) = %v, want %q", st, msg.BindInDoubt)
 	}
 	if st := w.pl.Filter(w.ctx, framework.NewCycleState(), a, ni); !st.IsSuccess() {
 		t.Fatalf("Filter(a on its own node) = %v, want success", st)
@@ -380,7 +381,7 @@ func TestRejectedWaiterIsNotPlaced(t *testing.T) {
 	}
 	waiter := w.h.register(m0)
 	w.pl.unwind(klog.Background(), "ns/g", readPin(c.cs).ID, causeExpired, false)
-	if got := waiter.await(testWait); got != msgUnwound("ns/g") {
+	if got := waiter.await(testWait); got != msg.Unwound("ns/g") {
 		t.Fatalf("g-0 verdict %q, want rejection", got)
 	}
 	w.resnap(assumed(m0, "a0")) // not unreserved yet

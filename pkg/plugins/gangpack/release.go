@@ -5,6 +5,9 @@ import (
 	fwk "k8s.io/kube-scheduler/framework"
 
 	"github.com/moirai-internal/ome-scheduler/pkg/placement"
+	"github.com/moirai-internal/ome-scheduler/pkg/plugins/gangpack/internal/gang"
+	"github.com/moirai-internal/ome-scheduler/pkg/plugins/gangpack/internal/metrics"
+	"github.com/moirai-internal/ome-scheduler/pkg/plugins/gangpack/internal/msg"
 )
 
 // Unwind causes (gangpack.unwind cause field).
@@ -61,7 +64,7 @@ func (gs *gangs) unwindWith(logger klog.Logger, release releaser, gang string, i
 	res.rejected = gs.rejectWaiters(gang, c.ID)
 	res.released, res.commitment = true, c
 	gs.holdEnded(c.ID)
-	unwindTotal.Inc()
+	metrics.UnwindTotal.Inc()
 	logger.V(4).Info("gangpack.unwind", "gang", c.Gang, "domain", c.Domain, "cause", cause, "rejectedWaiters", res.rejected)
 	gs.cascade(logger, gang, c.ID, cause)
 	gs.wakeBlocked(logger)
@@ -78,13 +81,13 @@ func (gs *gangs) releaseSilently(logger klog.Logger, gang string, id uint64) {
 }
 
 // forEachWaiter calls f for every framework waiting pod of gang that waits under attempt id.
-func (gs *gangs) forEachWaiter(gang string, id uint64, f func(fwk.WaitingPod)) {
+func (gs *gangs) forEachWaiter(key string, id uint64, f func(fwk.WaitingPod)) {
 	gs.handle.IterateOverWaitingPods(func(wp fwk.WaitingPod) {
 		p := wp.GetPod()
-		if key, _, ok := gangOf(p); !ok || key != gang {
+		if k, _, ok := gang.Of(p); !ok || k != key {
 			return
 		}
-		if got, ok := gs.attempts.get(podKey(p)); ok && got == id {
+		if got, ok := gs.attempts.get(gang.PodKey(p)); ok && got == id {
 			f(wp)
 		}
 	})
@@ -93,7 +96,7 @@ func (gs *gangs) forEachWaiter(gang string, id uint64, f func(fwk.WaitingPod)) {
 // rejectWaiters rejects the waiting pods of gang's attempt id and returns how many.
 func (gs *gangs) rejectWaiters(gang string, id uint64) int {
 	n := 0
-	msg := msgUnwound(gang)
+	msg := msg.Unwound(gang)
 	gs.forEachWaiter(gang, id, func(wp fwk.WaitingPod) {
 		wp.Reject(Name, msg)
 		n++

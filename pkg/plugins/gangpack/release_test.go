@@ -9,6 +9,7 @@ import (
 	fwk "k8s.io/kube-scheduler/framework"
 
 	"github.com/moirai-internal/ome-scheduler/pkg/placement"
+	"github.com/moirai-internal/ome-scheduler/pkg/plugins/gangpack/internal/msg"
 )
 
 // TestUnwindRejectsWaitersOutsideTheStoreLock: an unwind walks every framework waiting pod to
@@ -41,7 +42,7 @@ func TestUnwindRejectsWaitersOutsideTheStoreLock(t *testing.T) {
 	if blocked {
 		t.Fatal("Filter's ReservedOn waited while the unwind walked the waiting pods")
 	}
-	if !res.released || res.rejected != 1 || waiter.now() != msgUnwound("ns/g") {
-		t.Fatalf("unwind = %+v, waiter %q; want released with its waiter rejected (%q)", res, waiter.now(), msgUnwound("ns/g"))
+	if !res.released || res.rejected != 1 || waiter.now() != msg.Unwound("ns/g") {
+		t.Fatalf("unwind = %+v, waiter %q; want released with its waiter rejected (%q)", res, waiter.now(), msg.Unwound("ns/g"))
 	}
 }

@@ -13,6 +13,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/moirai-internal/ome-scheduler/pkg/placement"
+	"github.com/moirai-internal/ome-scheduler/pkg/plugins/gangpack/internal/msg"
 )
 
 // Room reservations: a forming gang reserves the room of its plan, not its whole domain.
@@ -103,8 +104,8 @@ func TestThirdGangWaitsForReservedRoom(t *testing.T) {
 	w.mustPin(x0)
 	w.mustPin(y0)
 	c, st := w.preFilter(z0)
-	if st.Code() != fwk.Unschedulable || st.Message() != msgNoRoomReserved("ns/z") {
-		t.Fatalf("PreFilter(z-0) = %v, want %q", st, msgNoRoomReserved("ns/z"))
+	if st.Code() != fwk.Unschedulable || st.Message() != msg.NoRoomReserved("ns/z") {
+		t.Fatalf("PreFilter(z-0) = %v, want %q", st, msg.NoRoomReserved("ns/z"))
 	}
 	statuses := framework.NewDefaultNodeToStatus()
 	statuses.SetAbsentNodesStatus(st)
@@ -137,7 +138,7 @@ func TestStandaloneUsesRoomOutsideReservations(t *testing.T) {
 	}{{"a0", fwk.UnschedulableAndUnresolvable}, {"a1", fwk.Success}} {
 		ni, _ := w.h.snapshot.NodeInfos().Get(tc.node)
 		st := w.pl.Filter(w.ctx, cs, solo, ni)
-		if st.Code() != tc.code || (tc.code != fwk.Success && st.Message() != msgNodeReserved) {
+		if st.Code() != tc.code || (tc.code != fwk.Success && st.Message() != msg.NodeReserved) {
 			t.Fatalf("Filter(solo on %s) = %v, want %v", tc.node, st, tc.code)
 		}
 		if !st.IsSuccess() {
@@ -163,8 +164,8 @@ func TestExpiredDomainRests(t *testing.T) {
 	if w.pl.store.HeldDomains() != 0 {
 		t.Fatal("the reservation outlived its timeout")
 	}
-	if _, st := w.preFilter(m0); st.Code() != fwk.Unschedulable || st.Message() != msgNoRoomResting("ns/g", "a") {
-		t.Fatalf("PreFilter after expiry = %v, want %q", st, msgNoRoomResting("ns/g", "a"))
+	if _, st := w.preFilter(m0); st.Code() != fwk.Unschedulable || st.Message() != msg.NoRoomResting("ns/g", "a") {
+		t.Fatalf("PreFilter after expiry = %v, want %q", st, msg.NoRoomResting("ns/g", "a"))
 	}
 	if w.pl.store.HeldDomains() != 0 {
 		t.Fatal("the gang reserved the resting domain again")
@@ -237,8 +238,8 @@ func TestPermitTimeoutAtDeadlineRests(t *testing.T) {
 			}
 			_, st := w.preFilter(m0)
 			if tc.rests {
-				if st.Code() != fwk.Unschedulable || st.Message() != msgNoRoomResting("ns/g", "a") {
-					t.Fatalf("PreFilter after the unwind = %v, want %q", st, msgNoRoomResting("ns/g", "a"))
+				if st.Code() != fwk.Unschedulable || st.Message() != msg.NoRoomResting("ns/g", "a") {
+					t.Fatalf("PreFilter after the unwind = %v, want %q", st, msg.NoRoomResting("ns/g", "a"))
 				}
 				if len(*timers) != 2 {
 					t.Fatalf("%d timers, want the expiry's and the rest's wake-up", len(*timers))

@@ -7,6 +7,8 @@ import (
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
+
+	"github.com/moirai-internal/ome-scheduler/pkg/plugins/gangpack/internal/gang"
 )
 
 // Reserve records the member's node, pins a deferred plan to the selected node's domain, then
@@ -14,7 +16,7 @@ import (
 // back (the hold lifted, or a slot of another node consumed) wakes the pods it refused.
 func (pl *GangPack) Reserve(ctx context.Context, cs fwk.CycleState, pod *v1.Pod, nodeName string) *fwk.Status {
 	logger := klog.FromContext(ctx)
-	if _, _, member := gangOf(pod); member {
+	if _, _, member := gang.Of(pod); member {
 		pl.reserved.set(pod, nodeName)
 		pl.preempted.placedAgain(pod.UID)
 	}
@@ -49,7 +51,7 @@ func (pl *GangPack) Unreserve(ctx context.Context, cs fwk.CycleState, pod *v1.Po
 	if pin := readPin(cs); pin != nil && !pin.Surplus {
 		pl.unreserved(klog.FromContext(ctx), pin)
 	}
-	pl.attempts.forget(podKey(pod))
+	pl.attempts.forget(gang.PodKey(pod))
 	pl.reserved.forget(pod.UID)
 	if pl.doubts.unreserved(pod.UID, nodeName, time.Now()) {
 		pl.doubtBegan(pod.UID)

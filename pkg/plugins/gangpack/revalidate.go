@@ -5,6 +5,9 @@ import (
 	fwk "k8s.io/kube-scheduler/framework"
 
 	"github.com/moirai-internal/ome-scheduler/pkg/placement"
+	"github.com/moirai-internal/ome-scheduler/pkg/plugins/gangpack/internal/gang"
+	"github.com/moirai-internal/ome-scheduler/pkg/plugins/gangpack/internal/metrics"
+	"github.com/moirai-internal/ome-scheduler/pkg/plugins/gangpack/internal/msg"
 	"github.com/moirai-internal/ome-scheduler/pkg/topology"
 )
 
@@ -60,18 +63,18 @@ func (p *planner) checkPin(c placement.Commitment) pinDecision {
 	key, info := p.info.Key, p.info
 	switch {
 	case c.Owner != info.UID:
-		return pinDecision{cause: causeOwnerChange, always: true, clearOwner: true, msg: msgOwnerReleased(key)}
+		return pinDecision{cause: causeOwnerChange, always: true, clearOwner: true, msg: msg.OwnerReleased(key)}
 	case c.Key != info.TopologyKey:
-		return pinDecision{cause: causeTopologyChange, always: true, newKey: info.TopologyKey, msg: msgTopologyReleased(key)}
+		return pinDecision{cause: causeTopologyChange, always: true, newKey: info.TopologyKey, msg: msg.TopologyReleased(key)}
 	case c.Forming() && c.MinMember > 0 && c.MinMember != info.MinMember:
-		return pinDecision{cause: causeMinMemberChange, msg: msgMinMemberReleased(key)}
+		return pinDecision{cause: causeMinMemberChange, msg: msg.MinMemberReleased(key)}
 	case p.memberOutside(c.Domain) || p.outsideWithin(c.Within):
-		return pinDecision{cause: causeStalePin, stale: staleMemberMoved, msg: msgStaleReleased(c.Domain, key)}
+		return pinDecision{cause: causeStalePin, stale: staleMemberMoved, msg: msg.StaleReleased(c.Domain, key)}
 	case c.Forming() && p.waiterNodeGone(c.ID):
 		// Admitting the waiter would bind it to a node that no longer exists. Rejecting only
 		// that waiter would not save the attempt (its Unreserve unwinds it), so the attempt is
 		// unwound here, at once, and the gang re-plans from the members still placed.
-		return pinDecision{cause: causeStalePin, stale: staleMemberMoved, msg: msgStaleReleased(c.Domain, key)}
+		return pinDecision{cause: causeStalePin, stale: staleMemberMoved, msg: msg.StaleReleased(c.Domain, key)}
 	case !c.Forming() && len(p.placed) < info.MinMember:
 		// A committed gang that lost members forms again: its pin is replanned from the
 		// members still placed (a Terminating member is not one).
@@ -104,13 +107,13 @@ func (p *planner) regrow(c *placement.Commitment, remaining int) {
 // waiterNodeGone reports a member waiting at Permit under attempt id whose node is no longer
 // in the snapshot (the node was deleted).
 func (p *planner) waiterNodeGone(id uint64) bool {
-	pods, err := p.pl.members.list(p.info.Namespace, p.info.Name)
+	pods, err := p.pl.members.List(p.info.Namespace, p.info.Name)
 	if err != nil {
 		return false
 	}
 	infos := p.pl.handle.SnapshotSharedLister().NodeInfos()
 	for _, q := range pods {
-		if got, ok := p.pl.attempts.get(podKey(q)); !ok || got != id || q.Spec.NodeName != "" {
+		if got, ok := p.pl.attempts.get(gang.PodKey(q)); !ok || got != id || q.Spec.NodeName != "" {
 			continue
 		}
 		node, ok := p.pl.reserved.get(q.UID)
@@ -143,10 +146,10 @@ func (p *planner) staleByRoom(c placement.Commitment, plans map[string]*topology
 	dp := plans[c.Domain]
 	switch {
 	case dp == nil || len(dp.Nodes) == 0:
-		return pinDecision{cause: causeStalePin, stale: staleDomainGone, msg: msgStaleReleased(c.Domain, p.info.Key)}, true
+		return pinDecision{cause: causeStalePin, stale: staleDomainGone, msg: msg.StaleReleased(c.Domain, p.info.Key)}, true
 	case p.placedIn(c.Domain) == 0 && dp.Room < p.need && !p.pl.awaitingVictims(p.info.Key, c.Domain):
 		// A domain freed by preemption lacks room until its victims are gone: kept.
-		return pinDecision{cause: causeStalePin, stale: staleNoRoom, msg: msgStaleReleased(c.Domain, p.info.Key)}, true
+		return pinDecision{cause: causeStalePin, stale: staleNoRoom, msg: msg.StaleReleased(c.Domain, p.info.Key)}, true
 	}
 	return pinDecision{}, false
 }
@@ -156,11 +159,11 @@ func (p *planner) staleByRoom(c placement.Commitment, plans map[string]*topology
 // one admits the rest. The cycle then ends with d.msg, and the gang re-plans on the next one.
 func (gs *gangs) dropPin(logger klog.Logger, c placement.Commitment, d pinDecision) *fwk.Status {
 	if d.stale != "" {
-		countPin(pinStaleReplan)
+		metrics.CountPin(metrics.PinStaleReplan)
 		logger.V(4).Info("gangpack.pinGang.stale_replan", "gang", c.Gang, "domain", c.Domain, "cause", d.stale)
 	}
 	if d.newKey != "" {
-		countPin(pinTopologyReplan)
+		metrics.CountPin(metrics.PinTopologyReplan)
 		logger.V(4).Info("gangpack.pinGang.topology_replan", "gang", c.Gang, "oldKey", c.Key, "newKey", d.newKey)
 	}
 	waiters := gs.hasWaiters(c.Gang, c.ID)

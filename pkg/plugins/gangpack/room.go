@@ -10,6 +10,8 @@ import (
 	fwk "k8s.io/kube-scheduler/framework"
 
 	"github.com/moirai-internal/ome-scheduler/pkg/placement"
+	"github.com/moirai-internal/ome-scheduler/pkg/plugins/gangpack/internal/gang"
+	"github.com/moirai-internal/ome-scheduler/pkg/plugins/gangpack/internal/msg"
 	"github.com/moirai-internal/ome-scheduler/pkg/topology"
 )
 
@@ -93,13 +95,13 @@ func (pl *GangPack) snapshotCapacity() placement.Capacity {
 	}
 }
 
-// nodeFreeAll is nodeFreeOf for every resource the node has.
+// nodeFreeAll is gang.NodeFree for every resource the node has.
 func nodeFreeAll(ni fwk.NodeInfo) (topology.Resources, int64) {
 	names := []string{string(v1.ResourceCPU), string(v1.ResourceMemory), string(v1.ResourceEphemeralStorage)}
 	for r := range ni.GetAllocatable().GetScalarResources() {
 		names = append(names, string(r))
 	}
-	return nodeFreeOf(ni, names)
+	return gang.NodeFree(ni, names)
 }
 
 // rawRooms plans every node again without setting reservations aside: the room the gang
@@ -154,9 +156,9 @@ const maxExplained = 3
 // nodes Filter refused as reserved, or, when PreFilter found every fitting domain reserved,
 // every other forming gang.
 func (pl *GangPack) explainReserved(pod *v1.Pod, statuses fwk.NodeToStatusReader, refused []string) string {
-	own, _, _ := gangOf(pod)
+	own, _, _ := gang.Of(pod)
 	gangs := sets.New[string]()
-	if st := statuses.Get(""); st != nil && (strings.HasSuffix(st.Message(), reservedSuffix) || strings.Contains(st.Message(), adoptReservedInfix)) {
+	if st := statuses.Get(""); st != nil && (strings.HasSuffix(st.Message(), msg.ReservedSuffix) || strings.Contains(st.Message(), msg.AdoptReservedInfix)) {
 		for _, c := range pl.store.List() {
 			if c.Forming() && c.Gang != own && len(c.Reserved) > 0 {
 				gangs.Insert(c.Gang)
@@ -174,8 +176,8 @@ func (pl *GangPack) explainReserved(pod *v1.Pod, statuses fwk.NodeToStatusReader
 	names := sets.List(gangs)
 	for _, g := range names[:min(len(names), maxExplained)] {
 		if c, ok := pl.store.Get(g); ok {
-			parts = append(parts, msgGangReserves(g, c.Reserved.Members(), len(c.Reserved), c.Domain))
+			parts = append(parts, msg.GangReserves(g, c.Reserved.Members(), len(c.Reserved), c.Domain))
 		}
 	}
-	return msgReservedBy(parts, len(names)-len(parts))
+	return msg.ReservedBy(parts, len(names)-len(parts))
 }

@@ -5,6 +5,8 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	fwk "k8s.io/kube-scheduler/framework"
+
+	"github.com/moirai-internal/ome-scheduler/pkg/plugins/gangpack/internal/gang"
 )
 
 // packStateKey holds the raw scores by domain, written by PreScore, read by Score.
@@ -29,7 +31,7 @@ func (pl *GangPack) PreScore(_ context.Context, cs fwk.CycleState, pod *v1.Pod, 
 	if pin := readPin(cs); pin != nil {
 		return pl.preScorePinned(cs, pin)
 	}
-	if _, _, member := gangOf(pod); member || !pl.args.PackStandalone() || pl.args.TopologyKey == "" {
+	if _, _, member := gang.Of(pod); member || !pl.args.PackStandalone() || pl.args.TopologyKey == "" {
 		return fwk.NewStatus(fwk.Skip)
 	}
 	// Every node PreScore sees has passed Filter, so the pod fits each of them: a domain's

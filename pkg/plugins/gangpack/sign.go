@@ -5,6 +5,8 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	fwk "k8s.io/kube-scheduler/framework"
+
+	"github.com/moirai-internal/ome-scheduler/pkg/plugins/gangpack/internal/gang"
 )
 
 // standaloneSignKey is OMEGangPack's signature fragment for standalone pods.
@@ -18,7 +20,7 @@ var _ fwk.SignPlugin = &GangPack{}
 // still runs every Filter, so a node held since the batch was recorded is refused as usual.
 // Gang members are not batched: their nodes depend on the gang's pin and members.
 func (pl *GangPack) SignPod(_ context.Context, pod *v1.Pod) ([]fwk.SignFragment, *fwk.Status) {
-	if _, _, member := gangOf(pod); member {
+	if _, _, member := gang.Of(pod); member {
 		return nil, fwk.NewStatus(fwk.Unschedulable, "gang members are not batched")
 	}
 	return []fwk.SignFragment{{Key: standaloneSignKey, Value: true}}, nil

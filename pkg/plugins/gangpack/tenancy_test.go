@@ -13,6 +13,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/moirai-internal/ome-scheduler/pkg/placement"
+	"github.com/moirai-internal/ome-scheduler/pkg/plugins/gangpack/internal/msg"
 )
 
 // Multi-tenant limits: which topology keys a PodGroup may name, and how many gangs of one
@@ -77,7 +78,7 @@ func TestHoldCapPerNamespace(t *testing.T) {
 	w := newWorld(t, args, nodes, []*v1.Pod{x0, x1, y0, y1}, podGroup("x", 2), podGroup("y", 2))
 	w.mustPin(x0) // x holds a domain while it forms
 	_, st := w.preFilter(y0)
-	if want := msgHoldCap("ns", 1); st.Code() != fwk.Unschedulable || st.Message() != want {
+	if want := msg.HoldCap("ns", 1); st.Code() != fwk.Unschedulable || st.Message() != want {
 		t.Fatalf("PreFilter(y-0) = %v, want %q", st, want)
 	}
 	if w.pl.blocked.len() != 1 {

@@ -6,6 +6,9 @@ import (
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
+
+	"github.com/moirai-internal/ome-scheduler/pkg/plugins/gangpack/internal/gang"
+	"github.com/moirai-internal/ome-scheduler/pkg/plugins/gangpack/internal/metrics"
 )
 
 // kube-scheduler 1.35 runs pod queueing hints only for assigned pods: the creation, deletion or
@@ -47,21 +50,21 @@ func asPod(obj any) *v1.Pod {
 func (pl *GangPack) memberEvent(old, cur *v1.Pod) {
 	for _, p := range []*v1.Pod{old, cur} {
 		if p != nil {
-			if key, _, ok := gangOf(p); ok {
+			if key, _, ok := gang.Of(p); ok {
 				pl.reps.invalidate(key)
 			}
 		}
 	}
 	if old != nil && (cur == nil || !maps.Equal(old.Labels, cur.Labels)) {
 		if waiters := pl.waits.take(old.Namespace, old.Name); len(waiters) > 0 {
-			n := pl.activate(pl.logger, triggerTemplatesComplete, waiters)
+			n := pl.activate(pl.logger, metrics.TriggerTemplatesComplete, waiters)
 			pl.logger.V(4).Info("gangpack.members.awaited_changed", "pod", klog.KObj(old), "deleted", cur == nil, "activated", n)
 		}
 	}
-	if cur == nil || cur.Spec.NodeName != "" || !live(cur) {
+	if cur == nil || cur.Spec.NodeName != "" || !gang.Live(cur) {
 		return
 	}
-	if key, name, ok := gangOf(cur); ok && (old == nil || old.Labels[PodGroupLabel] != cur.Labels[PodGroupLabel]) {
+	if key, name, ok := gang.Of(cur); ok && (old == nil || old.Labels[PodGroupLabel] != cur.Labels[PodGroupLabel]) {
 		pl.wakeIncomplete(key, cur.Namespace, name)
 	}
 }
@@ -78,13 +81,13 @@ func (pl *GangPack) wakeIncomplete(key, ns, name string) {
 	if err != nil || pg == nil {
 		return
 	}
-	pods, err := pl.members.list(ns, name)
+	pods, err := pl.members.List(ns, name)
 	if err != nil {
 		return
 	}
 	n := 0
 	for _, p := range pods {
-		if live(p) {
+		if gang.Live(p) {
 			n++
 		}
 	}
@@ -95,7 +98,7 @@ func (pl *GangPack) wakeIncomplete(key, ns, name string) {
 	if rep == nil {
 		return
 	}
-	pl.activate(pl.logger, triggerTemplatesComplete, []*v1.Pod{rep})
+	pl.activate(pl.logger, metrics.TriggerTemplatesComplete, []*v1.Pod{rep})
 	pl.logger.V(4).Info("gangpack.members.joined_incomplete", "gang", key, "live", n, "activated", klog.KObj(rep))
 }
 
@@ -103,7 +106,7 @@ func (pl *GangPack) wakeIncomplete(key, ns, name string) {
 func firstUngated(pods []*v1.Pod) *v1.Pod {
 	var rep *v1.Pod
 	for _, p := range pods {
-		if live(p) && p.Spec.NodeName == "" && len(p.Spec.SchedulingGates) == 0 && (rep == nil || p.Name < rep.Name) {
+		if gang.Live(p) && p.Spec.NodeName == "" && len(p.Spec.SchedulingGates) == 0 && (rep == nil || p.Name < rep.Name) {
 			rep = p
 		}
 	}
@@ -117,10 +120,10 @@ func firstUngated(pods []*v1.Pod) *v1.Pod {
 // informer no longer shows pending and ungated (its event not delivered yet) is recomputed.
 func (gs *gangs) representative(ns, name, key string) (*v1.Pod, bool) {
 	rep, gen, cached := gs.reps.lookup(key)
-	if cached && (rep == nil || gs.members.ungatedPending(rep)) {
+	if cached && (rep == nil || gs.members.UngatedPending(rep)) {
 		return rep, true
 	}
-	pods, err := gs.members.list(ns, name)
+	pods, err := gs.members.List(ns, name)
 	if err != nil {
 		return nil, false
 	}

@@ -130,8 +130,11 @@ func waitingGangWorld(t testing.TB, n int) (*world, []*v1.Pod) {
 // ungated member by name, also before the informer's event for a deleted one is delivered.
 func TestDeleteHintListsGangOnce(t *testing.T) {
 	w, pods := waitingGangWorld(t, 50)
-	counter := &countingIndexer{Indexer: w.pl.members.indexer}
-	w.pl.members.indexer = counter
+	var counter *countingIndexer
+	w.pl.members.WrapIndexer(func(ix cache.Indexer) cache.Indexer {
+		counter = &countingIndexer{Indexer: ix}
+		return counter
+	})
 	freed := standalone("fill")
 	freed.Spec.NodeName = "a0"
 	hint := podHint(true, w.pl.freesRoomFor)

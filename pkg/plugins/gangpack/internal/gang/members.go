@@ -1,4 +1,4 @@
-package gangpack
+package gang
 
 import (
 	"fmt"
@@ -14,15 +14,15 @@ import (
 // memberIndex indexes the scheduler's shared pod informer by "namespace/pod-group value".
 const memberIndex = "gangpack.ome.io/pod-group"
 
-// memberLister lists a gang's pods from the scheduler's shared pod informer.
-type memberLister struct {
+// Members lists a gang's pods from the scheduler's shared pod informer.
+type Members struct {
 	indexer cache.Indexer
 	lister  corelisters.PodLister
 }
 
-func newMemberLister(pods coreinformers.PodInformer) (*memberLister, error) {
+func NewMembers(pods coreinformers.PodInformer) (*Members, error) {
 	inf := pods.Informer()
-	ml := &memberLister{indexer: inf.GetIndexer(), lister: pods.Lister()}
+	ml := &Members{indexer: inf.GetIndexer(), lister: pods.Lister()}
 	if _, exists := inf.GetIndexer().GetIndexers()[memberIndex]; exists {
 		return ml, nil
 	}
@@ -31,7 +31,7 @@ func newMemberLister(pods coreinformers.PodInformer) (*memberLister, error) {
 		if !ok {
 			return nil, nil
 		}
-		if v := p.Labels[PodGroupLabel]; v != "" {
+		if v := p.Labels[Label]; v != "" {
 			return []string{p.Namespace + "/" + v}, nil
 		}
 		return nil, nil
@@ -43,7 +43,7 @@ func newMemberLister(pods coreinformers.PodInformer) (*memberLister, error) {
 }
 
 // list returns every pod of the gang (any phase).
-func (m *memberLister) list(ns, name string) ([]*v1.Pod, error) {
+func (m *Members) List(ns, name string) ([]*v1.Pod, error) {
 	objs, err := m.indexer.ByIndex(memberIndex, ns+"/"+name)
 	if err != nil {
 		return nil, fmt.Errorf("list members of gang %s/%s: %w", ns, name, err)
@@ -58,34 +58,34 @@ func (m *memberLister) list(ns, name string) ([]*v1.Pod, error) {
 }
 
 // live reports whether a pod counts as a living member: not being deleted, not finished.
-func live(p *v1.Pod) bool {
+func Live(p *v1.Pod) bool {
 	return p.DeletionTimestamp == nil && p.Status.Phase != v1.PodSucceeded && p.Status.Phase != v1.PodFailed
 }
 
 // pending reports whether the informer still shows the pod (same UID; any when uid is empty)
 // live and unbound.
-func (m *memberLister) pending(ns, name string, uid types.UID) bool {
+func (m *Members) Pending(ns, name string, uid types.UID) bool {
 	cur, err := m.lister.Pods(ns).Get(name)
-	return err == nil && (uid == "" || cur.UID == uid) && live(cur) && cur.Spec.NodeName == ""
+	return err == nil && (uid == "" || cur.UID == uid) && Live(cur) && cur.Spec.NodeName == ""
 }
 
 // ungatedPending reports whether the informer still shows p (same UID) live, unbound and
 // without scheduling gates.
-func (m *memberLister) ungatedPending(p *v1.Pod) bool {
+func (m *Members) UngatedPending(p *v1.Pod) bool {
 	cur, err := m.lister.Pods(p.Namespace).Get(p.Name)
-	return err == nil && cur.UID == p.UID && live(cur) && cur.Spec.NodeName == "" && len(cur.Spec.SchedulingGates) == 0
+	return err == nil && cur.UID == p.UID && Live(cur) && cur.Spec.NodeName == "" && len(cur.Spec.SchedulingGates) == 0
 }
 
 // liveUnbound returns the gang's live members without spec.nodeName, except the pod named
 // except (empty = none).
-func (m *memberLister) liveUnbound(ns, name, except string) ([]*v1.Pod, error) {
-	pods, err := m.list(ns, name)
+func (m *Members) LiveUnbound(ns, name, except string) ([]*v1.Pod, error) {
+	pods, err := m.List(ns, name)
 	if err != nil {
 		return nil, err
 	}
 	out := pods[:0:0]
 	for _, p := range pods {
-		if live(p) && p.Spec.NodeName == "" && p.Name != except {
+		if Live(p) && p.Spec.NodeName == "" && p.Name != except {
 			out = append(out, p)
 		}
 	}
@@ -93,16 +93,23 @@ func (m *memberLister) liveUnbound(ns, name, except string) ([]*v1.Pod, error) {
 }
 
 // liveGangs returns the keys of every gang with at least one live pod.
-func (m *memberLister) liveGangs() (map[string]struct{}, error) {
+func (m *Members) LiveGangs() (map[string]struct{}, error) {
 	pods, err := m.lister.List(labels.Everything())
 	if err != nil {
 		return nil, err
 	}
 	out := map[string]struct{}{}
 	for _, p := range pods {
-		if key, _, ok := gangOf(p); ok && live(p) {
+		if key, _, ok := Of(p); ok && Live(p) {
 			out[key] = struct{}{}
 		}
 	}
 	return out, nil
 }
+
+// Pods lists the pods of one namespace from the scheduler's shared pod informer.
+func (m *Members) Pods(ns string) corelisters.PodNamespaceLister { return m.lister.Pods(ns) }
+
+// WrapIndexer replaces the index the gang lists read with wrap(index): tests count or delay
+// the lookups through it.
+func (m *Members) WrapIndexer(wrap func(cache.Indexer) cache.Indexer) { m.indexer = wrap(m.indexer) }

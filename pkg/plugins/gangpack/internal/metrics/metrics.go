@@ -1,4 +1,4 @@
-package gangpack
+package metrics
 
 import (
 	"sync"
@@ -9,65 +9,65 @@ import (
 
 // Pin results (ome_scheduler_gang_pin_total{result}).
 const (
-	pinPinned            = "pinned"
-	pinPinnedAfterFilter = "pinned_after_filter"
-	pinNoFit             = "no_fit"
-	pinReserved          = "reserved"
-	pinAdopted           = "adopted"
-	pinStaleReplan       = "stale_replan"
-	pinTopologyReplan    = "topology_replan"
+	PinPinned            = "pinned"
+	PinPinnedAfterFilter = "pinned_after_filter"
+	PinNoFit             = "no_fit"
+	PinReserved          = "reserved"
+	PinAdopted           = "adopted"
+	PinStaleReplan       = "stale_replan"
+	PinTopologyReplan    = "topology_replan"
 )
 
 // Activation triggers (ome_scheduler_gang_activation_total{trigger}).
 const (
-	triggerPermit              = "permit"
-	triggerTemplatesComplete   = "templates_complete"
-	triggerReservationReleased = "reservation_released"
-	triggerPodGroupChange      = "podgroup_change"
-	triggerDomainFailed        = "domain_failed"
+	TriggerPermit              = "permit"
+	TriggerTemplatesComplete   = "templates_complete"
+	TriggerReservationReleased = "reservation_released"
+	TriggerPodGroupChange      = "podgroup_change"
+	TriggerDomainFailed        = "domain_failed"
 )
 
 // Placement group results (ome_scheduler_placement_group_total{result}).
 const (
-	groupPlaced  = "placed"
-	groupNoFit   = "no_fit"
-	groupUnwound = "unwound"
+	GroupPlaced  = "placed"
+	GroupNoFit   = "no_fit"
+	GroupUnwound = "unwound"
 )
 
 // Placement outcomes (ome_scheduler_gang_placement_total{outcome}).
 const (
-	outcomeSingleDomain = "single_domain"
-	outcomeSplit        = "split"
-	outcomeSplitRefused = "split_refused"
+	OutcomeSingleDomain = "single_domain"
+	OutcomeSplit        = "split"
+	OutcomeSplitRefused = "split_refused"
 )
 
 var (
-	placementTotal = metrics.NewCounterVec(&metrics.CounterOpts{
+	PlacementTotal = metrics.NewCounterVec(&metrics.CounterOpts{
 		Name:           "ome_scheduler_gang_placement_total",
 		Help:           "Gang placement outcomes (single_domain, split, split_refused): admitted gangs verified in one domain, admitted gangs found across domains (must stay 0), PreFilter refusals of gangs whose members already sit in several domains.",
 		StabilityLevel: metrics.ALPHA,
 	}, []string{"outcome"})
-	domainMemberRoom = metrics.NewGaugeVec(&metrics.GaugeOpts{
+	DomainMemberRoom = metrics.NewGaugeVec(&metrics.GaugeOpts{
 		Name:           "ome_scheduler_domain_member_room",
 		Help:           "Members of the last planned gang's shape that each domain's nodes can take, from the latest gang planning over all nodes.",
 		StabilityLevel: metrics.ALPHA,
 	}, []string{"topology_key", "domain"})
-	domainHeld = metrics.NewGaugeVec(&metrics.GaugeOpts{
+	DomainHeld = metrics.NewGaugeVec(&metrics.GaugeOpts{
 		Name:           "ome_scheduler_domain_held",
 		Help:           "Whether a forming gang holds the domain (1) or not (0).",
 		StabilityLevel: metrics.ALPHA,
 	}, []string{"topology_key", "domain"})
-	strandedCapacity = metrics.NewGaugeVec(&metrics.GaugeOpts{
+	StrandedCapacity = metrics.NewGaugeVec(&metrics.GaugeOpts{
 		Name:           "ome_scheduler_stranded_capacity",
 		Help:           "Free units of the planned gang's largest extended resource in domains whose member room is below the smallest pending gang's need, at the latest gang planning over all nodes.",
 		StabilityLevel: metrics.ALPHA,
 	}, []string{"topology_key", "resource"})
-	largestPlaceableGang = metrics.NewGaugeVec(&metrics.GaugeOpts{
+	LargestPlaceableGang = metrics.NewGaugeVec(&metrics.GaugeOpts{
 		Name:           "ome_scheduler_largest_placeable_gang",
 		Help:           "Largest domain member room, in members of the planned gang's shape, at the latest gang planning over all nodes.",
 		StabilityLevel: metrics.ALPHA,
 	}, []string{"topology_key"})
-	formationDuration = metrics.NewHistogram(&metrics.HistogramOpts{
+	FormationDuration = metrics.NewHistogram(&metrics.HistogramOpts{
 		Name:           "ome_scheduler_gang_formation_duration_seconds",
 		Help:           "Seconds from the creation of a gang's minMember-th member to the Permit admission of the gang.",
 		Buckets:        metrics.ExponentialBucketsRange(0.01, 600, 17),
@@ -75,41 +75,41 @@ var (
 	})
 )
 
-// registerQualityMetrics is called once per process from registerMetrics.
+// registerQualityMetrics is called once per process from Register.
 func registerQualityMetrics() {
-	legacyregistry.MustRegister(placementTotal, domainMemberRoom, domainHeld, strandedCapacity, largestPlaceableGang, formationDuration)
-	for _, o := range []string{outcomeSingleDomain, outcomeSplit, outcomeSplitRefused} {
-		placementTotal.WithLabelValues(o).Add(0)
+	legacyregistry.MustRegister(PlacementTotal, DomainMemberRoom, DomainHeld, StrandedCapacity, LargestPlaceableGang, FormationDuration)
+	for _, o := range []string{OutcomeSingleDomain, OutcomeSplit, OutcomeSplitRefused} {
+		PlacementTotal.WithLabelValues(o).Add(0)
 	}
 }
 
 var (
-	pinTotal = metrics.NewCounterVec(&metrics.CounterOpts{
+	PinTotal = metrics.NewCounterVec(&metrics.CounterOpts{
 		Name:           "ome_scheduler_gang_pin_total",
 		Help:           "Gang domain-placement decisions by result (pinned, pinned_after_filter, no_fit, reserved, adopted, stale_replan, topology_replan).",
 		StabilityLevel: metrics.ALPHA,
 	}, []string{"result"})
-	gateTotal = metrics.NewCounterVec(&metrics.CounterOpts{
+	GateTotal = metrics.NewCounterVec(&metrics.CounterOpts{
 		Name:           "ome_scheduler_gang_gate_total",
 		Help:           "Permit gate evaluations by result (wait, admit).",
 		StabilityLevel: metrics.ALPHA,
 	}, []string{"result"})
-	activationTotal = metrics.NewCounterVec(&metrics.CounterOpts{
+	ActivationTotal = metrics.NewCounterVec(&metrics.CounterOpts{
 		Name:           "ome_scheduler_gang_activation_total",
 		Help:           "Explicit pod activations by trigger (permit, templates_complete, reservation_released, podgroup_change, domain_failed).",
 		StabilityLevel: metrics.ALPHA,
 	}, []string{"trigger"})
-	unwindTotal = metrics.NewCounter(&metrics.CounterOpts{
+	UnwindTotal = metrics.NewCounter(&metrics.CounterOpts{
 		Name:           "ome_scheduler_gang_unwind_total",
 		Help:           "Gang attempts unwound: commitments released with their waiting members rejected.",
 		StabilityLevel: metrics.ALPHA,
 	})
-	groupTotal = metrics.NewCounterVec(&metrics.CounterOpts{
+	GroupTotal = metrics.NewCounterVec(&metrics.CounterOpts{
 		Name:           "ome_scheduler_placement_group_total",
 		Help:           "Partner placement group decisions by result (placed, no_fit, unwound).",
 		StabilityLevel: metrics.ALPHA,
 	}, []string{"result"})
-	pinnedGroups = metrics.NewGauge(&metrics.GaugeOpts{
+	PinnedGroups = metrics.NewGauge(&metrics.GaugeOpts{
 		Name:           "ome_scheduler_pinned_groups",
 		Help:           "Gangs currently pinned to a domain, forming or committed.",
 		StabilityLevel: metrics.ALPHA,
@@ -118,28 +118,28 @@ var (
 	registerOnce sync.Once
 )
 
-// registerMetrics registers the contract metrics once per process in the component-base
+// Register registers the contract metrics once per process in the component-base
 // legacy registry (served on the scheduler's /metrics) and creates every documented series.
-func registerMetrics() {
+func Register() {
 	registerOnce.Do(func() {
-		legacyregistry.MustRegister(pinTotal, gateTotal, activationTotal, unwindTotal, pinnedGroups, groupTotal)
-		for _, r := range []string{groupPlaced, groupNoFit, groupUnwound} {
-			groupTotal.WithLabelValues(r).Add(0)
+		legacyregistry.MustRegister(PinTotal, GateTotal, ActivationTotal, UnwindTotal, PinnedGroups, GroupTotal)
+		for _, r := range []string{GroupPlaced, GroupNoFit, GroupUnwound} {
+			GroupTotal.WithLabelValues(r).Add(0)
 		}
-		for _, r := range []string{pinPinned, pinPinnedAfterFilter, pinNoFit, pinReserved, pinAdopted, pinStaleReplan, pinTopologyReplan} {
-			pinTotal.WithLabelValues(r).Add(0)
+		for _, r := range []string{PinPinned, PinPinnedAfterFilter, PinNoFit, PinReserved, PinAdopted, PinStaleReplan, PinTopologyReplan} {
+			PinTotal.WithLabelValues(r).Add(0)
 		}
 		for _, r := range []string{"wait", "admit"} {
-			gateTotal.WithLabelValues(r).Add(0)
+			GateTotal.WithLabelValues(r).Add(0)
 		}
-		for _, t := range []string{triggerPermit, triggerTemplatesComplete, triggerReservationReleased, triggerPodGroupChange, triggerDomainFailed} {
-			activationTotal.WithLabelValues(t).Add(0)
+		for _, t := range []string{TriggerPermit, TriggerTemplatesComplete, TriggerReservationReleased, TriggerPodGroupChange, TriggerDomainFailed} {
+			ActivationTotal.WithLabelValues(t).Add(0)
 		}
-		unwindTotal.Add(0)
-		pinnedGroups.Set(0)
+		UnwindTotal.Add(0)
+		PinnedGroups.Set(0)
 		registerQualityMetrics()
 		registerPreemptionMetrics()
 	})
 }
 
-func countPin(result string) { pinTotal.WithLabelValues(result).Inc() }
+func CountPin(result string) { PinTotal.WithLabelValues(result).Inc() }

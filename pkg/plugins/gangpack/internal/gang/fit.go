@@ -1,4 +1,4 @@
-package gangpack
+package gang
 
 import (
 	"encoding/json"
@@ -15,20 +15,20 @@ import (
 	"github.com/moirai-internal/ome-scheduler/pkg/topology"
 )
 
-// podFit holds what fits(pod, node) needs about one pod, computed once per cycle.
-type podFit struct {
+// PodFit holds what fits(pod, node) needs about one pod, computed once per cycle.
+type PodFit struct {
 	pod      *v1.Pod
-	request  topology.Resources
+	Request  topology.Resources
 	affinity nodeaffinity.RequiredNodeAffinity
 }
 
-func newPodFit(p *v1.Pod) *podFit {
-	return &podFit{pod: p, request: podRequest(p), affinity: nodeaffinity.GetRequiredNodeAffinity(p)}
+func NewPodFit(p *v1.Pod) *PodFit {
+	return &PodFit{pod: p, Request: Request(p), affinity: nodeaffinity.GetRequiredNodeAffinity(p)}
 }
 
-// podRequest is the pod's effective request (init containers and overhead included) in the
+// Request is the pod's effective request (init containers and overhead included) in the
 // planner's units: milli-CPU, bytes, and plain counts for everything else.
-func podRequest(p *v1.Pod) topology.Resources {
+func Request(p *v1.Pod) topology.Resources {
 	rl := resourcehelper.PodRequests(p, resourcehelper.PodResourcesOptions{})
 	out := make(topology.Resources, len(rl))
 	for name, q := range rl {
@@ -41,10 +41,10 @@ func podRequest(p *v1.Pod) topology.Resources {
 	return out
 }
 
-// nodeFreeOf returns allocatable minus requested for the named resources (the planner's
-// units, as podRequest), and how many more pods fit. Resources a node does not have count
+// NodeFree returns allocatable minus requested for the named resources (the planner's
+// units, as Request), and how many more pods fit. Resources a node does not have count
 // as 0 allocatable.
-func nodeFreeOf(ni fwk.NodeInfo, names []string) (topology.Resources, int64) {
+func NodeFree(ni fwk.NodeInfo, names []string) (topology.Resources, int64) {
 	alloc, req := ni.GetAllocatable(), ni.GetRequested()
 	free := make(topology.Resources, len(names))
 	for _, name := range names {
@@ -66,7 +66,7 @@ var unschedulableTaint = &v1.Taint{Key: v1.TaintNodeUnschedulable, Effect: v1.Ta
 
 // fits checks the hard node constraints and resource fit of one pod on one node.
 // Inter-pod affinity, ports, volumes and spread are left to the built-in filters.
-func (f *podFit) fits(ni fwk.NodeInfo, free topology.Resources, freePods int64) bool {
+func (f *PodFit) Fits(ni fwk.NodeInfo, free topology.Resources, freePods int64) bool {
 	node := ni.Node()
 	if node == nil {
 		return false
@@ -85,7 +85,7 @@ func (f *podFit) fits(ni fwk.NodeInfo, free topology.Resources, freePods int64) 
 	if ok, err := f.affinity.Match(node); err != nil || !ok {
 		return false
 	}
-	for r, q := range f.request {
+	for r, q := range f.Request {
 		if q > 0 && free[r] < q {
 			return false
 		}
@@ -93,8 +93,8 @@ func (f *podFit) fits(ni fwk.NodeInfo, free topology.Resources, freePods int64) 
 	return freePods > 0
 }
 
-// shapeKey groups members whose fit and size are identical.
-func shapeKey(p *v1.Pod) string {
+// ShapeKey groups members whose fit and size are identical.
+func ShapeKey(p *v1.Pod) string {
 	var required *v1.NodeSelector
 	if p.Spec.Affinity != nil && p.Spec.Affinity.NodeAffinity != nil {
 		required = p.Spec.Affinity.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution
@@ -106,7 +106,7 @@ func shapeKey(p *v1.Pod) string {
 		T  []v1.Toleration
 		N  string
 		PO v1.ResourceList
-	}{podRequest(p), p.Spec.NodeSelector, required, p.Spec.Tolerations, p.Spec.NodeName, p.Spec.Overhead})
+	}{Request(p), p.Spec.NodeSelector, required, p.Spec.Tolerations, p.Spec.NodeName, p.Spec.Overhead})
 	return string(b)
 }
 
@@ -143,23 +143,23 @@ func (m *termMatcher) matches(p *v1.Pod) bool {
 	return m.selector.Matches(labels.Set(p.Labels))
 }
 
-func requiredAffinityTerms(p *v1.Pod) []v1.PodAffinityTerm {
+func RequiredAffinityTerms(p *v1.Pod) []v1.PodAffinityTerm {
 	if p.Spec.Affinity == nil || p.Spec.Affinity.PodAffinity == nil {
 		return nil
 	}
 	return p.Spec.Affinity.PodAffinity.RequiredDuringSchedulingIgnoredDuringExecution
 }
 
-func requiredAntiAffinityTerms(p *v1.Pod) []v1.PodAffinityTerm {
+func RequiredAntiAffinityTerms(p *v1.Pod) []v1.PodAffinityTerm {
 	if p.Spec.Affinity == nil || p.Spec.Affinity.PodAntiAffinity == nil {
 		return nil
 	}
 	return p.Spec.Affinity.PodAntiAffinity.RequiredDuringSchedulingIgnoredDuringExecution
 }
 
-// apart reports whether members must stay one per node when any template's required
+// Apart reports whether members must stay one per node when any template's required
 // anti-affinity term matches any template. Unparsable terms count as matching.
-func apart(templates []*v1.Pod) bool {
+func Apart(templates []*v1.Pod) bool {
 	// Deduplicate the matched side by namespace and labels: gangs are mostly identical pods.
 	type target struct {
 		ns  string
@@ -176,7 +176,7 @@ func apart(templates []*v1.Pod) bool {
 	}
 	checked := map[string]struct{}{}
 	for _, owner := range templates {
-		terms := requiredAntiAffinityTerms(owner)
+		terms := RequiredAntiAffinityTerms(owner)
 		if len(terms) == 0 {
 			continue
 		}
@@ -203,8 +203,8 @@ func apart(templates []*v1.Pod) bool {
 	return false
 }
 
-// hardSpread reports whether the pod carries a DoNotSchedule topology spread constraint.
-func hardSpread(p *v1.Pod) bool {
+// HardSpread reports whether the pod carries a DoNotSchedule topology spread constraint.
+func HardSpread(p *v1.Pod) bool {
 	for _, c := range p.Spec.TopologySpreadConstraints {
 		if c.WhenUnsatisfiable == v1.DoNotSchedule {
 			return true
@@ -213,11 +213,11 @@ func hardSpread(p *v1.Pod) bool {
 	return false
 }
 
-// waitsForSibling returns the first sibling (in template order, excluding owner) that the
+// WaitsForSibling returns the first sibling (in template order, excluding owner) that the
 // owner must wait for (the sibling-affinity wait): a required affinity term that neither the owner nor a placed
 // member satisfies, but that sibling does. nil when the owner need not wait.
-func waitsForSibling(owner *v1.Pod, siblings, placed []*v1.Pod) *v1.Pod {
-	terms := requiredAffinityTerms(owner)
+func WaitsForSibling(owner *v1.Pod, siblings, placed []*v1.Pod) *v1.Pod {
+	terms := RequiredAffinityTerms(owner)
 	for i := range terms {
 		m, err := newTermMatcher(owner, &terms[i])
 		if err != nil {
