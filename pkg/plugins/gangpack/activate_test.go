@@ -39,10 +39,11 @@ func TestWakeBlockedOneMemberPerGang(t *testing.T) {
 	rec := &activationRecorder{Handle: w.h}
 	pl := w.pl
 	pl.handle = rec
+	pl.ledger.SetHandle(rec)
 	for _, p := range pods {
-		pl.blocked.add(p)
+		pl.ledger.ParkBlocked(klog.Background(), p, pl.ledger.Generation())
 	}
-	pl.wakeBlocked(klog.Background())
+	pl.ledger.WakeBlocked(klog.Background())
 	if len(rec.calls) != 1 {
 		t.Fatalf("%d activation calls, want 1", len(rec.calls))
 	}
@@ -55,12 +56,12 @@ func TestWakeBlockedOneMemberPerGang(t *testing.T) {
 	if len(got) != 5 {
 		t.Fatalf("activated %v, want exactly 5 pods", keys(got))
 	}
-	left := pl.blocked.snapshot()
+	left := pl.ledger.Blocked()
 	if len(left) != 2 || left["ns/g1-1"] == nil || left["ns/g1-2"] == nil {
 		t.Fatalf("still blocked %v, want ns/g1-1 and ns/g1-2", keys(left))
 	}
 	// The next drain wakes the next member of g1.
-	pl.wakeBlocked(klog.Background())
+	pl.ledger.WakeBlocked(klog.Background())
 	if _, ok := rec.calls[1]["ns/g1-1"]; !ok || len(rec.calls[1]) != 1 {
 		t.Fatalf("second wake activated %v, want ns/g1-1", keys(rec.calls[1]))
 	}

@@ -7,6 +7,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	fwk "k8s.io/kube-scheduler/framework"
 
+	"github.com/moirai-internal/ome-scheduler/pkg/plugins/gangpack/internal/ledger"
 	"github.com/moirai-internal/ome-scheduler/pkg/plugins/gangpack/internal/msg"
 )
 
@@ -32,7 +33,7 @@ func TestFilterRefusesNodeOutsideCandidates(t *testing.T) {
 }
 
 // The completing member does not admit the gang when a waiter's Permit wait ends within
-// permitDeadlineMargin (kube-scheduler's timer could reject that waiter while the others
+// ledger.PermitDeadlineMargin (kube-scheduler's timer could reject that waiter while the others
 // bind): it is refused, and its Unreserve unwinds the whole attempt.
 func TestPermitGuardNearWaiterDeadline(t *testing.T) {
 	for _, tc := range []struct {
@@ -41,21 +42,21 @@ func TestPermitGuardNearWaiterDeadline(t *testing.T) {
 		admit   bool
 	}{
 		{"well before the waiter's deadline", 10 * time.Second, true},
-		{"within the margin", 600*time.Second - permitDeadlineMargin/2, false},
+		{"within the margin", 600*time.Second - ledger.PermitDeadlineMargin/2, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			nodes := []*v1.Node{testNode("a0", "a", 1), testNode("a1", "a", 1)}
 			m0, m1 := gangMember("g-0", "g", 1), gangMember("g-1", "g", 1)
 			w := newWorld(t, nil, nodes, []*v1.Pod{m0, m1}, podGroup("g", 2))
-			w.pl.after = func(time.Duration, func()) func() { return func() {} }
+			w.pl.ledger.SetAfter(func(time.Duration, func()) func() { return func() {} })
 			start := time.Now()
-			w.pl.now = func() time.Time { return start }
+			w.pl.ledger.SetNow(func() time.Time { return start })
 			if st := w.mustPin(m0).reserveOn("a0"); st.Code() != fwk.Wait {
 				t.Fatalf("Permit(g-0) = %v, want Wait", st)
 			}
 			waiter := w.h.register(m0)
 			w.resnap(assumed(m0, "a0"))
-			w.pl.now = func() time.Time { return start.Add(tc.elapsed) }
+			w.pl.ledger.SetNow(func() time.Time { return start.Add(tc.elapsed) })
 			c := w.mustPin(m1)
 			st := c.reserveOn("a1")
 			if tc.admit {
@@ -68,7 +69,7 @@ func TestPermitGuardNearWaiterDeadline(t *testing.T) {
 				t.Fatalf("Permit(g-1) = %v, waiter %q; want %q and the waiter rejected with %q", st, waiter.now(), msg.WaitEndsSoon("ns/g"), msg.Unwound("ns/g"))
 			}
 			w.pl.Unreserve(w.ctx, c.cs, m1, "a1") // idempotent: the attempt is already unwound
-			if _, pinned := w.pl.store.Get("ns/g"); pinned {
+			if _, pinned := w.pl.ledger.Commitment("ns/g"); pinned {
 				t.Fatal("gang ns/g still pinned after the guarded Permit and its Unreserve")
 			}
 		})

@@ -19,7 +19,7 @@ import (
 // (once per attempt) counts: surplus members and adoptions that were committed at once do not.
 // It verifies from the scheduling snapshot that every placed member of the gang, the current
 // one on nodeName included, sits in the pinned domain, and observes the formation duration.
-func (gs *gangs) gangAdmitted(logger klog.Logger, cs fwk.CycleState, pod *v1.Pod, pin *pinState, nodeName string) {
+func (gs *GangPack) gangAdmitted(logger klog.Logger, cs fwk.CycleState, pod *v1.Pod, pin *pinState, nodeName string) {
 	if !formed(cs) {
 		return
 	}
@@ -38,12 +38,12 @@ func (gs *gangs) gangAdmitted(logger klog.Logger, cs fwk.CycleState, pod *v1.Pod
 
 // placedDomains maps every member of the gang on a snapshot node (bound or assumed, as
 // planner.findPlaced), plus the current pod on nodeName, to its domain under the gang's key.
-func (gs *gangs) placedDomains(pod *v1.Pod, pin *pinState, nodeName string) map[string]string {
+func (gs *GangPack) placedDomains(pod *v1.Pod, pin *pinState, nodeName string) map[string]string {
 	out := map[string]string{}
 	infos := gs.handle.SnapshotSharedLister().NodeInfos()
 	if all, err := infos.List(); err == nil {
-		for _, m := range gs.placedMembers(pin.Gang, all) {
-			out[m.pod.Name] = m.domain
+		for _, m := range gs.ledger.Placed(pin.Gang, all) {
+			out[m.Pod.Name] = m.Domain
 		}
 	}
 	domain := ""
@@ -70,7 +70,7 @@ func placementOutcome(placed map[string]string, pinned string) string {
 
 // formationStart is the creation time of the gang's minMember-th oldest live member (the
 // newest when fewer exist).
-func (gs *gangs) formationStart(g gang.Info) (time.Time, bool) {
+func (gs *GangPack) formationStart(g gang.Info) (time.Time, bool) {
 	pods, err := gs.members.List(g.Namespace, g.Name)
 	if err != nil {
 		return time.Time{}, false

@@ -37,7 +37,7 @@ func BenchmarkPreFilter(b *testing.B) {
 			if _, st := w.pl.PreFilter(w.ctx, framework.NewCycleState(), members[0], infos); !st.IsSuccess() {
 				b.Fatal(st)
 			}
-			w.pl.store.Release("ns/g", placement.AnyID, nil)
+			w.pl.ledger.ReleaseSilently(klog.Background(), "ns/g", placement.AnyID)
 		}
 	})
 	// Between two calls one domain changes (a standalone pod is assumed on one of its nodes,
@@ -62,7 +62,7 @@ func BenchmarkPreFilter(b *testing.B) {
 			if _, status := w.pl.PreFilter(w.ctx, framework.NewCycleState(), members[0], list); !status.IsSuccess() {
 				b.Fatal(status)
 			}
-			w.pl.store.Release("ns/g", placement.AnyID, nil)
+			w.pl.ledger.ReleaseSilently(klog.Background(), "ns/g", placement.AnyID)
 		}
 	})
 	// The heap the plan cache keeps for one gang signature at this size (reported as
@@ -76,7 +76,7 @@ func BenchmarkPreFilter(b *testing.B) {
 			if _, status := w.pl.PreFilter(w.ctx, framework.NewCycleState(), members[0], w.nodeInfos()); !status.IsSuccess() {
 				b.Fatal(status)
 			}
-			w.pl.store.Release("ns/g", placement.AnyID, nil)
+			w.pl.ledger.ReleaseSilently(klog.Background(), "ns/g", placement.AnyID)
 			runtime.GC()
 			runtime.ReadMemStats(&after)
 		}

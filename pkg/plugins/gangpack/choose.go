@@ -31,7 +31,7 @@ func (p *planner) choose(cs fwk.CycleState, c *placement.Commitment) (*fwk.PreFi
 			}
 			return p.narrow(cs, plans, *c, "existing")
 		}
-		if st := p.pl.dropPin(p.logger, *c, d); st != nil {
+		if st := p.drop(*c, d); st != nil {
 			return nil, st
 		}
 		c = nil
@@ -49,7 +49,7 @@ func (p *planner) choose(cs fwk.CycleState, c *placement.Commitment) (*fwk.PreFi
 		if st != nil {
 			return nil, st
 		}
-		plans := p.planOver(inside(p.nodesOfDomain(p.info.TopologyKey, p.placed[0].domain), within))
+		plans := p.planOver(inside(p.nodesOfDomain(p.info.TopologyKey, p.placed[0].Domain), within))
 		p.logEnter(plans, "")
 		return p.adopt(cs, plans, within)
 	}
@@ -219,23 +219,22 @@ func (p *planner) bestFit(cs fwk.CycleState, plans map[string]*topology.DomainPl
 		return nil, st
 	}
 	rooms := topology.Rooms(plans)
-	failed := pl.failed.Values(info.Owner(), info.TopologyKey)
+	failed := pl.ledger.Failed(info.Owner(), info.TopologyKey)
 	req := placement.ChooseRequest{Gang: info.Key, Owner: info.UID, Key: info.TopologyKey, Need: p.need,
 		MinMember: info.MinMember, Reserve: p.reservation, Capacity: p.capacity()}
 	req.Rooms = without(rooms, failed)
 	req.Rank = p.softSpreadRank(req.Rooms)
-	res := pl.store.Choose(req)
+	res := pl.ledger.Choose(req, info)
 	if !res.OK && !res.Existing && !res.Conflict && len(req.Rooms) < len(rooms) {
-		pl.failed.Wrap(info.Owner()) // the lap wraps; resting domains stay out
-		failed = pl.failed.Values(info.Owner(), info.TopologyKey)
+		pl.ledger.WrapFailed(info.Owner()) // the lap wraps; resting domains stay out
+		failed = pl.ledger.Failed(info.Owner(), info.TopologyKey)
 		req.Rooms = without(rooms, failed)
 		req.Rank = p.softSpreadRank(req.Rooms)
-		res = pl.store.Choose(req)
+		res = pl.ledger.Choose(req, info)
 	}
 	if res.OK {
 		if !res.Existing {
 			metrics.CountPin(metrics.PinPinned)
-			pl.pinned(res.Commitment, info)
 		}
 		return p.narrow(cs, plans, res.Commitment, "pinned")
 	}
@@ -284,12 +283,12 @@ func (p *planner) logNoFit(rooms map[string]int, failed map[string]struct{}, rea
 // that its unwind unwinds its partners.
 func (p *planner) adopt(cs fwk.CycleState, plans map[string]*topology.DomainPlan, within placement.DomainRef) (*fwk.PreFilterResult, *fwk.Status) {
 	pl, info := p.pl, p.info
-	d := p.placed[0].domain
+	d := p.placed[0].Domain
 	room := 0
 	if dp := plans[d]; dp != nil {
 		room = dp.Room
 	}
-	if room < p.need && pl.failed.Has(info.Owner(), placement.DomainRef{Key: info.TopologyKey, Value: d}) {
+	if room < p.need && pl.ledger.FailedHas(info.Owner(), placement.DomainRef{Key: info.TopologyKey, Value: d}) {
 		return nil, fwk.NewStatus(fwk.Unschedulable, msg.AdoptedShort(d, info.Key, room, p.need))
 	}
 	if room < p.need && p.rawRooms(map[string]int{d: room})[d] >= p.need {
@@ -302,18 +301,18 @@ func (p *planner) adopt(cs fwk.CycleState, plans map[string]*topology.DomainPlan
 			return nil, st
 		}
 	}
-	c, outcome := pl.store.Pin(placement.PinRequest{Gang: info.Key, Owner: info.UID, Key: info.TopologyKey, Domain: d,
+	group := ""
+	if info.Group != nil {
+		group = info.Group.Key
+	}
+	c, outcome := pl.ledger.Pin(placement.PinRequest{Gang: info.Key, Owner: info.UID, Key: info.TopologyKey, Domain: d,
 		Reserved: p.reservation(d), Capacity: p.capacity(), Remaining: remaining, SoleFit: true, MinMember: info.MinMember,
-		Within: within})
+		Within: within}, info, group)
 	switch outcome {
 	case placement.HeldByOther:
 		return nil, p.adoptBlocked(d)
 	case placement.Pinned:
 		metrics.CountPin(metrics.PinAdopted)
-		pl.pinned(c, info)
-		if info.Group != nil {
-			pl.groups.record(info.Group.Key, c.Gang, c.ID)
-		}
 	}
 	if room < p.need {
 		return nil, fwk.NewStatus(fwk.Unschedulable, msg.AdoptedShort(d, info.Key, room, p.need))
@@ -334,7 +333,7 @@ func (p *planner) resting(rooms map[string]int, failed map[string]struct{}) *fwk
 	if !ok {
 		return nil
 	}
-	if _, rests := p.pl.failed.Resting(p.info.Owner(), p.info.TopologyKey)[d]; !rests {
+	if _, rests := p.pl.ledger.Resting(p.info.Owner(), p.info.TopologyKey)[d]; !rests {
 		return nil
 	}
 	metrics.CountPin(metrics.PinNoFit)
@@ -359,10 +358,10 @@ func (p *planner) holdCapped() *fwk.Status {
 	if limit == 0 {
 		return nil
 	}
-	if _, pinned := p.pl.store.Get(p.info.Key); pinned {
+	if p.pl.ledger.Pinned(p.info.Key) {
 		return nil
 	}
-	n := p.pl.store.FormingWithPrefix(p.info.Namespace+"/", p.info.Key)
+	n := p.pl.ledger.FormingIn(p.info.Namespace+"/", p.info.Key)
 	if n < limit {
 		return nil
 	}

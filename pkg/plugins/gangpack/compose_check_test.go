@@ -173,7 +173,7 @@ func (c *checker) checkRoom(label string) {
 	s := c.s
 	reserved := map[string]int64{}
 	who := map[string][]string{}
-	for _, cm := range s.pl.store.List() {
+	for _, cm := range s.pl.ledger.Pins() {
 		if !cm.Forming() {
 			continue
 		}
@@ -215,7 +215,7 @@ func (c *checker) freeGPUs(n *v1.Node, occupies func(*simPod) bool) int64 {
 // checkHolds verifies every forming reservation ends by min(timeout, 15 min).
 func (c *checker) checkHolds(label string) {
 	s := c.s
-	for _, cm := range s.pl.store.List() {
+	for _, cm := range s.pl.ledger.Pins() {
 		if !cm.Forming() {
 			continue
 		}

@@ -58,7 +58,7 @@ func (s *sim) deliver(moves func(sp *simPod) bool) {
 // and the queueing hint.
 func (s *sim) podGroupEvent(o, n *schedv1alpha1.PodGroup) {
 	if n != nil && (o == nil || podGroupChanged(o, n)) {
-		s.pl.onPodGroupChange(o, n)
+		s.pl.ledger.OnPodGroupChange(o, n)
 	}
 	var obj any = n
 	if n == nil {

@@ -182,14 +182,14 @@ func (s *sim) start(factory informers.SharedInformerFactory) {
 	s.pl.podGroups.cur.Store(&pgInformer{lister: pglisters.NewPodGroupLister(s.pgIdx), informer: syncedInformer{}})
 	s.pl.pdbs = nil
 	gen := s.gen
-	s.pl.now = func() time.Time { return s.now }
-	s.pl.after = func(d time.Duration, f func()) func() { return s.addTimer(gen, d, f) }
+	s.pl.ledger.SetNow(func() time.Time { return s.now })
+	s.pl.ledger.SetAfter(func(d time.Duration, f func()) func() { return s.addTimer(gen, d, f) })
 	// The plugin's goroutines (a waiter's supervisor, the eviction calls) run at the next
 	// afterPlugin, as one step of simulated time: on their own they would act at real-time
 	// moments the sequence does not control, and the same seed would play differently.
-	s.pl.spawn = func(f func()) { s.spawned = append(s.spawned, f) }
+	s.pl.ledger.SetSpawn(func(f func()) { s.spawned = append(s.spawned, f) })
 	capture := &captureInformer{SharedIndexInformer: s.podInf}
-	if err := s.pl.watchDoubts(capture); err != nil {
+	if err := s.pl.ledger.WatchDoubts(capture); err != nil {
 		s.t.Fatal(err)
 	}
 	s.doubts = capture.handlers[0]

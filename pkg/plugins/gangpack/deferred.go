@@ -48,11 +48,11 @@ func (p *planner) deferredPlan(cs fwk.CycleState, plans map[string]*topology.Dom
 	}
 	rooms := topology.Rooms(plans)
 	eff := rooms // counted outside the other gangs' reservations
-	failed := pl.failed.Values(info.Owner(), info.TopologyKey)
+	failed := pl.ledger.Failed(info.Owner(), info.TopologyKey)
 	eff1 := without(eff, failed)
 	if topology.CountFitting(eff1, p.need) == 0 && len(eff1) < len(eff) {
-		pl.failed.Wrap(info.Owner()) // resting domains stay out
-		failed = pl.failed.Values(info.Owner(), info.TopologyKey)
+		pl.ledger.WrapFailed(info.Owner()) // resting domains stay out
+		failed = pl.ledger.Failed(info.Owner(), info.TopologyKey)
 		eff1 = without(eff, failed)
 	}
 	planned := map[string]*topology.DomainPlan{}
@@ -98,13 +98,12 @@ func (pl *GangPack) pinDeferred(logger klog.Logger, cs fwk.CycleState, pod *v1.P
 	if !ok || dp.Room < plan.Need {
 		return nil, fwk.NewStatus(fwk.Error, msg.OutsideDeferredPlan)
 	}
-	c, outcome := pl.store.Pin(placement.PinRequest{Gang: plan.Gang.Key, Owner: plan.Gang.UID, Key: plan.Gang.TopologyKey,
-		Domain: domain, Reserved: plan.Reserve[domain], Capacity: pl.snapshotCapacity(), Remaining: plan.Need, SoleFit: len(plan.Planned) < 2, MinMember: plan.Gang.MinMember})
+	c, outcome := pl.ledger.Pin(placement.PinRequest{Gang: plan.Gang.Key, Owner: plan.Gang.UID, Key: plan.Gang.TopologyKey,
+		Domain: domain, Reserved: plan.Reserve[domain], Capacity: pl.snapshotCapacity(), Remaining: plan.Need, SoleFit: len(plan.Planned) < 2, MinMember: plan.Gang.MinMember}, plan.Gang, "")
 	if outcome != placement.Pinned {
 		return nil, fwk.NewStatus(fwk.Error, msg.DomainUnavailable)
 	}
 	metrics.CountPin(metrics.PinPinnedAfterFilter)
-	pl.pinned(c, plan.Gang)
 	pin := &pinState{Gang: plan.Gang, Domain: domain, ID: c.ID, SoleFit: c.SoleFit}
 	cs.Write(pinStateKey, pin)
 	logger.V(4).Info("gangpack.pinGang.result", "pod", klog.KObj(pod), "gang", plan.Gang.Key, "topologyKey", plan.Gang.TopologyKey,

@@ -81,10 +81,10 @@ func (pl *GangPack) representsGang(target *v1.Pod) bool {
 	if !ok {
 		return true
 	}
-	if pl.store.Has(key) {
+	if pl.ledger.Pinned(key) {
 		return true
 	}
-	rep, ok := pl.representative(target.Namespace, name, key)
+	rep, ok := pl.ledger.Representative(target.Namespace, name, key)
 	return !ok || rep == nil || samePod(rep, target)
 }
 
@@ -133,7 +133,7 @@ func (pl *GangPack) hintKeys(target *v1.Pod) []string {
 	if pl.args.TopologyKey == "" {
 		return nil
 	}
-	return append(pl.store.HeldKeys(), pl.args.TopologyKey)
+	return append(pl.ledger.HeldKeys(), pl.args.TopologyKey)
 }
 
 // nodeMatters reports whether any of the nodes carries one of the target's hint keys.

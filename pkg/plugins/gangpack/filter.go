@@ -52,12 +52,12 @@ func (pl *GangPack) filterRoom(logger klog.Logger, cs fwk.CycleState, pod *v1.Po
 	if pin != nil {
 		own = pin.Gang.Key
 	}
-	generation := pl.store.Generation()
-	if pl.doubts.blocks(node.Name, pod.UID, time.Now()) {
-		pl.parkBlocked(logger, pod, generation)
+	generation := pl.ledger.Generation()
+	if pl.ledger.DoubtBlocks(node.Name, pod.UID, time.Now()) {
+		pl.ledger.ParkBlocked(logger, pod, generation)
 		return fwk.NewStatus(fwk.Unschedulable, msg.BindInDoubt)
 	}
-	reserved := pl.store.ReservedOn(node.Name, own)
+	reserved := pl.ledger.ReservedOn(node.Name, own)
 	if len(reserved.Gangs) == 0 {
 		return nil
 	}

@@ -103,7 +103,7 @@ func TestLostSurvivorKeepsGangForming(t *testing.T) {
 			if st := w.mustPin(r2).reserveOn("a4"); st.Code() != fwk.Wait {
 				t.Fatalf("Permit(g-r2) = %v, want Wait: g-r1 and g-r2 are 2 live members of a gang of 3", st)
 			}
-			if c, _ := w.pl.store.Get("ns/g"); c.Remaining != 1 {
+			if c, _ := w.pl.ledger.Commitment("ns/g"); c.Remaining != 1 {
 				t.Fatalf("remaining %d, want 1 (one more replacement)", c.Remaining)
 			}
 		})
@@ -156,7 +156,7 @@ func TestPermitTimeoutCappedAtFifteenMinutes(t *testing.T) {
 		t.Fatal(err)
 	}
 	start := time.Now()
-	w.pl.now = func() time.Time { return start }
+	w.pl.ledger.SetNow(func() time.Time { return start })
 	c := w.mustPin(m0)
 	ni, _ := w.h.snapshot.NodeInfos().Get("a0")
 	if st := w.pl.Filter(w.ctx, c.cs, m0, ni); !st.IsSuccess() {
@@ -168,12 +168,12 @@ func TestPermitTimeoutCappedAtFifteenMinutes(t *testing.T) {
 	if st, wait := w.pl.Permit(w.ctx, c.cs, m0, "a0"); st.Code() != fwk.Wait || wait != 15*time.Minute {
 		t.Fatalf("Permit = %v, %v; want Wait, 15m", st, wait)
 	}
-	w.pl.now = func() time.Time { return start.Add(900 * time.Second) }
+	w.pl.ledger.SetNow(func() time.Time { return start.Add(900 * time.Second) })
 	w.pl.Unreserve(w.ctx, c.cs, m0, "a0") // kube-scheduler's Permit timer rejected the waiter
 	if _, st := w.preFilter(m0); st.Code() != fwk.Unschedulable || st.Message() != msg.NoRoomResting("ns/g", "a") {
 		t.Fatalf("PreFilter after kube-scheduler's timeout = %v, want %q", st, msg.NoRoomResting("ns/g", "a"))
 	}
-	if n := w.pl.store.HeldDomains(); n != 0 {
+	if n := w.pl.ledger.HeldDomains(); n != 0 {
 		t.Fatalf("the gang holds %d domains again, want its domain resting", n)
 	}
 }
@@ -188,16 +188,16 @@ func TestTimersEndWithTheirAttempt(t *testing.T) {
 	pg.Spec.ScheduleTimeoutSeconds = ptr.To[int32](1 << 30)
 	w := newWorld(t, nil, nodes, []*v1.Pod{m0, m1}, pg)
 	lt := &liveTimers{}
-	w.pl.after = lt.after
+	w.pl.ledger.SetAfter(lt.after)
 	for i := 0; i < 300; i++ {
 		c := w.mustPin(m0)
 		if i%2 == 0 {
 			w.pl.Unreserve(w.ctx, c.cs, m0, "a0")
 		} else {
-			w.pl.releaseSilently(klog.Background(), "ns/g", readPin(c.cs).ID)
+			w.pl.ledger.ReleaseSilently(klog.Background(), "ns/g", readPin(c.cs).ID)
 		}
 	}
-	if n, d := lt.count(), w.pl.deadlines.len(); n != 0 || d != 0 {
+	if n, d := lt.count(), w.pl.ledger.Deadlines(); n != 0 || d != 0 {
 		t.Fatalf("%d live timers and %d deadlines after 300 ended attempts, want none", n, d)
 	}
 	w.mustPin(m0)
@@ -213,7 +213,7 @@ func TestTimersEndWithTheirAttempt(t *testing.T) {
 	if st := w.mustPin(m1).reserveOn("b1"); !st.IsSuccess() {
 		t.Fatalf("Permit(g-1) = %v, want the admission", st)
 	}
-	if n, d := lt.count(), w.pl.deadlines.len(); n != 0 || d != 0 {
+	if n, d := lt.count(), w.pl.ledger.Deadlines(); n != 0 || d != 0 {
 		t.Fatalf("%d live timers and %d deadlines after the gang committed, want none", n, d)
 	}
 }
@@ -238,10 +238,10 @@ func TestMovedSlotWakesBlockedPods(t *testing.T) {
 	solo := standalone("solo")
 	w := newWorld(t, nil, nodes, []*v1.Pod{m0, m1, solo}, podGroup("g", 2))
 	c := w.mustPin(m0)
-	if got := w.pl.store.ReservedOn("a0", "").Gangs; !slices.Equal(got, []string{"ns/g"}) {
+	if got := w.pl.ledger.ReservedOn("a0", "").Gangs; !slices.Equal(got, []string{"ns/g"}) {
 		t.Fatalf("a0 reserved by %v, want ns/g", got)
 	}
-	w.pl.parkBlocked(klog.Background(), solo, w.pl.store.Generation()) // refused on a0
+	w.pl.ledger.ParkBlocked(klog.Background(), solo, w.pl.ledger.Generation()) // refused on a0
 	if st := c.reserveOn("a2"); st.Code() != fwk.Wait {
 		t.Fatalf("Permit(g-0) = %v, want Wait", st)
 	}
@@ -256,15 +256,15 @@ func TestDoubtTimeoutWakesBlockedPods(t *testing.T) {
 	a, b := standalone("a"), standalone("b")
 	w := newWorld(t, nil, nodes, []*v1.Pod{a, b})
 	lt := &liveTimers{}
-	w.pl.after = lt.after
+	w.pl.ledger.SetAfter(lt.after)
 	cs := w.admitStandalone(a, "n0")
 	w.pl.Unreserve(w.ctx, cs, a, "n0") // the bind failed after admission
-	w.pl.parkBlocked(klog.Background(), b, w.pl.store.Generation())
+	w.pl.ledger.ParkBlocked(klog.Background(), b, w.pl.ledger.Generation())
 	lt.fire() // maxDoubt passes
 	if !wasActivated(w, "ns/b") {
 		t.Fatalf("activated %v, want ns/b when the doubt ended", w.h.activated)
 	}
-	if w.pl.doubts.blocks("n0", b.UID, time.Now()) {
+	if w.pl.ledger.DoubtBlocks("n0", b.UID, time.Now()) {
 		t.Fatal("n0 still in doubt")
 	}
 }
@@ -294,10 +294,10 @@ func TestDoubtEndsOnlyOnBindOutcome(t *testing.T) {
 			nodes := []*v1.Node{testNode("n0", "", 1)}
 			a, b := standalone("a"), standalone("b")
 			w := newWorld(t, nil, nodes, []*v1.Pod{a, b})
-			w.pl.after = (&liveTimers{}).after
+			w.pl.ledger.SetAfter((&liveTimers{}).after)
 			w.pl.Unreserve(w.ctx, w.admitStandalone(a, "n0"), a, "n0")
-			tc.event(w.pl.doubtEvents(), a)
-			if blocked := w.pl.doubts.blocks("n0", b.UID, time.Now()); blocked == tc.ends {
+			tc.event(w.pl.ledger.DoubtEvents(), a)
+			if blocked := w.pl.ledger.DoubtBlocks("n0", b.UID, time.Now()); blocked == tc.ends {
 				t.Fatalf("n0 in doubt after the event: %v, want %v", blocked, !tc.ends)
 			}
 		})

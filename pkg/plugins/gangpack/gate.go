@@ -27,12 +27,12 @@ func (p *planner) gate() *fwk.Status {
 	placedPods := p.placedPods()
 	if s := gang.WaitsForSibling(p.pod, p.templates[1:], placedPods); s != nil {
 		p.logger.V(4).Info("gangpack.pinGang.sibling_wait", "pod", klog.KObj(p.pod), "gang", key, "sibling", klog.KObj(s))
-		p.pl.waits.add(s, p.pod)
+		p.pl.ledger.Await(s, p.pod)
 		return fwk.NewStatus(fwk.Unschedulable, msg.SiblingWait(s.Namespace, s.Name))
 	}
 	if a := p.spreadAnchorFirst(placedPods); a != nil {
 		p.logger.V(4).Info("gangpack.pinGang.spread_anchor_wait", "pod", klog.KObj(p.pod), "gang", key, "anchor", klog.KObj(a))
-		p.pl.waits.add(a, p.pod)
+		p.pl.ledger.Await(a, p.pod)
 		return fwk.NewStatus(fwk.Unschedulable, msg.AnchorWait(a.Namespace, a.Name))
 	}
 	return nil
@@ -79,11 +79,10 @@ func (p *planner) collectTemplates() *fwk.Status {
 	sort.Slice(others, func(i, j int) bool { return others[i].Name < others[j].Name })
 	p.templates = append([]*v1.Pod{p.pod}, others...)
 	if len(p.templates) < p.need {
-		pl.incomplete.add(info.Key)
+		pl.ledger.MembersMissing(info.Key)
 		return fwk.NewStatus(fwk.Unschedulable, msg.Templates(info.Key, len(p.templates), p.need))
 	}
-	if pl.incomplete.remove(info.Key) {
-		n := pl.activateGang(p.logger, metrics.TriggerTemplatesComplete, info.Namespace, info.Name, p.pod.Name)
+	if n, waited := pl.ledger.MembersComplete(p.logger, info, p.pod.Name, metrics.TriggerTemplatesComplete); waited {
 		p.logger.V(4).Info("gangpack.templates.complete", "gang", info.Key, "activated", n)
 	}
 	return nil

@@ -7,6 +7,8 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
+
+	"github.com/moirai-internal/ome-scheduler/pkg/plugins/gangpack/internal/ledger"
 )
 
 // runGC releases pins of dead or re-created gangs every interval until
@@ -25,34 +27,12 @@ func (pl *GangPack) gcOnce(logger klog.Logger) {
 	if err != nil {
 		return
 	}
-	for _, k := range pl.incomplete.keys() {
-		if _, ok := liveGangs[k]; !ok {
-			pl.incomplete.remove(k)
-		}
-	}
-	isLive := func(k string) bool { _, ok := liveGangs[k]; return ok }
-	pl.reps.prune(isLive)
-	pl.permitWoke.prune(isLive)
-	pl.waits.prune(pl.members.Pending)
-	for _, k := range pl.failed.Gangs() {
-		if _, ok := liveGangs[k]; !ok {
-			pl.forgetFailed(k, "")
-		}
-	}
-	for _, p := range pl.blocked.snapshot() {
-		if !pl.members.Pending(p.Namespace, p.Name, p.UID) {
-			pl.blocked.remove(p)
-		}
-	}
+	pl.ledger.Prune(logger, liveGangs)
 	pl.pruneGroups()
 	pl.quality.pruneParked(pl.gangPending)
-	pl.quality.forgetStaleKeys(pl.store, time.Now())
-	if pl.doubts.prune(time.Now()) {
-		pl.wakeBlocked(logger)
-	}
-	pl.reserved.prune(pl.members.Pending)
+	pl.quality.forgetStaleKeys(pl.ledger, time.Now())
 	synced := pl.podGroups != nil && pl.podGroups.synced()
-	for _, c := range pl.store.List() {
+	for _, c := range pl.ledger.Pins() {
 		stale := false
 		if _, ok := liveGangs[c.Gang]; !ok {
 			stale = true
@@ -64,8 +44,7 @@ func (pl *GangPack) gcOnce(logger klog.Logger) {
 			}
 		}
 		if stale {
-			pl.unwind(logger, c.Gang, c.ID, causeGC, false)
-			pl.forgetFailed(c.Gang, "")
+			pl.ledger.Abandon(logger, c.Gang, c.ID, ledger.CauseGC)
 		}
 	}
 }

@@ -201,7 +201,7 @@ func newWorld(t testing.TB, args *Args, nodes []*v1.Node, pods []*v1.Pod, pgs ..
 	w.pl = newPlugin(ctx, args, h, ml)
 	w.pl.podGroups = &podGroupReader{}
 	w.pl.podGroups.cur.Store(&pgInformer{lister: pglisters.NewPodGroupLister(w.pgs), informer: nil})
-	w.pl.active.Store(true)
+	w.pl.ledger.MarkActive()
 	for _, pg := range pgs {
 		w.putPodGroup(pg)
 	}

@@ -12,6 +12,7 @@ import (
 	fwk "k8s.io/kube-scheduler/framework"
 
 	"github.com/moirai-internal/ome-scheduler/pkg/placement"
+	"github.com/moirai-internal/ome-scheduler/pkg/plugins/gangpack/internal/ledger"
 )
 
 // timers replaces time.AfterFunc: it records each deadline and fires them on demand.
@@ -67,7 +68,7 @@ func newHoldSim(t *testing.T) *holdSim {
 	w := newWorld(t, nil, nodes, pods, podGroup("x", 2), podGroup("y", 3), podGroup("z", 2))
 	s := &holdSim{w: w, tm: &timers{}, pgs: map[string]int32{"x": 2, "y": 3, "z": 2},
 		cycles: map[string]*cycle{}, nodeOf: map[string]string{}, waits: map[string]*fakeWaiter{}}
-	w.pl.after = s.tm.after
+	w.pl.ledger.SetAfter(s.tm.after)
 	return s
 }
 
@@ -176,22 +177,22 @@ func (s *holdSim) step(op, arg byte) {
 	case 0, 1:
 		s.schedule(s.w.pods[int(arg)%len(s.w.pods)])
 	case 2:
-		if c, ok := s.w.pl.store.Get(testNS + "/" + gang); ok {
-			s.w.pl.unwind(klog.Background(), c.Gang, c.ID, causeUnreserve, false)
+		if c, ok := s.w.pl.ledger.Commitment(testNS + "/" + gang); ok {
+			s.w.pl.ledger.Unwind(klog.Background(), c.Gang, c.ID, ledger.CauseUnreserve, false)
 		}
 	case 3:
 		old := podGroup(gang, s.pgs[gang])
 		s.pgs[gang] = int32(1 + int(arg/3)%3)
 		cur := podGroup(gang, s.pgs[gang])
 		_ = s.w.pgs.Update(cur)
-		s.w.pl.onPodGroupChange(old, cur)
+		s.w.pl.ledger.OnPodGroupChange(old, cur)
 	case 4:
 		p := s.w.pods[int(arg)%len(s.w.pods)]
 		if _, waiting := s.waits[p.Name]; !waiting {
 			s.w.updatePod(terminating(p))
 		}
 	case 5:
-		s.w.pl.unwind(klog.Background(), testNS+"/"+gang, placement.AnyID, causeGC, false)
+		s.w.pl.ledger.Unwind(klog.Background(), testNS+"/"+gang, placement.AnyID, ledger.CauseGC, false)
 	}
 	s.settle()
 }
@@ -210,9 +211,9 @@ func FuzzHoldsHaveDeadlines(f *testing.F) {
 		s := newHoldSim(t)
 		created := 0
 		for i := 0; i+1 < len(ops); i += 2 {
-			before := s.w.pl.store.List()
+			before := s.w.pl.ledger.Pins()
 			s.step(ops[i], ops[i+1])
-			created += newForming(before, s.w.pl.store.List())
+			created += newForming(before, s.w.pl.ledger.Pins())
 			if s.tm.n < created {
 				t.Fatalf("after op %d: %d forming commitments were created but only %d deadlines set", i/2, created, s.tm.n)
 			}
@@ -222,7 +223,7 @@ func FuzzHoldsHaveDeadlines(f *testing.F) {
 			s.settle()
 		}
 		s.tm.fire()
-		for _, c := range s.w.pl.store.List() {
+		for _, c := range s.w.pl.ledger.Pins() {
 			if c.Forming() {
 				t.Fatalf("gang %s still holds domain %s after every deadline passed", c.Gang, c.Domain)
 			}

@@ -3,16 +3,15 @@ package gangpack
 import (
 	"sort"
 	"strconv"
-	"sync"
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
 
 	"github.com/moirai-internal/ome-scheduler/pkg/plugins/gangpack/internal/gang"
-	"github.com/moirai-internal/ome-scheduler/pkg/plugins/gangpack/internal/metrics"
 	"github.com/moirai-internal/ome-scheduler/pkg/plugins/gangpack/internal/msg"
 
 	schedv1alpha1 "sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
@@ -215,8 +214,8 @@ func (p *planner) groupGate() *fwk.Status {
 		return fwk.NewStatus(fwk.Unschedulable, msg.GroupWait(g.Key, ready, g.Size))
 	}
 	p.partners = pts
-	if p.pl.groupsWaiting.remove(g.Key) {
-		n := p.pl.activateGroup(p.logger, pts, p.pod.Name)
+	if p.pl.ledger.GroupReady(g.Key) {
+		n := p.pl.ledger.ActivateGroup(p.logger, gangsOf(pts), p.pod.Name)
 		p.groupWoken = true
 		p.logger.V(4).Info("gangpack.group.complete", "group", g.Key, "activated", n)
 	}
@@ -234,7 +233,7 @@ const (
 // reason; the same reason wakes nobody, so members never wake each other in turn.
 func (p *planner) groupWaits(why string) {
 	g := p.info.Group
-	if prev, had := p.pl.groupsWaiting.set(g.Key, why); had && prev != why {
+	if prev, had := p.pl.ledger.GroupWaits(g.Key, why); had && prev != why {
 		pgs, err := p.pl.partnerPodGroups(g)
 		if err != nil {
 			return
@@ -243,58 +242,16 @@ func (p *planner) groupWaits(why string) {
 		for i, pg := range pgs {
 			pts[i] = partner{pg: pg}
 		}
-		n := p.pl.activateGroup(p.logger, pts, p.pod.Name)
+		n := p.pl.ledger.ActivateGroup(p.logger, gangsOf(pts), p.pod.Name)
 		p.logger.V(4).Info("gangpack.group.reason_changed", "group", g.Key, "reason", why, "activated", n)
 	}
 }
 
-// groupStates remembers the groups whose members wait, with why.
-type groupStates struct {
-	mu sync.Mutex
-	m  map[string]string
-}
-
-func newGroupStates() *groupStates { return &groupStates{m: map[string]string{}} }
-
-// set records why the group waits and returns the previous reason, if any.
-func (s *groupStates) set(group, why string) (prev string, had bool) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	prev, had = s.m[group]
-	s.m[group] = why
-	return prev, had
-}
-
-// remove forgets the group and reports whether it waited.
-func (s *groupStates) remove(group string) bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	_, ok := s.m[group]
-	delete(s.m, group)
-	return ok
-}
-
-func (s *groupStates) keys() []string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	out := make([]string, 0, len(s.m))
-	for k := range s.m {
-		out = append(out, k)
+// gangsOf names the partners' gangs.
+func gangsOf(pts []partner) []types.NamespacedName {
+	out := make([]types.NamespacedName, len(pts))
+	for i, pt := range pts {
+		out[i] = types.NamespacedName{Namespace: pt.pg.Namespace, Name: pt.pg.Name}
 	}
-	sort.Strings(out)
 	return out
-}
-
-// activateGroup wakes the live unbound members of every partner except the pod named except.
-func (gs *gangs) activateGroup(logger klog.Logger, pts []partner, except string) int {
-	var pods []*v1.Pod
-	for _, pt := range pts {
-		list, err := gs.members.LiveUnbound(pt.pg.Namespace, pt.pg.Name, except)
-		if err != nil {
-			logger.Error(err, "List partner members for activation", "gang", pt.pg.Namespace+"/"+pt.pg.Name)
-			continue
-		}
-		pods = append(pods, list...)
-	}
-	return gs.activate(logger, metrics.TriggerTemplatesComplete, pods)
 }

@@ -25,7 +25,7 @@ import (
 // nodes lacks the group key.
 func (p *planner) partnerAnchor(info gang.Info) ([]string, bool, *fwk.Status) {
 	gk := p.info.Group.TopologyKey
-	if c, pinned := p.pl.store.Get(info.Key); pinned {
+	if c, pinned := p.pl.ledger.Commitment(info.Key); pinned {
 		if c.Within.Key == gk && c.Within.Value != "" {
 			return []string{c.Within.Value}, true, nil
 		}
@@ -41,7 +41,7 @@ func (p *planner) partnerAnchor(info gang.Info) ([]string, bool, *fwk.Status) {
 			return sets.List(values), true, nil
 		}
 	}
-	placed := p.pl.placedMembers(info, p.all)
+	placed := p.pl.ledger.Placed(info, p.all)
 	if len(placed) == 0 {
 		return nil, false, nil
 	}
@@ -51,12 +51,12 @@ func (p *planner) partnerAnchor(info gang.Info) ([]string, bool, *fwk.Status) {
 
 // placedGroupValues returns the group-key values of the placed members' nodes (sorted), or
 // the status that parks the pod when one of those nodes lacks the group key.
-func (p *planner) placedGroupValues(info gang.Info, placed []placedMember) ([]string, *fwk.Status) {
+func (p *planner) placedGroupValues(info gang.Info, placed []gang.Placed) ([]string, *fwk.Status) {
 	gk := p.info.Group.TopologyKey
 	infos := p.pl.handle.SnapshotSharedLister().NodeInfos()
 	values := sets.New[string]()
 	for _, m := range placed {
-		ni, err := infos.Get(m.node)
+		ni, err := infos.Get(m.Node)
 		if err != nil || ni.Node() == nil || ni.Node().Labels[gk] == "" {
 			return nil, p.anchorWait("no_label", msg.GroupAnchorNoLabel(p.info.Group.Key, info.Key, gk))
 		}
@@ -112,7 +112,7 @@ func (p *planner) outsideWithin(within placement.DomainRef) bool {
 	}
 	infos := p.pl.handle.SnapshotSharedLister().NodeInfos()
 	for _, m := range p.placed {
-		if ni, err := infos.Get(m.node); err != nil || ni.Node() == nil || ni.Node().Labels[within.Key] != within.Value {
+		if ni, err := infos.Get(m.Node); err != nil || ni.Node() == nil || ni.Node().Labels[within.Key] != within.Value {
 			return true
 		}
 	}

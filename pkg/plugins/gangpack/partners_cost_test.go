@@ -44,7 +44,7 @@ func TestPartnerGroupKeyMustBeAllowed(t *testing.T) {
 	if st.Code() != fwk.Unschedulable || st.Message() != want {
 		t.Fatalf("PreFilter = %v, want Unschedulable %q", st, want)
 	}
-	if w.pl.store.Len() != 0 {
+	if w.pl.ledger.Len() != 0 {
 		t.Errorf("pinned despite the refused group key")
 	}
 }

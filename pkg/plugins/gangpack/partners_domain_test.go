@@ -70,7 +70,7 @@ func TestPartnerGroupStaysInGroupDomain(t *testing.T) {
 	if z := w.zoneOfNodes(c.res.NodeNames.UnsortedList()); !slices.Equal(z, []string{"A"}) {
 		t.Errorf("a-1 candidates %v in zones %v, want zone A only", c.res.NodeNames.UnsortedList(), z)
 	}
-	pa, _ := w.pl.store.Get("ns/a")
+	pa, _ := w.pl.ledger.Commitment("ns/a")
 	var reserved []string
 	for n := range pa.Reserved {
 		reserved = append(reserved, n)
@@ -168,16 +168,16 @@ func TestPartnerGroupAdoptedPartnerCascades(t *testing.T) {
 	w := newWorld(t, groupArgs(), zonesWithRepeatedRacks()[:8], slices.Concat(a, b),
 		partnerPG("a", 2, "grp", "2", testZoneKey), partnerPG("b", 2, "grp", "2", testZoneKey))
 	w.mustPin(b[1]) // adopts rack r1 in zone A, one member still to place
-	pb, ok := w.pl.store.Get("ns/b")
+	pb, ok := w.pl.ledger.Commitment("ns/b")
 	if !ok || !pb.Forming() {
 		t.Fatalf("b pin %+v (%v), want a forming adoption", pb, ok)
 	}
 	w.mustPin(a[0]) // the group is anchored by b: a is placed in zone A
-	if _, ok := w.pl.store.Get("ns/a"); !ok {
+	if _, ok := w.pl.ledger.Commitment("ns/a"); !ok {
 		t.Fatal("a not pinned")
 	}
 	w.pl.Unreserve(w.ctx, w.cycleOfPin(b[1]), b[1], "a-r1-1")
-	if pa, ok := w.pl.store.Get("ns/a"); ok {
+	if pa, ok := w.pl.ledger.Commitment("ns/a"); ok {
 		t.Errorf("a still pinned (%+v) after its adopted partner b was unwound", pa)
 	}
 }
@@ -194,7 +194,7 @@ func TestPartnerGroupSurplusFailureKeepsGroup(t *testing.T) {
 			if st.Code() != fwk.Wait || len(waiters) != 3 {
 				t.Fatalf("b-0 Permit %v, %d waiters; want Wait and 3", st, len(waiters))
 			}
-			if pa, _ := w.pl.store.Get("ns/a"); pa.Forming() {
+			if pa, _ := w.pl.ledger.Commitment("ns/a"); pa.Forming() {
 				t.Fatalf("a pin %+v, want committed", pa)
 			}
 			used := map[string]bool{}
@@ -219,7 +219,7 @@ func TestPartnerGroupSurplusFailureKeepsGroup(t *testing.T) {
 				w.pl.PostFilter(w.ctx, c.cs, a[2], nil)
 			}
 			for _, gang := range []string{"ns/a", "ns/b"} {
-				if _, ok := w.pl.store.Get(gang); !ok {
+				if _, ok := w.pl.ledger.Commitment(gang); !ok {
 					t.Errorf("%s unpinned by the surplus member's %s", gang, how)
 				}
 			}

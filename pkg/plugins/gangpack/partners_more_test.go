@@ -25,7 +25,7 @@ func TestPartnerGroupExpiryCascades(t *testing.T) {
 	w := newWorld(t, groupArgs(), nodes, slices.Concat(a, b),
 		partnerPG("a", 2, "grp", "2", ""), partnerPG("b", 2, "grp", "2", ""))
 	var timers []func()
-	w.pl.after = func(_ time.Duration, f func()) func() { timers = append(timers, f); return func() {} }
+	w.pl.ledger.SetAfter(func(_ time.Duration, f func()) func() { timers = append(timers, f); return func() {} })
 	waiters, st, _ := w.formGroup(a)
 	if st.Code() != fwk.Wait || len(waiters) != 2 {
 		t.Fatalf("a-1 Permit %v with %d waiters; want Wait (b forming) and 2", st, len(waiters))
@@ -41,8 +41,8 @@ func TestPartnerGroupExpiryCascades(t *testing.T) {
 			t.Errorf("%s: %q, want %q", name, v, msg.Unwound("ns/a"))
 		}
 	}
-	if w.pl.store.Len() != 0 {
-		t.Errorf("%d pins left, want 0", w.pl.store.Len())
+	if w.pl.ledger.Len() != 0 {
+		t.Errorf("%d pins left, want 0", w.pl.ledger.Len())
 	}
 }
 
@@ -63,12 +63,12 @@ func TestPartnerGroupMinMemberRaisedUnwindsCommittedPartner(t *testing.T) {
 	if err := w.pgs.Update(grown); err != nil {
 		t.Fatal(err)
 	}
-	w.pl.onPodGroupChange(old, grown)
+	w.pl.ledger.OnPodGroupChange(old, grown)
 	if v := waiters["a-0"].await(testWait); v != msg.Unwound("ns/a") {
 		t.Fatalf("a-0: %q, want %q", v, msg.Unwound("ns/a"))
 	}
-	if w.pl.store.Len() != 0 {
-		t.Errorf("%d pins left, want 0", w.pl.store.Len())
+	if w.pl.ledger.Len() != 0 {
+		t.Errorf("%d pins left, want 0", w.pl.ledger.Len())
 	}
 }
 
@@ -86,7 +86,7 @@ func TestPartnerGroupLabelOnPods(t *testing.T) {
 	if got := domainOf(t, c.res.NodeNames.UnsortedList()); got != "c4" {
 		t.Fatalf("b-0 candidates in %s, want c4", got)
 	}
-	if p, ok := w.pl.store.Get("ns/a"); !ok || p.Domain != "c4" {
+	if p, ok := w.pl.ledger.Commitment("ns/a"); !ok || p.Domain != "c4" {
 		t.Errorf("a pinned %v in %q, want c4 with b", ok, p.Domain)
 	}
 }
@@ -185,20 +185,20 @@ func FuzzPlacementGroupInterpretation(f *testing.F) {
 func TestPartnerGroupsPruned(t *testing.T) {
 	a := members("a", 2)
 	w := newWorld(t, groupArgs(), cliqueNodes("c4", "", 4), a, partnerPG("a", 2, "grp", "2", ""))
-	w.pl.groupsWaiting.set("ns/grp", groupIncomplete)
-	w.pl.groupsWaiting.set("ns/gone", groupIncomplete)
-	w.pl.groups.record("ns/old", "ns/x", 41)
-	w.pl.groups.record("ns/old", "ns/y", 42)
+	w.pl.ledger.GroupWaits("ns/grp", groupIncomplete)
+	w.pl.ledger.GroupWaits("ns/gone", groupIncomplete)
+	w.pl.ledger.RecordGroup("ns/old", "ns/x", 41)
+	w.pl.ledger.RecordGroup("ns/old", "ns/y", 42)
 	_, st := w.preFilter(a[0]) // waits for b: a is not pinned, nothing recorded
 	if st.IsSuccess() {
 		t.Fatal("a planned without its partner")
 	}
 	w.pl.pruneGroups()
-	got := w.pl.groupsWaiting.keys()
+	got := w.pl.ledger.WaitingGroups()
 	if len(got) != 1 || got[0] != "ns/grp" {
 		t.Errorf("waiting groups %v, want [ns/grp]", got)
 	}
-	if w.pl.groups.len() != 0 {
+	if w.pl.ledger.GroupRecords() != 0 {
 		t.Errorf("stale group record kept")
 	}
 }
@@ -256,7 +256,7 @@ func TestPartnerStalePinReplansWithItsGroup(t *testing.T) {
 	if st := c.reserveOn(cands[0]); st.Code() != fwk.Wait {
 		t.Fatalf("a-0 Permit = %v, want Wait", st)
 	}
-	pb, ok := w.pl.store.Get("ns/b")
+	pb, ok := w.pl.ledger.Commitment("ns/b")
 	if !ok || pb.Within.Value != "A" {
 		t.Fatalf("b pinned = %v within %v, want zone A", ok, pb.Within)
 	}
@@ -277,7 +277,7 @@ func TestPartnerStalePinReplansWithItsGroup(t *testing.T) {
 		got := cb.res.NodeNames.UnsortedList()
 		t.Fatalf("b-0 PreFilter placed it on %v (zones %v), want it to wait for room in zone A", got, w.zoneOfNodes(got))
 	}
-	if pb, ok := w.pl.store.Get("ns/b"); ok && pb.Within.Value != "A" {
+	if pb, ok := w.pl.ledger.Commitment("ns/b"); ok && pb.Within.Value != "A" {
 		t.Errorf("b re-pinned to %s within %v, want no pin outside zone A", pb.Domain, pb.Within)
 	}
 }

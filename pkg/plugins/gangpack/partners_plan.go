@@ -63,7 +63,11 @@ func (p *planner) placeGroup() (*placement.Commitment, *fwk.Status) {
 			Reserved: gp.reservation(q, i, plan.Members(i)), Capacity: p.capacity(), Remaining: q.need,
 			SoleFit: sole < 2, MinMember: q.info.MinMember, Within: within}
 	}
-	cs, outcome, _ := p.pl.store.PinGroup(reqs)
+	infos := make([]gang.Info, len(gp.todo))
+	for i, q := range gp.todo {
+		infos[i] = q.info
+	}
+	cs, outcome := p.pl.ledger.PinGroup(g.Key, reqs, infos)
 	if outcome != placement.Pinned {
 		p.park()
 		metrics.CountPin(metrics.PinReserved)
@@ -73,8 +77,6 @@ func (p *planner) placeGroup() (*placement.Commitment, *fwk.Status) {
 	var own *placement.Commitment
 	for i, c := range cs {
 		metrics.CountPin(metrics.PinPinned)
-		p.pl.pinned(c, gp.todo[i].info)
-		p.pl.groups.record(g.Key, c.Gang, c.ID)
 		if c.Gang == p.info.Key {
 			own = &cs[i]
 		}
@@ -82,9 +84,9 @@ func (p *planner) placeGroup() (*placement.Commitment, *fwk.Status) {
 	p.logger.V(4).Info("gangpack.group.pinned", "pod", klog.KObj(p.pod), "group", g.Key, "groupKey", g.TopologyKey,
 		"domain", best, "partners", len(cs), "need", plan.Need, "room", plan.Room)
 	if !p.groupWoken { // partners parked by an earlier no-fit plan now have their pins
-		p.pl.activateGroup(p.logger, p.partners, p.pod.Name)
+		p.pl.ledger.ActivateGroup(p.logger, gangsOf(p.partners), p.pod.Name)
 	}
-	p.others = p.pl.withProtected(p.pl.store.ReservedExcept(p.info.Key), func() int32 { return p.pl.gangPreemptPriority(p.pod) })
+	p.others = p.pl.withProtected(p.pl.ledger.ReservedExcept(p.info.Key), func() int32 { return p.pl.gangPreemptPriority(p.pod) })
 	return own, nil
 }
 

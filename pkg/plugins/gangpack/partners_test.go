@@ -122,8 +122,8 @@ func TestPartnerGroupBestFitOverTotal(t *testing.T) {
 	if got := domainOf(t, c.res.NodeNames.UnsortedList()); got != "c4" {
 		t.Fatalf("a-0 candidates in %s, want c4", got)
 	}
-	pa, _ := w.pl.store.Get("ns/a")
-	pb, okb := w.pl.store.Get("ns/b")
+	pa, _ := w.pl.ledger.Commitment("ns/a")
+	pb, okb := w.pl.ledger.Commitment("ns/b")
 	if pa.Domain != "c4" || !okb || pb.Domain != "c4" || pa.Reserved.Members() != 2 || pb.Reserved.Members() != 2 {
 		t.Fatalf("pins a=%+v b=%+v, want both in c4 reserving 2 each", pa, pb)
 	}
@@ -155,7 +155,7 @@ func TestPartnerGroupBestFitOverTotal(t *testing.T) {
 	if d := domainOf(t, used); d != "c4" {
 		t.Errorf("members in %s, want c4", d)
 	}
-	if w.pl.groups.len() != 0 {
+	if w.pl.ledger.GroupRecords() != 0 {
 		t.Errorf("group record kept after admission")
 	}
 }
@@ -176,7 +176,7 @@ func TestPartnerGroupGateWaitsForPartners(t *testing.T) {
 	if want := "waiting for placement group ns/grp: 1 of 2 PodGroups ready"; st.Message() != want {
 		t.Fatalf("PreFilter with b incomplete = %q, want %q", st.Message(), want)
 	}
-	if _, ok := w.pl.store.Get("ns/a"); ok {
+	if _, ok := w.pl.ledger.Commitment("ns/a"); ok {
 		t.Fatal("a pinned before its group is complete")
 	}
 	w.addPod(b[1])
@@ -207,8 +207,8 @@ func TestPartnerGroupNoFit(t *testing.T) {
 			t.Errorf("PreFilter(%s) = %q, want %q", p.Name, st.Message(), want)
 		}
 	}
-	if w.pl.store.Len() != 0 {
-		t.Errorf("%d pins, want none", w.pl.store.Len())
+	if w.pl.ledger.Len() != 0 {
+		t.Errorf("%d pins, want none", w.pl.ledger.Len())
 	}
 	if got := groupCounter(t, metrics.GroupNoFit) - before; got != 2 {
 		t.Errorf("placement_group_total{no_fit} moved by %v, want 2", got)
@@ -248,7 +248,7 @@ func TestPartnerGroupErrors(t *testing.T) {
 			if st.Message() != tc.want || st.Code() != fwk.Unschedulable {
 				t.Errorf("PreFilter = %v %q, want Unschedulable %q", st.Code(), st.Message(), tc.want)
 			}
-			if w.pl.store.Len() != 0 {
+			if w.pl.ledger.Len() != 0 {
 				t.Errorf("pinned despite the error")
 			}
 		})
@@ -299,8 +299,8 @@ func TestPartnerGroupUnwindCascades(t *testing.T) {
 			t.Errorf("%s: %q, want %q", name, v, msg.Unwound("ns/a"))
 		}
 	}
-	if w.pl.store.Len() != 0 {
-		t.Errorf("%d pins left, want 0", w.pl.store.Len())
+	if w.pl.ledger.Len() != 0 {
+		t.Errorf("%d pins left, want 0", w.pl.ledger.Len())
 	}
 	if got := groupCounter(t, metrics.GroupUnwound) - before; got != 1 {
 		t.Errorf("placement_group_total{unwound} moved by %v, want 1", got)
@@ -312,7 +312,7 @@ func TestPartnerGroupUnwindCascades(t *testing.T) {
 func (w *world) cycleOfPin(p *v1.Pod) fwk.CycleState {
 	w.t.Helper()
 	key, _, _ := gang.Of(p)
-	c, ok := w.pl.store.Get(key)
+	c, ok := w.pl.ledger.Commitment(key)
 	if !ok {
 		w.t.Fatalf("%s not pinned", key)
 	}

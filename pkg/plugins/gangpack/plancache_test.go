@@ -132,8 +132,8 @@ func (s *cacheSim) step(op, arg byte) {
 		s.w.pl.domains.update(nil, n)
 		s.nodes[n.Name] = n
 	case 5: // another gang pins (reserves room) or lets go
-		if _, ok := s.w.pl.store.Get("ns/o"); ok {
-			s.w.pl.store.Release("ns/o", placement.AnyID, nil)
+		if _, ok := s.w.pl.ledger.Commitment("ns/o"); ok {
+			s.w.pl.ledger.ReleaseSilently(klog.Background(), "ns/o", placement.AnyID)
 			return
 		}
 		s.sync()
@@ -164,9 +164,9 @@ func (s *cacheSim) preFilterOnce(p *v1.Pod, cached bool) outcome {
 		out.nodes = sets.List(c.res.NodeNames)
 	}
 	key, _, _ := gang.Of(p)
-	if pin, ok := s.w.pl.store.Get(key); ok {
+	if pin, ok := s.w.pl.ledger.Commitment(key); ok {
 		out.domain, out.reserved = pin.Domain, pin.Reserved
-		s.w.pl.store.Release(key, pin.ID, nil)
+		s.w.pl.ledger.ReleaseSilently(klog.Background(), key, pin.ID)
 	}
 	return out
 }

@@ -13,13 +13,6 @@ import (
 	"github.com/moirai-internal/ome-scheduler/pkg/topology"
 )
 
-// placedMember is a live gang member found on a node of the snapshot (bound or assumed).
-type placedMember struct {
-	pod    *v1.Pod
-	node   string
-	domain string
-}
-
 // planner carries one PreFilter's planning inputs. Planning runs in three steps, each in its
 // own file (docs/design.md, "Planning a gang"):
 //
@@ -34,7 +27,7 @@ type planner struct {
 	pod       *v1.Pod
 	info      gang.Info
 	all       []fwk.NodeInfo
-	placed    []placedMember
+	placed    []gang.Placed
 	placedSet map[string]struct{}
 	templates []*v1.Pod
 	need      int
@@ -67,8 +60,8 @@ type planner struct {
 
 // plan is PreFilter's planning for a validated gang member.
 func (pl *GangPack) plan(_ context.Context, logger klog.Logger, cs fwk.CycleState, pod *v1.Pod, info gang.Info, nodes []fwk.NodeInfo) (*fwk.PreFilterResult, *fwk.Status) {
-	p := &planner{pl: pl, logger: logger, pod: pod, info: info, all: nodes, generation: pl.store.Generation()}
-	p.others = pl.withProtected(pl.store.ReservedExcept(info.Key), func() int32 { return pl.gangPreemptPriority(pod) })
+	p := &planner{pl: pl, logger: logger, pod: pod, info: info, all: nodes, generation: pl.ledger.Generation()}
+	p.others = pl.withProtected(pl.ledger.ReservedExcept(info.Key), func() int32 { return pl.gangPreemptPriority(pod) })
 	p.findPlaced()
 	pin, st := p.revalidate()
 	if st != nil {
@@ -94,43 +87,22 @@ func (pl *GangPack) plan(_ context.Context, logger klog.Logger, cs fwk.CycleStat
 
 // findPlaced finds the gang's live members on nodes (bound or assumed), sorted by pod name.
 func (p *planner) findPlaced() {
-	p.placed = p.pl.placedMembers(p.info, p.all)
+	p.placed = p.pl.ledger.Placed(p.info, p.all)
 	p.placedSet = make(map[string]struct{}, len(p.placed))
 	for _, m := range p.placed {
-		p.placedSet[m.pod.Name] = struct{}{}
+		p.placedSet[m.Pod.Name] = struct{}{}
 	}
-	sort.Slice(p.placed, func(i, j int) bool { return p.placed[i].pod.Name < p.placed[j].pod.Name })
-}
-
-// membersOnNodes returns the gang's live members found on the given snapshot nodes (bound or
-// assumed), each with its node and its domain under the gang's topology key. A Terminating
-// member still occupies its node (the snapshot counts its requests) but is not a placed
-// member: it never counts toward minMember, adoption or "already placed".
-func membersOnNodes(nodes []fwk.NodeInfo, g gang.Info) []placedMember {
-	var out []placedMember
-	for _, ni := range nodes {
-		node := ni.Node()
-		if node == nil {
-			continue
-		}
-		for _, pi := range ni.GetPods() {
-			q := pi.GetPod()
-			if q.Namespace == g.Namespace && q.Labels[PodGroupLabel] == g.Name && gang.Live(q) {
-				out = append(out, placedMember{pod: q, node: node.Name, domain: node.Labels[g.TopologyKey]})
-			}
-		}
-	}
-	return out
+	sort.Slice(p.placed, func(i, j int) bool { return p.placed[i].Pod.Name < p.placed[j].Pod.Name })
 }
 
 // split reports members in more than one domain, or on a node without the label.
 func (p *planner) split() bool {
 	domains := map[string]struct{}{}
 	for _, m := range p.placed {
-		if m.domain == "" {
+		if m.Domain == "" {
 			return true
 		}
-		domains[m.domain] = struct{}{}
+		domains[m.Domain] = struct{}{}
 	}
 	return len(domains) > 1
 }
@@ -138,7 +110,7 @@ func (p *planner) split() bool {
 func (p *planner) placedPods() []*v1.Pod {
 	out := make([]*v1.Pod, len(p.placed))
 	for i, m := range p.placed {
-		out[i] = m.pod
+		out[i] = m.Pod
 	}
 	return out
 }
@@ -146,7 +118,7 @@ func (p *planner) placedPods() []*v1.Pod {
 func (p *planner) placedIn(domain string) int {
 	n := 0
 	for _, m := range p.placed {
-		if m.domain == domain {
+		if m.Domain == domain {
 			n++
 		}
 	}
@@ -156,5 +128,5 @@ func (p *planner) placedIn(domain string) int {
 // park records the pod as blocked by a hold, so the next hold lift wakes it. A hold lifted
 // between the decision and the record (the store's generation moved) wakes it at once.
 func (p *planner) park() {
-	p.pl.parkBlocked(p.logger, p.pod, p.generation)
+	p.pl.ledger.ParkBlocked(p.logger, p.pod, p.generation)
 }

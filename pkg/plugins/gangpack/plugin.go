@@ -17,19 +17,20 @@ import (
 	fwk "k8s.io/kube-scheduler/framework"
 
 	"github.com/moirai-internal/ome-scheduler/pkg/plugins/gangpack/internal/gang"
+	"github.com/moirai-internal/ome-scheduler/pkg/plugins/gangpack/internal/ledger"
 	"github.com/moirai-internal/ome-scheduler/pkg/plugins/gangpack/internal/metrics"
 	"github.com/moirai-internal/ome-scheduler/pkg/plugins/gangpack/internal/msg"
 )
 
 // Name is the plugin's name in the scheduler configuration.
-const Name = "OMEGangPack"
+const Name = gang.PluginName
 
 // PodGroupLabel marks a gang member; its value names the PodGroup in the pod's namespace.
 const PodGroupLabel = gang.Label
 
-// GangPack is the OMEGangPack plugin: its arguments, its readers, and gangs, the one owner of
+// GangPack is the OMEGangPack plugin: its arguments, its readers, and the ledger, the one owner of
 // the state that lives across scheduling cycles. Each extension point is a file of its own
-// that reads the cycle, asks gangs, and answers the framework.
+// that reads the cycle, asks the ledger, and answers the framework.
 type GangPack struct {
 	args      *Args
 	podGroups *podGroupReader
@@ -37,7 +38,20 @@ type GangPack struct {
 	registerPodGroupEvents bool
 	// pdbs lists PodDisruptionBudgets for preemption (nil when preemption is off).
 	pdbs policylisters.PodDisruptionBudgetLister
-	*gangs
+	// ledger is the one owner of the state that lives across scheduling cycles.
+	ledger *ledger.Ledger
+	// members lists a gang's pods from the scheduler's shared pod informer.
+	members *gang.Members
+	handle  fwk.Handle
+	// ctx and logger are for work outside a scheduling cycle (GC, eviction calls, wake-ups).
+	ctx    context.Context
+	logger klog.Logger
+
+	quality   *qualityTracker // per-domain series and pending gangs of the quality gauges
+	domains   *domainIndex    // topology key → domain → node names, from node events (nil: scan)
+	preempted *preemptions    // victims each preemptor waits on
+	evicting  *evictions      // victims whose eviction calls are under way
+	plans     *planCache      // per-domain plans of recent gang signatures (plancache.go)
 }
 
 var (
@@ -92,11 +106,11 @@ func New(ctx context.Context, obj runtime.Object, h fwk.Handle) (fwk.Plugin, err
 	if err := pl.watchMembers(h.SharedInformerFactory().Core().V1().Pods().Informer()); err != nil {
 		return nil, fmt.Errorf("watch pods for gang member changes: %w", err)
 	}
-	if err := pl.watchDoubts(h.SharedInformerFactory().Core().V1().Pods().Informer()); err != nil {
+	if err := pl.ledger.WatchDoubts(h.SharedInformerFactory().Core().V1().Pods().Informer()); err != nil {
 		return nil, fmt.Errorf("watch pods for bindings in doubt: %w", err)
 	}
 	if cfg := h.KubeConfig(); cfg != nil {
-		r, served, err := newPodGroupReader(ctx, cfg, h.ClientSet(), pl.onPodGroupChange)
+		r, served, err := newPodGroupReader(ctx, cfg, h.ClientSet(), pl.ledger.OnPodGroupChange)
 		if err != nil {
 			return nil, err
 		}
@@ -115,7 +129,19 @@ func New(ctx context.Context, obj runtime.Object, h fwk.Handle) (fwk.Plugin, err
 }
 
 func newPlugin(ctx context.Context, args *Args, h fwk.Handle, ml *gang.Members) *GangPack {
-	return &GangPack{args: args, gangs: newGangs(ctx, h, ml)}
+	pl := &GangPack{
+		args:      args,
+		members:   ml,
+		handle:    h,
+		ctx:       ctx,
+		logger:    klog.FromContext(ctx),
+		quality:   newQualityTracker(),
+		preempted: newPreemptions(),
+		evicting:  newEvictions(),
+		plans:     newPlanCache(),
+	}
+	pl.ledger = ledger.New(ctx, h, ml, func(l *ledger.Ledger) { pl.quality.refreshHeld(l) })
+	return pl
 }
 
 // Name returns the plugin name.

@@ -13,8 +13,6 @@ import (
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
 
-	"github.com/moirai-internal/ome-scheduler/pkg/plugins/gangpack/internal/metrics"
-
 	schedv1alpha1 "sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
 	pgclientset "sigs.k8s.io/scheduler-plugins/pkg/generated/clientset/versioned"
 	pginformers "sigs.k8s.io/scheduler-plugins/pkg/generated/informers/externalversions"
@@ -147,25 +145,4 @@ func (r *podGroupReader) waitForSync(ctx context.Context, timeout time.Duration)
 // get returns the PodGroup or nil when it is not (yet) known.
 func (r *podGroupReader) get(ns, name string) (*schedv1alpha1.PodGroup, error) {
 	return r.cur.Load().lister.PodGroups(ns).Get(name)
-}
-
-// onPodGroupChange wakes the live unbound members of a PodGroup that was added or changed. A
-// gang whose minMember changed is unwound at once while its attempt is forming, or is
-// committed with members still waiting at Permit (a placement-group partner waits for the
-// rest of its group): those members were counted for the old size, none of them would run
-// PreFilter again to notice, and the group's completion would admit them.
-func (gs *gangs) onPodGroupChange(old, cur *schedv1alpha1.PodGroup) {
-	logger := gs.logger
-	key := cur.Namespace + "/" + cur.Name
-	if old != nil && old.Spec.MinMember != cur.Spec.MinMember {
-		if c, ok := gs.store.Get(key); ok && c.MinMember != int(cur.Spec.MinMember) && (c.Forming() || gs.hasWaiters(key, c.ID)) {
-			gs.unwind(logger, key, c.ID, causeMinMemberChange, false)
-		}
-	}
-	pods, err := gs.members.LiveUnbound(cur.Namespace, cur.Name, "")
-	if err != nil {
-		logger.Error(err, "List gang members", "gang", cur.Namespace+"/"+cur.Name)
-		return
-	}
-	gs.activate(logger, metrics.TriggerPodGroupChange, pods)
 }

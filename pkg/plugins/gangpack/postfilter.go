@@ -7,6 +7,7 @@ import (
 	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
 
+	"github.com/moirai-internal/ome-scheduler/pkg/plugins/gangpack/internal/ledger"
 	"github.com/moirai-internal/ome-scheduler/pkg/plugins/gangpack/internal/metrics"
 	"github.com/moirai-internal/ome-scheduler/pkg/plugins/gangpack/internal/msg"
 )
@@ -45,13 +46,13 @@ func (pl *GangPack) PostFilter(ctx context.Context, cs fwk.CycleState, pod *v1.P
 		return nil, fwk.NewStatus(fwk.Unschedulable)
 	}
 	logger := klog.FromContext(ctx)
-	res := pl.unwind(logger, pin.Gang.Key, pin.ID, causePostFilter, true)
+	res := pl.ledger.Unwind(logger, pin.Gang.Key, pin.ID, ledger.CausePostFilter, true)
 	activated := 0
-	if res.released && res.newFailed && !pin.SoleFit {
-		activated = pl.activate(logger, metrics.TriggerDomainFailed, []*v1.Pod{pod})
+	if res.Released && res.NewFailed && !pin.SoleFit {
+		activated = pl.ledger.Activate(logger, metrics.TriggerDomainFailed, []*v1.Pod{pod})
 	}
 	logger.V(4).Info("gangpack.PostFilter.release", "pod", klog.KObj(pod), "gang", pin.Gang.Key, "domain", pin.Domain,
-		"newFailedDomain", res.newFailed, "activated", activated)
+		"newFailedDomain", res.NewFailed, "activated", activated)
 	return nil, fwk.NewStatus(fwk.Unschedulable, msg.ReservationReleased)
 }
 
@@ -60,7 +61,7 @@ func (pl *GangPack) PostFilter(ctx context.Context, cs fwk.CycleState, pod *v1.P
 // makes sure room given back since then is not missed.
 func (pl *GangPack) parkIfReserved(logger klog.Logger, cs fwk.CycleState, pod *v1.Pod, refused []string) {
 	if s, ok := readState[*requestState](cs, requestStateKey); ok && len(refused) > 0 {
-		pl.parkBlocked(logger, pod, s.generation)
+		pl.ledger.ParkBlocked(logger, pod, s.generation)
 	}
 }
 

@@ -209,10 +209,10 @@ func (pl *GangPack) gangLacksRoom(logger klog.Logger, pr *preemptor) (bool, *wai
 	if info.Group != nil {
 		return pl.groupLacksRoom(logger, pr, info)
 	}
-	if _, pinned := pl.store.Get(info.Key); pinned {
+	if pl.ledger.Pinned(info.Key) {
 		return false, nil // the gang has a domain: it waits there
 	}
-	p := &planner{pl: pl, logger: logger, pod: pr.pod, info: info, all: pr.all, generation: pl.store.Generation()}
+	p := &planner{pl: pl, logger: logger, pod: pr.pod, info: info, all: pr.all, generation: pl.ledger.Generation()}
 	p.findPlaced()
 	if p.split() || p.gate() != nil || pl.atHoldCap(info) {
 		return false, nil
@@ -220,7 +220,7 @@ func (pl *GangPack) gangLacksRoom(logger klog.Logger, pr *preemptor) (bool, *wai
 	p.buildGang()
 	set := p.all
 	if len(p.placed) > 0 { // placed members never move: only their domain can be freed
-		set = p.nodesOfDomain(info.TopologyKey, p.placed[0].domain)
+		set = p.nodesOfDomain(info.TopologyKey, p.placed[0].Domain)
 	}
 	if _, fits := topology.BestFit(topology.Rooms(p.planOver(set)), p.need); fits {
 		return false, nil
@@ -238,7 +238,7 @@ func (pl *GangPack) gangLacksRoom(logger klog.Logger, pr *preemptor) (bool, *wai
 // maxHoldsPerNamespace allows: the gang could not hold a freed domain.
 func (pl *GangPack) atHoldCap(info gang.Info) bool {
 	limit := pl.args.HoldCap()
-	return limit > 0 && pl.store.FormingWithPrefix(info.Namespace+"/", info.Key) >= limit
+	return limit > 0 && pl.ledger.FormingIn(info.Namespace+"/", info.Key) >= limit
 }
 
 // preemptNodes translates the labelled nodes of set for the preemption arithmetic: Fits
@@ -271,7 +271,7 @@ func (pl *GangPack) markHeldDomains(pr *preemptor, info gang.Info) {
 	for _, n := range pr.nodes {
 		domainOf[n.Name] = n.Domain
 	}
-	for _, c := range pl.store.List() {
+	for _, c := range pl.ledger.Pins() {
 		if !c.Forming() || c.Gang == info.Key {
 			continue
 		}

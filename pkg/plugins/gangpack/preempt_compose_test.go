@@ -16,6 +16,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/moirai-internal/ome-scheduler/pkg/placement"
+	"github.com/moirai-internal/ome-scheduler/pkg/plugins/gangpack/internal/gang"
 	"github.com/moirai-internal/ome-scheduler/pkg/topology"
 
 	schedv1alpha1 "sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
@@ -103,7 +104,7 @@ func TestPreemptRecordOutlivesTheTimeout(t *testing.T) {
 	}
 	w.resnap()
 	later := time.Now().Add(601 * time.Second) // hi's scheduleTimeoutSeconds is 600
-	w.pl.now = func() time.Time { return later }
+	w.pl.ledger.SetNow(func() time.Time { return later })
 	_, st := w.postFilter(hi[1])
 	wantWait(t, st, "; preemption: waiting for 2 preempted pods to terminate in domain a")
 	if got, want := w.remaining(), []string{"hi-0", "hi-1", "mid-0", "mid-1"}; !slices.Equal(got, want) {
@@ -197,9 +198,9 @@ func TestPreemptHoldersOfTheDomain(t *testing.T) {
 			}
 			w := newPreemptWorld(t, nodes, append(pods, hi...), pgs...)
 			for _, h := range tc.holders {
-				_, out := w.pl.store.Pin(placement.PinRequest{Gang: testNS + "/" + h.gang, Owner: "uid-" + h.gang, Key: h.key, Domain: h.domain,
+				_, out := w.pl.ledger.Pin(placement.PinRequest{Gang: testNS + "/" + h.gang, Owner: "uid-" + h.gang, Key: h.key, Domain: h.domain,
 					Reserved: placement.Reservation{h.node: {Count: 1, Each: topology.Resources{testGPU: 1}}},
-					Capacity: w.pl.snapshotCapacity(), Remaining: 2, MinMember: 2})
+					Capacity: w.pl.snapshotCapacity(), Remaining: 2, MinMember: 2}, gang.Info{}, "")
 				if out != placement.Pinned {
 					t.Fatalf("pin %s: %v", h.gang, out)
 				}
@@ -207,7 +208,7 @@ func TestPreemptHoldersOfTheDomain(t *testing.T) {
 			res, st := w.postFilter(hi[0])
 			if !tc.preempts {
 				wantWait(t, st, "; preemption: evicting lower-priority pods would not free one domain for 4 members")
-				if _, ok := w.pl.store.Get(testNS + "/l1"); !ok {
+				if _, ok := w.pl.ledger.Commitment(testNS + "/l1"); !ok {
 					t.Fatal("the higher-priority holder was released")
 				}
 				if len(w.remaining()) != len(pods)+4 {
@@ -217,11 +218,11 @@ func TestPreemptHoldersOfTheDomain(t *testing.T) {
 			}
 			assertNominated(t, res, st, "a1", "a2", "a3", "a4")
 			for _, h := range tc.holders {
-				if _, ok := w.pl.store.Get(testNS + "/" + h.gang); ok {
+				if _, ok := w.pl.ledger.Commitment(testNS + "/" + h.gang); ok {
 					t.Fatalf("lower-priority holder %s kept its reservation", h.gang)
 				}
 			}
-			if c, ok := w.pl.store.Get(testNS + "/hi"); !ok || c.Domain != "a" {
+			if c, ok := w.pl.ledger.Commitment(testNS + "/hi"); !ok || c.Domain != "a" {
 				t.Fatalf("hi pin = %+v, %v; want a hold on a", c, ok)
 			}
 		})

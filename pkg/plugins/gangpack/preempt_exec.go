@@ -55,7 +55,7 @@ func (pl *GangPack) carryOut(logger klog.Logger, pr *preemptor, c *topology.Pree
 		}
 	}
 	for _, g := range gangKeys {
-		pl.unwind(logger, g, placement.AnyID, causePreempted, false)
+		pl.ledger.Unwind(logger, g, placement.AnyID, causePreempted, false)
 	}
 	node := nominatedNode(pr, c.Domain, victims)
 	pl.preempted.record(pr.key, pl.newRecord(pr, c.Domain, node, victims), pl.recordLive)
@@ -87,7 +87,7 @@ func (pl *GangPack) newRecord(pr *preemptor, domain, node string, victims []*v1.
 	}
 	r.pod = victimRef{namespace: pr.pod.Namespace, name: pr.pod.Name, uid: pr.pod.UID}
 	r.request, r.priority = pr.fit.Request, pr.priority
-	r.protectUntil = pl.now().Add(time.Duration(grace)*time.Second + standaloneWaitMargin)
+	r.protectUntil = pl.ledger.Now().Add(time.Duration(grace)*time.Second + standaloneWaitMargin)
 	return r
 }
 
@@ -111,7 +111,7 @@ func (pl *GangPack) evictAsync(preemptor *v1.Pod, victims []*v1.Pod, msg string)
 	if len(calls) == 0 {
 		return
 	}
-	pl.spawn(func() {
+	pl.ledger.Go(func() {
 		for _, v := range calls {
 			if err := pl.deleteVictim(pl.ctx, preemptor, v); err != nil {
 				pl.logger.V(2).Info("Evicting a preemption victim failed", "victim", klog.KObj(v), "preemptor", klog.KObj(preemptor), "err", err)
@@ -199,12 +199,8 @@ func (pl *GangPack) holdDomain(logger klog.Logger, pr *preemptor, domain string,
 		}
 		return free, n + pods[name], ok
 	}
-	c, outcome := pl.store.Pin(placement.PinRequest{Gang: info.Key, Owner: info.UID, Key: info.TopologyKey, Domain: domain,
-		Reserved: res, Capacity: capacity, Remaining: max(info.MinMember-len(p.placed), 0), SoleFit: true, MinMember: info.MinMember})
-	switch outcome {
-	case placement.Pinned:
-		pl.pinned(c, info)
-	case placement.HeldByOther:
+	if _, outcome := pl.ledger.Pin(placement.PinRequest{Gang: info.Key, Owner: info.UID, Key: info.TopologyKey, Domain: domain,
+		Reserved: res, Capacity: capacity, Remaining: max(info.MinMember-len(p.placed), 0), SoleFit: true, MinMember: info.MinMember}, info, ""); outcome == placement.HeldByOther {
 		logger.V(4).Info("gangpack.PostFilter.preempt_hold_blocked", "gang", info.Key, "domain", domain)
 	}
 }

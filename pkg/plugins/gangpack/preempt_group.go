@@ -15,7 +15,7 @@ import (
 // victims (one record for the group) and then plan as usual. As for a gang, room Terminating
 // pods give back counts as coming: when a group domain fits with it, the group waits.
 func (pl *GangPack) groupLacksRoom(logger klog.Logger, pr *preemptor, info gang.Info) (bool, *waitResult) {
-	p := &planner{pl: pl, logger: logger, pod: pr.pod, info: info, all: pr.all, generation: pl.store.Generation()}
+	p := &planner{pl: pl, logger: logger, pod: pr.pod, info: info, all: pr.all, generation: pl.ledger.Generation()}
 	p.findPlaced()
 	if len(p.placed) > 0 || p.gate() != nil {
 		return false, nil
@@ -59,7 +59,7 @@ func (pl *GangPack) groupLacksRoom(logger klog.Logger, pr *preemptor, info gang.
 // groupRoomComing plans the group again counting the room Terminating pods give back; when a
 // group domain then fits every partner, the group waits for them instead of preempting.
 func (pl *GangPack) groupRoomComing(p *planner, gp *groupPlanning, partners []topology.Partner) *waitResult {
-	back := returningRoom(p.all, pl.now())
+	back := returningRoom(p.all, pl.ledger.Now())
 	if len(back) == 0 {
 		return nil
 	}

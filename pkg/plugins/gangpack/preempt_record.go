@@ -79,8 +79,8 @@ func (p *preemptions) all() map[string]preemptRecord {
 }
 
 // victimsLeft counts the record's victims that still hold room.
-func (gs *gangs) victimsLeft(r preemptRecord) int {
-	now, left := gs.now(), 0
+func (gs *GangPack) victimsLeft(r preemptRecord) int {
+	now, left := gs.ledger.Now(), 0
 	for _, v := range r.victims {
 		if gs.victimHolds(v, now) {
 			left++
@@ -97,7 +97,7 @@ func (gs *gangs) victimsLeft(r preemptRecord) int {
 // would take the missing room for a reason to preempt elsewhere. A victim that was only
 // waiting at Permit is rejected, not deleted: it stays in the informer unbound and holds
 // nothing once rejected, so the preemptor does not wait on it.
-func (gs *gangs) victimHolds(v victimRef, now time.Time) bool {
+func (gs *GangPack) victimHolds(v victimRef, now time.Time) bool {
 	if cur := gs.boundVictim(v); cur != nil {
 		return !stuck(cur, now)
 	}
@@ -106,7 +106,7 @@ func (gs *gangs) victimHolds(v victimRef, now time.Time) bool {
 }
 
 // boundVictim returns the victim as the pod informer shows it bound, or nil.
-func (gs *gangs) boundVictim(v victimRef) *v1.Pod {
+func (gs *GangPack) boundVictim(v victimRef) *v1.Pod {
 	cur, err := gs.members.Pods(v.namespace).Get(v.name)
 	if err != nil || cur.UID != v.uid || cur.Spec.NodeName == "" {
 		return nil
@@ -132,7 +132,7 @@ func (p *preemptions) placedAgain(uid types.UID) {
 
 // inSnapshot returns the victim as the current scheduling snapshot counts it on its node, or
 // nil.
-func (gs *gangs) inSnapshot(v victimRef) *v1.Pod {
+func (gs *GangPack) inSnapshot(v victimRef) *v1.Pod {
 	if v.node == "" || gs.handle == nil {
 		return nil
 	}
@@ -150,20 +150,20 @@ func (gs *gangs) inSnapshot(v victimRef) *v1.Pod {
 
 // protects reports whether a standalone preemptor's record still protects its node: the
 // preemptor is pending and the bound has not passed.
-func (gs *gangs) protects(r preemptRecord, now time.Time) bool {
+func (gs *GangPack) protects(r preemptRecord, now time.Time) bool {
 	return r.pod.uid != "" && r.node != "" && now.Before(r.protectUntil) &&
 		gs.members.Pending(r.pod.namespace, r.pod.name, r.pod.uid)
 }
 
 // recordLive reports whether a record is still needed: a victim still holds room, or it
 // protects a standalone preemptor's node.
-func (gs *gangs) recordLive(r preemptRecord) bool {
-	return gs.victimsLeft(r) > 0 || gs.protects(r, gs.now())
+func (gs *GangPack) recordLive(r preemptRecord) bool {
+	return gs.victimsLeft(r) > 0 || gs.protects(r, gs.ledger.Now())
 }
 
 // awaitingVictims reports whether the preemptor (key) evicted victims for domain that still
 // hold room.
-func (gs *gangs) awaitingVictims(key, domain string) bool {
+func (gs *GangPack) awaitingVictims(key, domain string) bool {
 	r, ok := gs.preempted.get(key)
 	return ok && r.domain == domain && gs.victimsLeft(r) > 0
 }
@@ -173,8 +173,8 @@ func (gs *gangs) awaitingVictims(key, domain string) bool {
 // when some record protects a node) is at most theirs: as kube-scheduler's Filter counts a
 // nominated pod of equal or higher priority on its node, the gang's planning does not count
 // that room as its own. It returns others, or a new map when others is nil.
-func (gs *gangs) withProtected(others map[string]placement.Reserved, priority func() int32) map[string]placement.Reserved {
-	now := gs.now()
+func (gs *GangPack) withProtected(others map[string]placement.Reserved, priority func() int32) map[string]placement.Reserved {
+	now := gs.ledger.Now()
 	known, prio := false, int32(0)
 	for key, r := range gs.preempted.all() {
 		if !gs.protects(r, now) {

@@ -89,7 +89,7 @@ func (p *planner) addReturning(name string, free topology.Resources, freePods in
 // roomComing plans the gang over set again, counting the room Terminating pods give back.
 // When a domain then fits the whole gang, the gang waits for them instead of preempting.
 func (pl *GangPack) roomComing(p *planner, set []fwk.NodeInfo) *waitResult {
-	back := returningRoom(set, pl.now())
+	back := returningRoom(set, pl.ledger.Now())
 	if len(back) == 0 {
 		return nil
 	}
@@ -111,7 +111,7 @@ func (pl *GangPack) roomComing(p *planner, set []fwk.NodeInfo) *waitResult {
 // standaloneRoomComing is roomComing for a standalone pod: when no node takes it now but one
 // would once its Terminating pods are gone, the pod waits for them.
 func (pl *GangPack) standaloneRoomComing(pr *preemptor) *waitResult {
-	back := returningRoom(pr.all, pl.now())
+	back := returningRoom(pr.all, pl.ledger.Now())
 	if len(back) == 0 {
 		return nil
 	}

@@ -186,7 +186,7 @@ func TestPreemptGangEvictsOneWholeGang(t *testing.T) {
 	if len(notes) != 2 || notes[testNS+"/low-0"] != want || notes[testNS+"/low-1"] != want {
 		t.Fatalf("Preempted events %v, want %q on low-0 and low-1", notes, want)
 	}
-	c, ok := w.pl.store.Get(testNS + "/hi")
+	c, ok := w.pl.ledger.Commitment(testNS + "/hi")
 	if !ok || c.Domain != "a" || !c.Forming() {
 		t.Fatalf("hi pin = %+v, %v; want a forming pin on a", c, ok)
 	}
@@ -236,7 +236,7 @@ func TestPreemptNoStormWhileVictimsTerminate(t *testing.T) {
 	if counter(t, metrics.PreemptorGang, metrics.PreemptResultPreempted) != before || len(w.eventNotes()) != events {
 		t.Fatal("preempted again while victims terminate")
 	}
-	if c, ok := w.pl.store.Get(testNS + "/hi"); !ok || c.Domain != "a" {
+	if c, ok := w.pl.ledger.Commitment(testNS + "/hi"); !ok || c.Domain != "a" {
 		t.Fatalf("pin dropped while victims terminate: %+v %v", c, ok)
 	}
 	// The victims are gone: the pinned domain has room and the member goes there.
@@ -270,7 +270,7 @@ func TestPreemptWaitsUntilSnapshotDropsVictims(t *testing.T) {
 	if counter(t, metrics.PreemptorGang, metrics.PreemptResultPreempted) != before {
 		t.Fatal("preempted again before the snapshot dropped the victims")
 	}
-	if c, ok := w.pl.store.Get(testNS + "/hi"); !ok || c.Domain != "a" {
+	if c, ok := w.pl.ledger.Commitment(testNS + "/hi"); !ok || c.Domain != "a" {
 		t.Fatalf("pin = %+v %v, want a", c, ok)
 	}
 }
@@ -329,7 +329,7 @@ func TestPreemptNoVictimReasons(t *testing.T) {
 			if len(w.remaining()) != 6 || len(w.eventNotes()) != 0 {
 				t.Fatalf("something was evicted: %v", w.remaining())
 			}
-			if _, pinned := w.pl.store.Get(testNS + "/hi"); pinned {
+			if _, pinned := w.pl.ledger.Commitment(testNS + "/hi"); pinned {
 				t.Fatal("gang pinned without a preemption")
 			}
 			if d := counter(t, metrics.PreemptorGang, metrics.PreemptResultNoCandidate) - before; d != 1 {
@@ -489,10 +489,10 @@ func filteredOut() fwk.NodeToStatusReader {
 // pins the domain; a mid-priority gang elsewhere is untouched (rule 2).
 func TestPreemptLowerPriorityHolder(t *testing.T) {
 	w, _, _, _ := lowerHolderPreempted(t)
-	if c, ok := w.pl.store.Get(testNS + "/hi"); !ok || c.Domain != "a" {
+	if c, ok := w.pl.ledger.Commitment(testNS + "/hi"); !ok || c.Domain != "a" {
 		t.Fatalf("hi pin %+v %v, want a", c, ok)
 	}
-	if _, ok := w.pl.store.Get(testNS + "/form"); ok {
+	if _, ok := w.pl.ledger.Commitment(testNS + "/form"); ok {
 		t.Fatal("the holder's commitment survived")
 	}
 	// The waiting member is rejected, not deleted; nothing else is touched.
@@ -570,7 +570,7 @@ func TestPreemptHoldsRoomOfPackedVictims(t *testing.T) {
 	if got, want := w.remaining(), []string{"hi-0", "hi-1", "top-0", "top-1", "top-2"}; !slices.Equal(got, want) {
 		t.Fatalf("pods left %v, want %v", got, want)
 	}
-	c, ok := w.pl.store.Get(testNS + "/hi")
+	c, ok := w.pl.ledger.Commitment(testNS + "/hi")
 	if !ok || c.Domain != "a" || !c.Forming() {
 		t.Fatalf("hi pin = %+v, %v; want a forming pin on a", c, ok)
 	}

@@ -12,13 +12,14 @@ import (
 
 	"github.com/moirai-internal/ome-scheduler/pkg/placement"
 	"github.com/moirai-internal/ome-scheduler/pkg/plugins/gangpack/internal/gang"
+	"github.com/moirai-internal/ome-scheduler/pkg/plugins/gangpack/internal/ledger"
 	"github.com/moirai-internal/ome-scheduler/pkg/plugins/gangpack/internal/msg"
 )
 
 // PreFilter validates the gang (its PodGroup and what it says) and then plans it.
 func (pl *GangPack) PreFilter(ctx context.Context, cs fwk.CycleState, pod *v1.Pod, nodes []fwk.NodeInfo) (*fwk.PreFilterResult, *fwk.Status) {
-	pl.active.Store(true)
-	cs.Write(requestStateKey, &requestState{request: gang.Request(pod), generation: pl.store.Generation()})
+	pl.ledger.MarkActive()
+	cs.Write(requestStateKey, &requestState{request: gang.Request(pod), generation: pl.ledger.Generation()})
 	key, name, ok := gang.Of(pod)
 	if !ok { // standalone pods pass; Filter still applies the hold barrier
 		return nil, nil
@@ -29,8 +30,7 @@ func (pl *GangPack) PreFilter(ctx context.Context, cs fwk.CycleState, pod *v1.Po
 	}
 	pg, err := pl.podGroups.get(pod.Namespace, name)
 	if err != nil || pg == nil {
-		pl.unwind(logger, key, placement.AnyID, causePodGroupMissing, false)
-		pl.forgetFailed(key, "")
+		pl.ledger.Abandon(logger, key, placement.AnyID, ledger.CausePodGroupMissing)
 		return nil, fwk.NewStatus(fwk.Unschedulable, msg.NotResolvable(pod.Namespace, name))
 	}
 	info, st := interpretPodGroup(pl.args, pod, pg)

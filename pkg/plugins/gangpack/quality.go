@@ -66,7 +66,7 @@ func newQualityTracker() *qualityTracker {
 }
 
 // refreshHeld sets domain_held from the pin store.
-func (q *qualityTracker) refreshHeld(store *placement.Store) {
+func (q *qualityTracker) refreshHeld(store heldDomains) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	q.refreshHeldLocked(store)
@@ -75,7 +75,7 @@ func (q *qualityTracker) refreshHeld(store *placement.Store) {
 // refreshHeldLocked follows the store's held domains: a domain that became held gets 1, one
 // that stopped being held gets 0 while it is known and loses its series otherwise. It touches
 // only the domains whose state changed: it runs on every pin, drain and release.
-func (q *qualityTracker) refreshHeldLocked(store *placement.Store) {
+func (q *qualityTracker) refreshHeldLocked(store heldDomains) {
 	now := map[placement.DomainRef]struct{}{}
 	for _, ref := range store.HeldDomainRefs() {
 		now[ref] = struct{}{}
@@ -128,12 +128,12 @@ func (p *planner) recordQualityOf(rooms map[string]int, free map[string]int64, r
 		threshold := p.pl.quality.smallestNeed(key, p.info.Key, p.need, p.pl.gangPending)
 		stranded = strandedUnits(rooms, free, threshold)
 	}
-	p.pl.quality.record(p.pl.store, key, rooms, largest, resource, hasResource, stranded)
+	p.pl.quality.record(p.pl.ledger, key, rooms, largest, resource, hasResource, stranded)
 }
 
 // record sets the gauges of one planning over all nodes under key, deletes the member_room
 // series of domains that planning no longer saw, and refreshes the held series.
-func (q *qualityTracker) record(store *placement.Store, key string, rooms map[string]int, largest int, resource string, hasResource bool, stranded int64) {
+func (q *qualityTracker) record(store heldDomains, key string, rooms map[string]int, largest int, resource string, hasResource bool, stranded int64) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	if sameMap(rooms, q.rooms[key]) { // the plan cache's planning of last time: series unchanged
@@ -168,7 +168,7 @@ func sameMap(a, b map[string]int) bool {
 }
 
 // finishRecord sets the per-key gauges of a planning and refreshes the held series.
-func (q *qualityTracker) finishRecord(store *placement.Store, key string, largest int, resource string, hasResource bool, stranded int64) {
+func (q *qualityTracker) finishRecord(store heldDomains, key string, largest int, resource string, hasResource bool, stranded int64) {
 	q.seen[key] = time.Now()
 	metrics.LargestPlaceableGang.WithLabelValues(key).Set(float64(largest))
 	if hasResource {
@@ -183,7 +183,7 @@ func (q *qualityTracker) finishRecord(store *placement.Store, key string, larges
 
 // forgetStaleKeys deletes every series of the topology keys no planning recorded for
 // keyRetention (GC): tenant-chosen keys and resource names do not pile up as series.
-func (q *qualityTracker) forgetStaleKeys(store *placement.Store, now time.Time) {
+func (q *qualityTracker) forgetStaleKeys(store heldDomains, now time.Time) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	for key, at := range q.seen {
@@ -223,7 +223,7 @@ func (q *qualityTracker) park(key, gang string, need int) {
 }
 
 // memberBound is the PostBind hook: a gang whose member binds is no longer pending.
-func (gs *gangs) memberBound(pod *v1.Pod) {
+func (gs *GangPack) memberBound(pod *v1.Pod) {
 	if gang, _, ok := gang.Of(pod); ok {
 		gs.quality.unpark(gang)
 	}
@@ -305,7 +305,7 @@ func (q *qualityTracker) pruneParked(pending func(gang string) bool) {
 }
 
 // gangPending reports whether the gang still has live unbound members (true when unknown).
-func (gs *gangs) gangPending(gang string) bool {
+func (gs *GangPack) gangPending(gang string) bool {
 	ns, name, _ := cache.SplitMetaNamespaceKey(gang)
 	pods, err := gs.members.LiveUnbound(ns, name, "")
 	return err != nil || len(pods) > 0
@@ -372,4 +372,9 @@ func strandedUnits(rooms map[string]int, free map[string]int64, threshold int) i
 		}
 	}
 	return sum
+}
+
+// heldDomains is the pin store's one reading the gauges need: the domains forming gangs hold.
+type heldDomains interface {
+	HeldDomainRefs() []placement.DomainRef
 }

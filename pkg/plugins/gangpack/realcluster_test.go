@@ -14,6 +14,7 @@ import (
 	schedv1alpha1 "sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
 
 	"github.com/moirai-internal/ome-scheduler/pkg/placement"
+	"github.com/moirai-internal/ome-scheduler/pkg/plugins/gangpack/internal/ledger"
 	"github.com/moirai-internal/ome-scheduler/pkg/plugins/gangpack/internal/msg"
 )
 
@@ -75,7 +76,7 @@ func TestLateWaiterOfDeadAttemptIsRejected(t *testing.T) {
 	}
 	// A sibling's Unreserve unwinds the attempt before the framework registered g-0.
 	pin := readPin(c.cs)
-	if res := w.pl.unwind(klog.Background(), "ns/g", pin.ID, causeUnreserve, false); !res.released || res.rejected != 0 {
+	if res := w.pl.ledger.Unwind(klog.Background(), "ns/g", pin.ID, ledger.CauseUnreserve, false); !res.Released || res.Rejected != 0 {
 		t.Fatalf("unwind = %+v, want a release that found no registered waiter", res)
 	}
 	waiter := w.h.register(m0)
@@ -130,7 +131,7 @@ func TestRelabelledNodeOfWaitingMemberUnwinds(t *testing.T) {
 	if got := waiter.await(testWait); got != msg.Unwound("ns/g") {
 		t.Fatalf("g-0 verdict %q, want rejection", got)
 	}
-	if _, pinned := w.pl.store.Get("ns/g"); pinned {
+	if _, pinned := w.pl.ledger.Commitment("ns/g"); pinned {
 		t.Fatal("the stale pin survived")
 	}
 }
@@ -175,7 +176,7 @@ func TestMinMemberEventUnwindsFormingGang(t *testing.T) {
 	w, waiter, old := waitingGangOf3(t, 3)
 	shrunk := old.DeepCopy()
 	shrunk.Spec.MinMember = 1
-	w.pl.onPodGroupChange(old, shrunk)
+	w.pl.ledger.OnPodGroupChange(old, shrunk)
 	if got := waiter.await(testWait); got != msg.Unwound("ns/g") {
 		t.Fatalf("g-0 verdict %q, want rejection", got)
 	}
@@ -191,18 +192,18 @@ func TestHoldWithoutPermitExpiresAtTimeout(t *testing.T) {
 	pg.Spec.ScheduleTimeoutSeconds = ptr.To[int32](1)
 	w := newWorld(t, nil, nodes, []*v1.Pod{m0, m1}, pg)
 	w.mustPin(m0)
-	if w.pl.store.HeldDomains() != 1 {
+	if w.pl.ledger.HeldDomains() != 1 {
 		t.Fatal("PreFilter did not hold the domain")
 	}
 	deadline := time.Now().Add(testWait)
-	for w.pl.store.HeldDomains() != 0 {
+	for w.pl.ledger.HeldDomains() != 0 {
 		if time.Now().After(deadline) {
 			t.Fatal("the hold outlived the gang's timeout")
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
 	owner := placement.GangOwner{Gang: "ns/g", Owner: "uid-g"}
-	if !w.pl.failed.Has(owner, placement.DomainRef{Key: testKey, Value: "a"}) {
+	if !w.pl.ledger.FailedHas(owner, placement.DomainRef{Key: testKey, Value: "a"}) {
 		t.Fatal("the expired domain is not remembered as failed")
 	}
 }
@@ -234,14 +235,14 @@ func TestParkAfterHoldLiftWakesPod(t *testing.T) {
 	solo := standalone("solo")
 	w := newWorld(t, nil, nodes, []*v1.Pod{m0, m1, solo}, podGroup("g", 2))
 	c := w.mustPin(m0)
-	generation := w.pl.store.Generation() // the Filter decision saw the hold here
-	w.pl.unwind(klog.Background(), "ns/g", readPin(c.cs).ID, causeUnreserve, false)
-	w.pl.parkBlocked(klog.Background(), solo, generation)
+	generation := w.pl.ledger.Generation() // the Filter decision saw the hold here
+	w.pl.ledger.Unwind(klog.Background(), "ns/g", readPin(c.cs).ID, ledger.CauseUnreserve, false)
+	w.pl.ledger.ParkBlocked(klog.Background(), solo, generation)
 	if !containsKey(w.h.activated, "ns/solo") {
 		t.Fatalf("activated %v, want ns/solo", w.h.activated)
 	}
-	if w.pl.blocked.len() != 0 {
-		t.Fatalf("blocked set %v, want empty after the wake-up", keys(w.pl.blocked.snapshot()))
+	if len(w.pl.ledger.Blocked()) != 0 {
+		t.Fatalf("blocked set %v, want empty after the wake-up", keys(w.pl.ledger.Blocked()))
 	}
 }
 
@@ -249,9 +250,9 @@ func TestParkAfterHoldLiftWakesPod(t *testing.T) {
 func TestWakeBlockedSkipsDeletedRepresentative(t *testing.T) {
 	g0, g1 := gangMember("g-0", "g", 1), gangMember("g-1", "g", 1)
 	w := newWorld(t, nil, nil, []*v1.Pod{g1}, podGroup("g", 2)) // g-0 is gone from the informer
-	w.pl.blocked.add(g0)
-	w.pl.blocked.add(g1)
-	w.pl.wakeBlocked(klog.Background())
+	w.pl.ledger.ParkBlocked(klog.Background(), g0, w.pl.ledger.Generation())
+	w.pl.ledger.ParkBlocked(klog.Background(), g1, w.pl.ledger.Generation())
+	w.pl.ledger.WakeBlocked(klog.Background())
 	if !containsKey(w.h.activated, "ns/g-1") {
 		t.Fatalf("activated %v, want ns/g-1", w.h.activated)
 	}
@@ -317,11 +318,11 @@ func TestAdoptedShortHoldEndsAndDoesNotRenew(t *testing.T) {
 	pg := podGroup("g", 2)
 	pg.Spec.ScheduleTimeoutSeconds = ptr.To[int32](1)
 	w := newWorld(t, nil, nodes, []*v1.Pod{g0, g1}, pg)
-	if _, st := w.preFilter(g1); st.Code() != fwk.Unschedulable || w.pl.store.HeldDomains() != 1 {
-		t.Fatalf("PreFilter(g-1) = %v with %d held domains, want the adopted-short wait holding a", st, w.pl.store.HeldDomains())
+	if _, st := w.preFilter(g1); st.Code() != fwk.Unschedulable || w.pl.ledger.HeldDomains() != 1 {
+		t.Fatalf("PreFilter(g-1) = %v with %d held domains, want the adopted-short wait holding a", st, w.pl.ledger.HeldDomains())
 	}
 	deadline := time.Now().Add(testWait)
-	for w.pl.store.HeldDomains() != 0 {
+	for w.pl.ledger.HeldDomains() != 0 {
 		if time.Now().After(deadline) {
 			t.Fatal("the adopted hold outlived the gang's timeout")
 		}
@@ -331,7 +332,7 @@ func TestAdoptedShortHoldEndsAndDoesNotRenew(t *testing.T) {
 	if want := msg.AdoptedShort("a", "ns/g", 0, 1); st.Message() != want {
 		t.Fatalf("PreFilter(g-1) after expiry = %v, want %q", st, want)
 	}
-	if n := w.pl.store.HeldDomains(); n != 0 {
+	if n := w.pl.ledger.HeldDomains(); n != 0 {
 		t.Fatalf("the expired gang holds %d domains again", n)
 	}
 }
@@ -355,7 +356,7 @@ func TestBindErrorPutsNodeInDoubt(t *testing.T) {
 	if st := w.pl.Filter(w.ctx, framework.NewCycleState(), a, ni); !st.IsSuccess() {
 		t.Fatalf("Filter(a on its own node) = %v, want success", st)
 	}
-	if !w.pl.doubts.resolve(a.UID) {
+	if !w.pl.ledger.ResolveDoubt(a.UID) {
 		t.Fatal("no doubt to resolve")
 	}
 	if st := w.pl.Filter(w.ctx, framework.NewCycleState(), b, ni); !st.IsSuccess() {
@@ -363,7 +364,7 @@ func TestBindErrorPutsNodeInDoubt(t *testing.T) {
 	}
 	// A failure before admission (a Permit rejection, a timeout) leaves no doubt.
 	w.pl.Unreserve(w.ctx, framework.NewCycleState(), b, "n0")
-	if w.pl.doubts.blocks("n0", a.UID, time.Now()) {
+	if w.pl.ledger.DoubtBlocks("n0", a.UID, time.Now()) {
 		t.Fatal("an Unreserve without admission put the node in doubt")
 	}
 }
@@ -380,7 +381,7 @@ func TestRejectedWaiterIsNotPlaced(t *testing.T) {
 		t.Fatalf("Permit(g-0) = %v, want Wait", st)
 	}
 	waiter := w.h.register(m0)
-	w.pl.unwind(klog.Background(), "ns/g", readPin(c.cs).ID, causeExpired, false)
+	w.pl.ledger.Unwind(klog.Background(), "ns/g", readPin(c.cs).ID, ledger.CauseExpired, false)
 	if got := waiter.await(testWait); got != msg.Unwound("ns/g") {
 		t.Fatalf("g-0 verdict %q, want rejection", got)
 	}

@@ -9,6 +9,7 @@ import (
 	fwk "k8s.io/kube-scheduler/framework"
 
 	"github.com/moirai-internal/ome-scheduler/pkg/placement"
+	"github.com/moirai-internal/ome-scheduler/pkg/plugins/gangpack/internal/ledger"
 	"github.com/moirai-internal/ome-scheduler/pkg/plugins/gangpack/internal/msg"
 )
 
@@ -29,7 +30,7 @@ func TestUnwindRejectsWaitersOutsideTheStoreLock(t *testing.T) {
 	w.h.onIterate = func() {
 		done := make(chan struct{})
 		go func() {
-			w.pl.store.ReservedOn("a2", "")
+			w.pl.ledger.ReservedOn("a2", "")
 			close(done)
 		}()
 		select {
@@ -38,11 +39,11 @@ func TestUnwindRejectsWaitersOutsideTheStoreLock(t *testing.T) {
 			blocked = true
 		}
 	}
-	res := w.pl.unwind(klog.Background(), "ns/g", placement.AnyID, causeUnreserve, false)
+	res := w.pl.ledger.Unwind(klog.Background(), "ns/g", placement.AnyID, ledger.CauseUnreserve, false)
 	if blocked {
 		t.Fatal("Filter's ReservedOn waited while the unwind walked the waiting pods")
 	}
-	if !res.released || res.rejected != 1 || waiter.now() != msg.Unwound("ns/g") {
+	if !res.Released || res.Rejected != 1 || waiter.now() != msg.Unwound("ns/g") {
 		t.Fatalf("unwind = %+v, waiter %q; want released with its waiter rejected (%q)", res, waiter.now(), msg.Unwound("ns/g"))
 	}
 }

@@ -69,8 +69,8 @@ func TestTwoGangsFormConcurrentlyInOneDomain(t *testing.T) {
 			}
 		}
 		if i == 0 {
-			x, _ := w.pl.store.Get("ns/x")
-			y, _ := w.pl.store.Get("ns/y")
+			x, _ := w.pl.ledger.Commitment("ns/x")
+			y, _ := w.pl.ledger.Commitment("ns/y")
 			if x.Domain != "a" || y.Domain != "a" || x.Reserved.Members() != 3 || y.Reserved.Members() != 3 {
 				t.Fatalf("after one member each: x %+v, y %+v; want both forming in a with 3 members reserved", x, y)
 			}
@@ -124,7 +124,7 @@ func TestStandaloneUsesRoomOutsideReservations(t *testing.T) {
 	solo := standalone("solo")
 	w := newWorld(t, nil, nodes, []*v1.Pod{x0, x1, solo}, podGroup("x", 2))
 	w.mustPin(x0)
-	if c, _ := w.pl.store.Get("ns/x"); c.Reserved["a0"].Count != 2 || len(c.Reserved) != 1 {
+	if c, _ := w.pl.ledger.Commitment("ns/x"); c.Reserved["a0"].Count != 2 || len(c.Reserved) != 1 {
 		t.Fatalf("x reserves %+v, want both members packed on a0", c.Reserved)
 	}
 	cs := framework.NewCycleState()
@@ -161,20 +161,20 @@ func TestExpiredDomainRests(t *testing.T) {
 		t.Fatalf("%d timers after the pin, want the hold's", len(*timers))
 	}
 	(*timers)[0]() // the gang's timeout passes: the reservation expires
-	if w.pl.store.HeldDomains() != 0 {
+	if w.pl.ledger.HeldDomains() != 0 {
 		t.Fatal("the reservation outlived its timeout")
 	}
 	if _, st := w.preFilter(m0); st.Code() != fwk.Unschedulable || st.Message() != msg.NoRoomResting("ns/g", "a") {
 		t.Fatalf("PreFilter after expiry = %v, want %q", st, msg.NoRoomResting("ns/g", "a"))
 	}
-	if w.pl.store.HeldDomains() != 0 {
+	if w.pl.ledger.HeldDomains() != 0 {
 		t.Fatal("the gang reserved the resting domain again")
 	}
 	if len(*timers) != 2 {
 		t.Fatalf("%d timers, want the rest's wake-up", len(*timers))
 	}
 	owner := placement.GangOwner{Gang: "ns/g", Owner: "uid-g"}
-	w.pl.failed.Rest(owner, placement.DomainRef{Key: testKey, Value: "a"}, time.Now()) // the rest ends
+	w.pl.ledger.Rest(owner, placement.DomainRef{Key: testKey, Value: "a"}, time.Now()) // the rest ends
 	(*timers)[1]()
 	w.h.mu.Lock()
 	got := slices.Clone(w.h.activated)
@@ -226,14 +226,14 @@ func TestPermitTimeoutAtDeadlineRests(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			w, m0, timers := timedGang(t)
 			start := time.Now()
-			w.pl.now = func() time.Time { return start }
+			w.pl.ledger.SetNow(func() time.Time { return start })
 			c := w.mustPin(m0)
 			if st := c.reserveOn("a0"); st.Code() != fwk.Wait {
 				t.Fatalf("Permit = %v, want Wait", st)
 			}
-			w.pl.now = func() time.Time { return start.Add(tc.elapsed) }
+			w.pl.ledger.SetNow(func() time.Time { return start.Add(tc.elapsed) })
 			w.pl.Unreserve(w.ctx, c.cs, m0, "a0") // the framework rejected the waiter
-			if w.pl.store.HeldDomains() != 0 {
+			if w.pl.ledger.HeldDomains() != 0 {
 				t.Fatal("the reservation outlived the unwind")
 			}
 			_, st := w.preFilter(m0)
@@ -247,10 +247,10 @@ func TestPermitTimeoutAtDeadlineRests(t *testing.T) {
 			} else if !st.IsSuccess() {
 				t.Fatalf("PreFilter before the deadline = %v, want the gang to reserve again", st)
 			}
-			held := w.pl.store.HeldDomains()
+			held := w.pl.ledger.HeldDomains()
 			(*timers)[0]() // the expiry timer fires late: the attempt is gone, nothing more rests
-			if w.pl.store.HeldDomains() != held {
-				t.Fatalf("the late expiry timer changed the holds: %d → %d", held, w.pl.store.HeldDomains())
+			if w.pl.ledger.HeldDomains() != held {
+				t.Fatalf("the late expiry timer changed the holds: %d → %d", held, w.pl.ledger.HeldDomains())
 			}
 		})
 	}
@@ -265,6 +265,6 @@ func timedGang(t *testing.T) (*world, *v1.Pod, *[]func()) {
 	pg.Spec.ScheduleTimeoutSeconds = ptr.To[int32](1)
 	w := newWorld(t, nil, nodes, []*v1.Pod{m0, m1}, pg)
 	timers := &[]func(){}
-	w.pl.after = func(_ time.Duration, f func()) func() { *timers = append(*timers, f); return func() {} }
+	w.pl.ledger.SetAfter(func(_ time.Duration, f func()) func() { *timers = append(*timers, f); return func() {} })
 	return w, m0, timers
 }

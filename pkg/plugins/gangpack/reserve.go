@@ -2,7 +2,6 @@ package gangpack
 
 import (
 	"context"
-	"time"
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/klog/v2"
@@ -17,7 +16,7 @@ import (
 func (pl *GangPack) Reserve(ctx context.Context, cs fwk.CycleState, pod *v1.Pod, nodeName string) *fwk.Status {
 	logger := klog.FromContext(ctx)
 	if _, _, member := gang.Of(pod); member {
-		pl.reserved.set(pod, nodeName)
+		pl.ledger.MemberReserved(pod, nodeName)
 		pl.preempted.placedAgain(pod.UID)
 	}
 	pin := readPin(cs)
@@ -31,14 +30,8 @@ func (pl *GangPack) Reserve(ctx context.Context, cs fwk.CycleState, pod *v1.Pod,
 			return st
 		}
 	}
-	r := pl.store.Drain(pin.Gang.Key, pin.ID, nodeName)
-	if r.Committed {
+	if pl.ledger.Drain(logger, pin.Gang, pin.ID, nodeName) {
 		markFormed(cs)
-		pl.holdEnded(pin.ID)
-		pl.forgetFailed(pin.Gang.Key, pin.Gang.UID)
-	}
-	if r.GaveBack {
-		pl.wakeBlocked(logger)
 	}
 	return nil
 }
@@ -49,12 +42,9 @@ func (pl *GangPack) Reserve(ctx context.Context, cs fwk.CycleState, pod *v1.Pod,
 // gang was committed before it was planned) unwinds nothing: the gang formed without it.
 func (pl *GangPack) Unreserve(ctx context.Context, cs fwk.CycleState, pod *v1.Pod, nodeName string) {
 	if pin := readPin(cs); pin != nil && !pin.Surplus {
-		pl.unreserved(klog.FromContext(ctx), pin)
+		pl.ledger.Unreserved(klog.FromContext(ctx), pin.Gang, pin.ID)
 	}
-	pl.attempts.forget(gang.PodKey(pod))
-	pl.reserved.forget(pod.UID)
-	if pl.doubts.unreserved(pod.UID, nodeName, time.Now()) {
-		pl.doubtBegan(pod.UID)
+	if pl.ledger.MemberUnreserved(pod, nodeName) {
 		klog.FromContext(ctx).V(4).Info("gangpack.Unreserve.bind_in_doubt", "pod", klog.KObj(pod), "node", nodeName)
 	}
 }

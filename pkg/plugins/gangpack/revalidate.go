@@ -5,8 +5,7 @@ import (
 	fwk "k8s.io/kube-scheduler/framework"
 
 	"github.com/moirai-internal/ome-scheduler/pkg/placement"
-	"github.com/moirai-internal/ome-scheduler/pkg/plugins/gangpack/internal/gang"
-	"github.com/moirai-internal/ome-scheduler/pkg/plugins/gangpack/internal/metrics"
+	"github.com/moirai-internal/ome-scheduler/pkg/plugins/gangpack/internal/ledger"
 	"github.com/moirai-internal/ome-scheduler/pkg/plugins/gangpack/internal/msg"
 	"github.com/moirai-internal/ome-scheduler/pkg/topology"
 )
@@ -23,28 +22,19 @@ const (
 // release, unwind, count and log follows from the decision in dropPin.
 type pinDecision struct {
 	keep bool
-	// cause is the unwind cause logged when the pin is unwound.
-	cause string
-	// always unwinds (counted, waiters rejected) even when no member waits at Permit; without
-	// it a pin nobody waits under is released silently.
-	always bool
-	// stale, when set, counts a stale_replan with this cause.
-	stale string
-	// newKey, when set, counts a topology_replan from the pin's key to newKey.
-	newKey string
-	// clearOwner forgets the failed domains of the pin's (previous) owner.
-	clearOwner bool
-	// msg is the status text when members waiting under the pin were rejected.
-	msg string
 	// remaining, when above the kept pin's, is what its remaining must be raised to.
 	remaining int
+	// Drop is how the pin is dropped when it is not kept.
+	ledger.Drop
+	// msg is the status text when members waiting under the pin were rejected.
+	msg string
 }
 
 // revalidate checks the gang's existing pin against what the cluster says now. It returns the
 // pin to keep (nil when there is none or it was dropped), or the status that ends the cycle
 // because members waiting under a dropped pin were rejected.
 func (p *planner) revalidate() (*placement.Commitment, *fwk.Status) {
-	c, ok := p.pl.store.Get(p.info.Key)
+	c, ok := p.pl.ledger.Commitment(p.info.Key)
 	if !ok {
 		return nil, nil
 	}
@@ -55,7 +45,7 @@ func (p *planner) revalidate() (*placement.Commitment, *fwk.Status) {
 		}
 		return &c, nil
 	}
-	return nil, p.pl.dropPin(p.logger, c, d)
+	return nil, p.drop(c, d)
 }
 
 // checkPin decides, without planning, whether the pin still stands.
@@ -63,24 +53,24 @@ func (p *planner) checkPin(c placement.Commitment) pinDecision {
 	key, info := p.info.Key, p.info
 	switch {
 	case c.Owner != info.UID:
-		return pinDecision{cause: causeOwnerChange, always: true, clearOwner: true, msg: msg.OwnerReleased(key)}
+		return pinDecision{Drop: ledger.Drop{Cause: ledger.CauseOwnerChange, Always: true, ClearOwner: true}, msg: msg.OwnerReleased(key)}
 	case c.Key != info.TopologyKey:
-		return pinDecision{cause: causeTopologyChange, always: true, newKey: info.TopologyKey, msg: msg.TopologyReleased(key)}
+		return pinDecision{Drop: ledger.Drop{Cause: ledger.CauseTopologyChange, Always: true, NewKey: info.TopologyKey}, msg: msg.TopologyReleased(key)}
 	case c.Forming() && c.MinMember > 0 && c.MinMember != info.MinMember:
-		return pinDecision{cause: causeMinMemberChange, msg: msg.MinMemberReleased(key)}
+		return pinDecision{Drop: ledger.Drop{Cause: ledger.CauseMinMemberChange}, msg: msg.MinMemberReleased(key)}
 	case p.memberOutside(c.Domain) || p.outsideWithin(c.Within):
-		return pinDecision{cause: causeStalePin, stale: staleMemberMoved, msg: msg.StaleReleased(c.Domain, key)}
+		return pinDecision{Drop: ledger.Drop{Cause: ledger.CauseStalePin, Stale: staleMemberMoved}, msg: msg.StaleReleased(c.Domain, key)}
 	case c.Forming() && p.waiterNodeGone(c.ID):
 		// Admitting the waiter would bind it to a node that no longer exists. Rejecting only
 		// that waiter would not save the attempt (its Unreserve unwinds it), so the attempt is
 		// unwound here, at once, and the gang re-plans from the members still placed.
-		return pinDecision{cause: causeStalePin, stale: staleMemberMoved, msg: msg.StaleReleased(c.Domain, key)}
+		return pinDecision{Drop: ledger.Drop{Cause: ledger.CauseStalePin, Stale: staleMemberMoved}, msg: msg.StaleReleased(c.Domain, key)}
 	case !c.Forming() && len(p.placed) < info.MinMember:
 		// A committed gang that lost members forms again: its pin is replanned from the
 		// members still placed (a Terminating member is not one).
-		d := pinDecision{cause: causeStalePin}
+		d := pinDecision{Drop: ledger.Drop{Cause: ledger.CauseStalePin}}
 		if len(p.placed) == 0 {
-			d.stale = staleCommittedEmpty
+			d.Stale = staleCommittedEmpty
 		}
 		return d
 	}
@@ -95,7 +85,7 @@ func (p *planner) checkPin(c placement.Commitment) pinDecision {
 
 // regrow raises the kept forming pin's remaining to the members the gang still needs.
 func (p *planner) regrow(c *placement.Commitment, remaining int) {
-	grown, ok := p.pl.store.Regrow(c.Gang, c.ID, remaining)
+	grown, ok := p.pl.ledger.Regrow(c.Gang, c.ID, remaining)
 	if !ok {
 		return
 	}
@@ -113,10 +103,10 @@ func (p *planner) waiterNodeGone(id uint64) bool {
 	}
 	infos := p.pl.handle.SnapshotSharedLister().NodeInfos()
 	for _, q := range pods {
-		if got, ok := p.pl.attempts.get(gang.PodKey(q)); !ok || got != id || q.Spec.NodeName != "" {
+		if got, ok := p.pl.ledger.AttemptOf(q); !ok || got != id || q.Spec.NodeName != "" {
 			continue
 		}
-		node, ok := p.pl.reserved.get(q.UID)
+		node, ok := p.pl.ledger.ReservedNode(q.UID)
 		if !ok {
 			continue
 		}
@@ -132,7 +122,7 @@ func (p *planner) waiterNodeGone(id uint64) bool {
 // old domain.
 func (p *planner) memberOutside(domain string) bool {
 	for _, m := range p.placed {
-		if m.domain != domain {
+		if m.Domain != domain {
 			return true
 		}
 	}
@@ -146,36 +136,18 @@ func (p *planner) staleByRoom(c placement.Commitment, plans map[string]*topology
 	dp := plans[c.Domain]
 	switch {
 	case dp == nil || len(dp.Nodes) == 0:
-		return pinDecision{cause: causeStalePin, stale: staleDomainGone, msg: msg.StaleReleased(c.Domain, p.info.Key)}, true
+		return pinDecision{Drop: ledger.Drop{Cause: ledger.CauseStalePin, Stale: staleDomainGone}, msg: msg.StaleReleased(c.Domain, p.info.Key)}, true
 	case p.placedIn(c.Domain) == 0 && dp.Room < p.need && !p.pl.awaitingVictims(p.info.Key, c.Domain):
 		// A domain freed by preemption lacks room until its victims are gone: kept.
-		return pinDecision{cause: causeStalePin, stale: staleNoRoom, msg: msg.StaleReleased(c.Domain, p.info.Key)}, true
+		return pinDecision{Drop: ledger.Drop{Cause: ledger.CauseStalePin, Stale: staleNoRoom}, msg: msg.StaleReleased(c.Domain, p.info.Key)}, true
 	}
 	return pinDecision{}, false
 }
 
-// dropPin carries out a decision to drop a pin. Members of the attempt waiting at Permit are
-// rejected (an unwind): a silent release would strand them under a dead attempt while a new
-// one admits the rest. The cycle then ends with d.msg, and the gang re-plans on the next one.
-func (gs *gangs) dropPin(logger klog.Logger, c placement.Commitment, d pinDecision) *fwk.Status {
-	if d.stale != "" {
-		metrics.CountPin(metrics.PinStaleReplan)
-		logger.V(4).Info("gangpack.pinGang.stale_replan", "gang", c.Gang, "domain", c.Domain, "cause", d.stale)
-	}
-	if d.newKey != "" {
-		metrics.CountPin(metrics.PinTopologyReplan)
-		logger.V(4).Info("gangpack.pinGang.topology_replan", "gang", c.Gang, "oldKey", c.Key, "newKey", d.newKey)
-	}
-	waiters := gs.hasWaiters(c.Gang, c.ID)
-	if waiters || d.always {
-		gs.unwind(logger, c.Gang, c.ID, d.cause, false)
-	} else {
-		gs.releaseSilently(logger, c.Gang, c.ID)
-	}
-	if d.clearOwner {
-		gs.forgetFailed(c.Gang, c.Owner)
-	}
-	if waiters {
+// drop has the ledger drop the pin; the cycle ends with the decision's message when members
+// waiting under the pin were rejected.
+func (p *planner) drop(c placement.Commitment, d pinDecision) *fwk.Status {
+	if p.pl.ledger.Drop(p.logger, c, d.Drop) {
 		return fwk.NewStatus(fwk.Unschedulable, d.msg)
 	}
 	return nil

@@ -125,15 +125,11 @@ func (p *planner) reReserve(c *placement.Commitment) {
 	if res.Members() == c.Reserved.Members() && sameNodes(res, c.Reserved) {
 		return
 	}
-	ok, gaveBack := p.pl.store.Reserve(c.Gang, c.ID, res, p.capacity())
-	if !ok {
+	if !p.pl.ledger.Reserve(p.logger, c.Gang, c.ID, res, p.capacity()) {
 		return
 	}
 	c.Reserved = res
 	p.logger.V(5).Info("gangpack.pinGang.reserve", "pod", klog.KObj(p.pod), "gang", c.Gang, "domain", c.Domain, "members", res.Members(), "nodes", len(res))
-	if gaveBack {
-		p.pl.wakeBlocked(p.logger)
-	}
 }
 
 func sameNodes(a, b placement.Reservation) bool {
@@ -159,14 +155,14 @@ func (pl *GangPack) explainReserved(pod *v1.Pod, statuses fwk.NodeToStatusReader
 	own, _, _ := gang.Of(pod)
 	gangs := sets.New[string]()
 	if st := statuses.Get(""); st != nil && (strings.HasSuffix(st.Message(), msg.ReservedSuffix) || strings.Contains(st.Message(), msg.AdoptReservedInfix)) {
-		for _, c := range pl.store.List() {
+		for _, c := range pl.ledger.Pins() {
 			if c.Forming() && c.Gang != own && len(c.Reserved) > 0 {
 				gangs.Insert(c.Gang)
 			}
 		}
 	} else {
 		for _, n := range refused {
-			gangs.Insert(pl.store.ReservedOn(n, own).Gangs...)
+			gangs.Insert(pl.ledger.ReservedOn(n, own).Gangs...)
 		}
 	}
 	if gangs.Len() == 0 {
@@ -175,7 +171,7 @@ func (pl *GangPack) explainReserved(pod *v1.Pod, statuses fwk.NodeToStatusReader
 	var parts []string
 	names := sets.List(gangs)
 	for _, g := range names[:min(len(names), maxExplained)] {
-		if c, ok := pl.store.Get(g); ok {
+		if c, ok := pl.ledger.Commitment(g); ok {
 			parts = append(parts, msg.GangReserves(g, c.Reserved.Members(), len(c.Reserved), c.Domain))
 		}
 	}

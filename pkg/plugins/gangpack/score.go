@@ -71,7 +71,7 @@ func (s *reservedState) Clone() fwk.StateData { return s }
 // elsewhere in the domain gives a reserved slot back and takes unreserved room, which other
 // gangs may have been counting on.
 func (pl *GangPack) preScorePinned(cs fwk.CycleState, pin *pinState) *fwk.Status {
-	c, ok := pl.store.Get(pin.Gang.Key)
+	c, ok := pl.ledger.Commitment(pin.Gang.Key)
 	if !ok || c.ID != pin.ID || len(c.Reserved) == 0 {
 		return fwk.NewStatus(fwk.Skip)
 	}

@@ -8,6 +8,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
 	"k8s.io/kubernetes/pkg/scheduler/framework"
 	"k8s.io/utils/ptr"
@@ -81,7 +82,7 @@ func TestHoldCapPerNamespace(t *testing.T) {
 	if want := msg.HoldCap("ns", 1); st.Code() != fwk.Unschedulable || st.Message() != want {
 		t.Fatalf("PreFilter(y-0) = %v, want %q", st, want)
 	}
-	if w.pl.blocked.len() != 1 {
+	if len(w.pl.ledger.Blocked()) != 1 {
 		t.Fatal("the capped pod is not parked for the next hold lift")
 	}
 	w.mustPin(x1) // x's own members are not capped
@@ -152,7 +153,7 @@ func BenchmarkPlanManyShapes(b *testing.B) {
 			b.ResetTimer()
 			for i := 0; i < b.N; i++ {
 				w.pl.PreFilter(w.ctx, framework.NewCycleState(), members[0], infos)
-				w.pl.store.Release("ns/g", placement.AnyID, nil)
+				w.pl.ledger.ReleaseSilently(klog.Background(), "ns/g", placement.AnyID)
 			}
 		})
 	}

@@ -8,6 +8,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/moirai-internal/ome-scheduler/pkg/plugins/gangpack/internal/gang"
+	"github.com/moirai-internal/ome-scheduler/pkg/plugins/gangpack/internal/ledger"
 	"github.com/moirai-internal/ome-scheduler/pkg/plugins/gangpack/internal/metrics"
 )
 
@@ -51,13 +52,13 @@ func (pl *GangPack) memberEvent(old, cur *v1.Pod) {
 	for _, p := range []*v1.Pod{old, cur} {
 		if p != nil {
 			if key, _, ok := gang.Of(p); ok {
-				pl.reps.invalidate(key)
+				pl.ledger.MemberChanged(key)
 			}
 		}
 	}
 	if old != nil && (cur == nil || !maps.Equal(old.Labels, cur.Labels)) {
-		if waiters := pl.waits.take(old.Namespace, old.Name); len(waiters) > 0 {
-			n := pl.activate(pl.logger, metrics.TriggerTemplatesComplete, waiters)
+		if waiters := pl.ledger.TakeAwaiting(old.Namespace, old.Name); len(waiters) > 0 {
+			n := pl.ledger.Activate(pl.logger, metrics.TriggerTemplatesComplete, waiters)
 			pl.logger.V(4).Info("gangpack.members.awaited_changed", "pod", klog.KObj(old), "deleted", cur == nil, "activated", n)
 		}
 	}
@@ -74,7 +75,7 @@ func (pl *GangPack) memberEvent(old, cur *v1.Pod) {
 // wakes the other members (templates_complete). Fewer live pods cannot complete the gang, so
 // a gang created pod by pod costs one member listing per creation and one wake-up.
 func (pl *GangPack) wakeIncomplete(key, ns, name string) {
-	if !pl.incomplete.has(key) || pl.podGroups == nil {
+	if !pl.ledger.Incomplete(key) || pl.podGroups == nil {
 		return
 	}
 	pg, err := pl.podGroups.get(ns, name)
@@ -94,40 +95,10 @@ func (pl *GangPack) wakeIncomplete(key, ns, name string) {
 	if n < int(pg.Spec.MinMember) {
 		return
 	}
-	rep := firstUngated(pods)
+	rep := ledger.FirstUngated(pods)
 	if rep == nil {
 		return
 	}
-	pl.activate(pl.logger, metrics.TriggerTemplatesComplete, []*v1.Pod{rep})
+	pl.ledger.Activate(pl.logger, metrics.TriggerTemplatesComplete, []*v1.Pod{rep})
 	pl.logger.V(4).Info("gangpack.members.joined_incomplete", "gang", key, "live", n, "activated", klog.KObj(rep))
-}
-
-// firstUngated returns the first by name of the live, unbound pods without scheduling gates.
-func firstUngated(pods []*v1.Pod) *v1.Pod {
-	var rep *v1.Pod
-	for _, p := range pods {
-		if gang.Live(p) && p.Spec.NodeName == "" && len(p.Spec.SchedulingGates) == 0 && (rep == nil || p.Name < rep.Name) {
-			rep = p
-		}
-	}
-	return rep
-}
-
-// representative returns the gang's representative for wake-ups on freed room (see
-// representsGang); ok is false when the members cannot be listed. The answer is cached per
-// gang until an informer event of one of its members: the n parked members of a gang asking
-// about one deletion list the gang once, not n times. A cached representative that the
-// informer no longer shows pending and ungated (its event not delivered yet) is recomputed.
-func (gs *gangs) representative(ns, name, key string) (*v1.Pod, bool) {
-	rep, gen, cached := gs.reps.lookup(key)
-	if cached && (rep == nil || gs.members.UngatedPending(rep)) {
-		return rep, true
-	}
-	pods, err := gs.members.List(ns, name)
-	if err != nil {
-		return nil, false
-	}
-	rep = firstUngated(pods)
-	gs.reps.store(key, gen, rep)
-	return rep, true
 }

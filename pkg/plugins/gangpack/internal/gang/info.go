@@ -56,3 +56,7 @@ type GroupRef struct {
 	// ExplicitKey records whether the annotation set TopologyKey.
 	ExplicitKey bool
 }
+
+// PluginName is the plugin's name in the scheduler configuration; waiting pods are allowed
+// and rejected under it.
+const PluginName = "OMEGangPack"

@@ -1,4 +1,4 @@
-package gangpack
+package ledger
 
 import (
 	"sync"
@@ -13,7 +13,7 @@ import (
 // activate moves pods to the active queue and counts one activation per
 // call with at least one pod. A replica that has not scheduled yet (a standby) stays silent.
 // Never called with the store lock held.
-func (gs *gangs) activate(logger klog.Logger, trigger string, pods []*v1.Pod) int {
+func (gs *Ledger) activate(logger klog.Logger, trigger string, pods []*v1.Pod) int {
 	if len(pods) == 0 || !gs.active.Load() {
 		return 0
 	}
@@ -27,7 +27,7 @@ func (gs *gangs) activate(logger klog.Logger, trigger string, pods []*v1.Pod) in
 }
 
 // activateGang wakes the gang's live unbound members, except the pod named except.
-func (gs *gangs) activateGang(logger klog.Logger, trigger, ns, name, except string) int {
+func (gs *Ledger) activateGang(logger klog.Logger, trigger, ns, name, except string) int {
 	pods, err := gs.members.LiveUnbound(ns, name, except)
 	if err != nil {
 		logger.Error(err, "List gang members for activation", "gang", ns+"/"+name)
@@ -43,7 +43,7 @@ func (gs *gangs) activateGang(logger klog.Logger, trigger, ns, name, except stri
 // Members already reserved or waiting are never woken by a sibling: for a pod in flight the
 // queue keeps every activation as an event until the oldest in-flight pod is done, and a
 // gang of N woken on every Permit kept about N²/2 of them.
-func (gs *gangs) wakeForPermit(logger klog.Logger, pod *v1.Pod, gang gang.Info, id uint64) int {
+func (gs *Ledger) wakeForPermit(logger klog.Logger, pod *v1.Pod, gang gang.Info, id uint64) int {
 	pods := append([]*v1.Pod{pod}, gs.waits.take(pod.Namespace, pod.Name)...)
 	if gs.permitWoke.first(gang.Key, id) {
 		others, err := gs.members.LiveUnbound(gang.Namespace, gang.Name, pod.Name)
@@ -96,7 +96,7 @@ func (w *permitWakes) prune(keep func(gang string) bool) {
 // either pins a domain, and then the first Permit of that attempt wakes its siblings, or
 // meets the same hold and parks again. Waking whole gangs on every drain made every
 // blocked member re-plan for nothing (a thundering herd with hundreds of gangs waiting).
-func (gs *gangs) wakeBlocked(logger klog.Logger) {
+func (gs *Ledger) wakeBlocked(logger klog.Logger) {
 	pods := gs.blocked.drain()
 	if len(pods) == 0 {
 		return

@@ -1,13 +1,13 @@
-package gangpack
+package ledger
 
 import (
 	"sync"
 	"time"
 )
 
-// afterFunc runs f once d has passed and returns a function that stops it (time.AfterFunc;
+// AfterFunc runs f once d has passed and returns a function that stops it (time.AfterFunc;
 // tests drive it by hand). Stopping a timer that already fired is a no-op.
-type afterFunc func(d time.Duration, f func()) (stop func())
+type AfterFunc func(d time.Duration, f func()) (stop func())
 
 func realAfter(d time.Duration, f func()) func() {
 	t := time.AfterFunc(d, f)
@@ -34,7 +34,7 @@ func newTimerSet[K comparable]() *timerSet[K] { return &timerSet[K]{m: map[K]tim
 
 // start runs f after d (through after) unless key is stopped or started again first; at is
 // the moment the timer fires on the caller's clock (see reached).
-func (t *timerSet[K]) start(key K, at time.Time, d time.Duration, after afterFunc, f func()) {
+func (t *timerSet[K]) start(key K, at time.Time, d time.Duration, after AfterFunc, f func()) {
 	t.mu.Lock()
 	t.next++
 	seq := t.next

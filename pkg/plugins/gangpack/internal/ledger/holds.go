@@ -1,4 +1,4 @@
-package gangpack
+package ledger
 
 import (
 	v1 "k8s.io/api/core/v1"
@@ -14,7 +14,7 @@ import (
 // it and whatever happens to the cycle that created it (a cycle that ends in an error runs no
 // PostFilter; another plugin's PostFilter may succeed first; a gang whose last member never
 // fits never reaches Permit). The timer lives only as long as the attempt: holdEnded stops it.
-func (gs *gangs) pinned(c placement.Commitment, info gang.Info) {
+func (gs *Ledger) pinned(c placement.Commitment, info gang.Info) {
 	if !c.Forming() || info.Timeout <= 0 {
 		return
 	}
@@ -26,7 +26,7 @@ func (gs *gangs) pinned(c placement.Commitment, info gang.Info) {
 
 // holdEnded is called whenever an attempt stops forming (it committed, or it was released,
 // unwound or expired): its expiry timer is stopped and its deadline forgotten.
-func (gs *gangs) holdEnded(id uint64) {
+func (gs *Ledger) holdEnded(id uint64) {
 	gs.deadlines.stop(id)
 }
 
@@ -43,12 +43,12 @@ type restKey struct {
 // not only the rejected waiters: a member parked for another reason may fit another domain
 // now. When the rest ends the gang is woken again. A commitment that committed meanwhile is
 // kept; expire reports whether it released one.
-func (gs *gangs) expire(logger klog.Logger, gang string, id uint64, info gang.Info) bool {
-	res := gs.unwindWith(logger, gs.store.Expire, gang, id, causeExpired, true)
-	if !res.released {
+func (gs *Ledger) expire(logger klog.Logger, gang string, id uint64, info gang.Info) bool {
+	res := gs.unwindWith(logger, gs.store.Expire, gang, id, CauseExpired, true)
+	if !res.Released {
 		return false
 	}
-	c := res.commitment
+	c := res.Commitment
 	domain := placement.DomainRef{Key: c.Key, Value: c.Domain}
 	until := gs.now().Add(info.Timeout)
 	gs.failed.Rest(info.Owner(), domain, until)
@@ -61,7 +61,7 @@ func (gs *gangs) expire(logger klog.Logger, gang string, id uint64, info gang.In
 
 // forgetFailed forgets the failed and resting domains of the gang (of owner only, when owner
 // is not empty) and stops the timers that would wake it when those rests end.
-func (gs *gangs) forgetFailed(gang, owner string) {
+func (gs *Ledger) forgetFailed(gang, owner string) {
 	if owner == "" {
 		gs.failed.ClearGang(gang)
 	} else {
@@ -74,24 +74,17 @@ func (gs *gangs) forgetFailed(gang, owner string) {
 // has the gang's (capped) timeout too and starts a cycle after the pin, so it may end the
 // attempt before the expiry timer fires: an attempt still forming at or past its deadline is
 // expired (its domain rests) rather than merely unwound, whichever timer came first.
-func (gs *gangs) unreserved(logger klog.Logger, pin *pinState) {
-	if gs.deadlines.reached(pin.ID, gs.now()) && gs.expire(logger, pin.Gang.Key, pin.ID, pin.Gang) {
+func (gs *Ledger) unreserved(logger klog.Logger, info gang.Info, id uint64) {
+	if gs.deadlines.reached(id, gs.now()) && gs.expire(logger, info.Key, id, info) {
 		return
 	}
-	gs.unwind(logger, pin.Gang.Key, pin.ID, causeUnreserve, false)
-}
-
-// pinsChanged is the store's change hook: the pinned-groups gauge and the per-domain held
-// gauge follow every new pin, drain to 0 and release.
-func (gs *gangs) pinsChanged() {
-	metrics.PinnedGroups.Set(float64(gs.store.Len()))
-	gs.quality.refreshHeld(gs.store)
+	gs.unwind(logger, info.Key, id, CauseUnreserve, false)
 }
 
 // parkBlocked records a pod refused because of a hold, so the next hold lift wakes it.
 // generation is the store's hold generation read before the decision to refuse: if a hold
 // was lifted since (and its wake-up found the set without this pod), the pod is woken now.
-func (gs *gangs) parkBlocked(logger klog.Logger, pod *v1.Pod, generation uint64) {
+func (gs *Ledger) parkBlocked(logger klog.Logger, pod *v1.Pod, generation uint64) {
 	gs.blocked.add(pod)
 	if gs.store.Generation() != generation {
 		gs.wakeBlocked(logger)

@@ -1,4 +1,4 @@
-package gangpack
+package ledger
 
 import (
 	"context"
@@ -11,6 +11,7 @@ import (
 
 	"github.com/moirai-internal/ome-scheduler/pkg/placement"
 	"github.com/moirai-internal/ome-scheduler/pkg/plugins/gangpack/internal/gang"
+	"github.com/moirai-internal/ome-scheduler/pkg/plugins/gangpack/internal/metrics"
 )
 
 // gangs owns every piece of state that lives across scheduling cycles, and every change of
@@ -23,7 +24,7 @@ import (
 //   - release.go: unwinds and silent releases, the waiting members of an attempt;
 //   - revalidate.go (dropPin): carrying out a decision to drop a pin;
 //   - activate.go: waking pods; placed.go: a gang's placed members; doubt.go; quality.go.
-type gangs struct {
+type Ledger struct {
 	handle  fwk.Handle
 	members *gang.Members
 	// ctx and logger are for work outside a scheduling cycle (timers, GC, supervision).
@@ -43,20 +44,15 @@ type gangs struct {
 	// partners pinned together (partners_permit.go).
 	groupsWaiting *groupStates
 	groups        *groupRecords
-	quality       *qualityTracker      // per-domain series and pending gangs of the quality gauges
 	doubts        *bindsInDoubt        // nodes of pods whose binding failed after admission
-	domains       *domainIndex         // topology key → domain → node names, from node events (nil: scan)
-	preempted     *preemptions         // victims each preemptor waits on
-	evicting      *evictions           // victims whose eviction calls are under way
 	deadlines     *timerSet[uint64]    // attempt id → its hold's expiry timer, until the attempt ends
 	rests         *timerSet[restKey]   // resting domain of a gang → the timer that wakes it at the rest's end
 	doubtTimers   *timerSet[types.UID] // pod in doubt → the timer that ends the doubt at maxDoubt
-	plans         *planCache           // per-domain plans of recent gang signatures (plancache.go)
 
 	// active is set by the first PreFilter: a standby replica makes no activations.
 	active atomic.Bool
 	// after runs f once d has passed (time.AfterFunc; tests drive it by hand).
-	after afterFunc
+	after AfterFunc
 	// now is the clock of deadlines and rests (tests move it by hand).
 	now func() time.Time
 	// spawn runs f on a goroutine of its own (a waiter's supervisor, the eviction calls);
@@ -64,8 +60,8 @@ type gangs struct {
 	spawn func(f func())
 }
 
-func newGangs(ctx context.Context, h fwk.Handle, ml *gang.Members) *gangs {
-	gs := &gangs{
+func New(ctx context.Context, h fwk.Handle, ml *gang.Members, onPins func(*Ledger)) *Ledger {
+	gs := &Ledger{
 		handle:        h,
 		members:       ml,
 		ctx:           ctx,
@@ -81,18 +77,19 @@ func newGangs(ctx context.Context, h fwk.Handle, ml *gang.Members) *gangs {
 		permitWoke:    newPermitWakes(),
 		groupsWaiting: newGroupStates(),
 		groups:        newGroupRecords(),
-		quality:       newQualityTracker(),
 		doubts:        newBindsInDoubt(),
-		preempted:     newPreemptions(),
-		evicting:      newEvictions(),
 		deadlines:     newTimerSet[uint64](),
 		rests:         newTimerSet[restKey](),
 		doubtTimers:   newTimerSet[types.UID](),
-		plans:         newPlanCache(),
 		after:         realAfter,
 		now:           time.Now,
 		spawn:         func(f func()) { go f() },
 	}
-	gs.store.SetOnChange(gs.pinsChanged)
+	gs.store.SetOnChange(func() {
+		metrics.PinnedGroups.Set(float64(gs.store.Len()))
+		if onPins != nil {
+			onPins(gs)
+		}
+	})
 	return gs
 }

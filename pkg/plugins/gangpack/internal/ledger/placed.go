@@ -1,4 +1,4 @@
-package gangpack
+package ledger
 
 import (
 	"sync"
@@ -67,10 +67,10 @@ func (r *reservedNodes) len() int {
 // not. Every assumption of a member passes this plugin's Reserve, so no assumed member is
 // missed; the snapshot stays the judge of what is on a node. A Terminating member is never a
 // placed member (it still occupies its node, which the snapshot accounts for).
-func (gs *gangs) placedMembers(g gang.Info, all []fwk.NodeInfo) []placedMember {
+func (gs *Ledger) placedMembers(g gang.Info, all []fwk.NodeInfo) []gang.Placed {
 	pods, err := gs.members.List(g.Namespace, g.Name)
 	if err != nil {
-		return membersOnNodes(all, g)
+		return gang.OnNodes(all, g)
 	}
 	names := map[string]struct{}{}
 	var dead map[string]struct{}
@@ -106,13 +106,13 @@ func (gs *gangs) placedMembers(g gang.Info, all []fwk.NodeInfo) []placedMember {
 			subset = append(subset, ni)
 		}
 	}
-	placed := membersOnNodes(subset, g)
+	placed := gang.OnNodes(subset, g)
 	if len(dead) == 0 {
 		return placed
 	}
 	out := placed[:0]
 	for _, m := range placed {
-		if _, skip := dead[m.pod.Name]; !skip {
+		if _, skip := dead[m.Pod.Name]; !skip {
 			out = append(out, m)
 		}
 	}
@@ -123,7 +123,7 @@ func (gs *gangs) placedMembers(g gang.Info, all []fwk.NodeInfo) []placedMember {
 // Permit did not admit: it was rejected (or is about to be) and will be unreserved. Until the
 // framework forgets it, it still sits on its node in the snapshot; counted as placed, it would
 // let a sibling re-plan around it and bind without it.
-func (gs *gangs) deadAttempt(key string, p *v1.Pod) bool {
+func (gs *Ledger) deadAttempt(key string, p *v1.Pod) bool {
 	id, ok := gs.attempts.get(gang.PodKey(p))
 	if !ok || gs.doubts.isAdmitted(p.UID) {
 		return false

@@ -1,4 +1,4 @@
-package gangpack
+package ledger
 
 import (
 	"sync"
@@ -7,7 +7,6 @@ import (
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/cache"
-	fwk "k8s.io/kube-scheduler/framework"
 )
 
 // attemptMap records, per pod, the attempt id it waits under at Permit and when its Permit
@@ -136,20 +135,6 @@ func (s *keySet) keys() []string {
 		out = append(out, k)
 	}
 	return out
-}
-
-// readState returns the CycleState entry under key if it has type T.
-func readState[T fwk.StateData](cs fwk.CycleState, key fwk.StateKey) (T, bool) {
-	var zero T
-	if cs == nil {
-		return zero, false
-	}
-	d, err := cs.Read(key)
-	if err != nil {
-		return zero, false
-	}
-	t, ok := d.(T)
-	return t, ok
 }
 
 func (s *keySet) has(k string) bool {

@@ -1,4 +1,4 @@
-package gangpack
+package ledger
 
 import (
 	"sync"
@@ -122,9 +122,9 @@ func (b *bindsInDoubt) prune(now time.Time) bool {
 	return pruned
 }
 
-// watchDoubts ends a doubt when the pod informer shows the bind's outcome, and wakes the pods
+// WatchDoubts ends a doubt when the pod informer shows the bind's outcome, and wakes the pods
 // refused meanwhile.
-func (gs *gangs) watchDoubts(inf cache.SharedIndexInformer) error {
+func (gs *Ledger) WatchDoubts(inf cache.SharedIndexInformer) error {
 	_, err := inf.AddEventHandler(gs.doubtEvents())
 	return err
 }
@@ -134,7 +134,7 @@ func (gs *gangs) watchDoubts(inf cache.SharedIndexInformer) error {
 // another UID. Any other update (a status patch, the nominatedNodeName patch sent before the
 // bind) may have been written before the bind request reached the API server, so it proves
 // nothing; the doubt then lasts until maxDoubt.
-func (gs *gangs) doubtEvents() cache.ResourceEventHandlerFuncs {
+func (gs *Ledger) doubtEvents() cache.ResourceEventHandlerFuncs {
 	return cache.ResourceEventHandlerFuncs{
 		UpdateFunc: func(oldObj, newObj any) {
 			old, ok1 := oldObj.(*v1.Pod)
@@ -160,7 +160,7 @@ func (gs *gangs) doubtEvents() cache.ResourceEventHandlerFuncs {
 
 // doubtBegan starts the timer that ends the pod's doubt at maxDoubt: refused pods are woken
 // then, even when no event about the pod arrives.
-func (gs *gangs) doubtBegan(uid types.UID) {
+func (gs *Ledger) doubtBegan(uid types.UID) {
 	gs.doubtTimers.start(uid, gs.now().Add(maxDoubt), maxDoubt, gs.after, func() {
 		if gs.doubts.resolve(uid) {
 			gs.wakeBlocked(gs.logger)
@@ -169,7 +169,7 @@ func (gs *gangs) doubtBegan(uid types.UID) {
 }
 
 // endDoubt ends the doubt about the pod, if any, and wakes the pods refused meanwhile.
-func (gs *gangs) endDoubt(uid types.UID) {
+func (gs *Ledger) endDoubt(uid types.UID) {
 	gs.doubtTimers.stop(uid)
 	if gs.doubts.resolve(uid) {
 		gs.wakeBlocked(gs.logger)

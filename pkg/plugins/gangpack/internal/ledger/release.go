@@ -1,4 +1,4 @@
-package gangpack
+package ledger
 
 import (
 	"k8s.io/klog/v2"
@@ -12,33 +12,33 @@ import (
 
 // Unwind causes (gangpack.unwind cause field).
 const (
-	causeUnreserve       = "unreserve"
-	causePostFilter      = "postfilter"
-	causeGC              = "gc"
-	causePodGroupMissing = "podgroup_missing"
-	causeOwnerChange     = "owner_change"
-	causeTopologyChange  = "topology_change"
-	// causeStalePin: the pinned domain vanished or lost its room, or a placed member's node
+	CauseUnreserve       = "unreserve"
+	CausePostFilter      = "postfilter"
+	CauseGC              = "gc"
+	CausePodGroupMissing = "podgroup_missing"
+	CauseOwnerChange     = "owner_change"
+	CauseTopologyChange  = "topology_change"
+	// CauseStalePin: the pinned domain vanished or lost its room, or a placed member's node
 	// left it, while members waited.
-	causeStalePin = "stale_pin"
-	// causeMinMemberChange: the PodGroup's minMember changed while the gang formed.
-	causeMinMemberChange = "min_member_change"
-	// causeExpired: a hold reached the gang's effective timeout.
-	causeExpired = "expired"
+	CauseStalePin = "stale_pin"
+	// CauseMinMemberChange: the PodGroup's minMember changed while the gang formed.
+	CauseMinMemberChange = "min_member_change"
+	// CauseExpired: a hold reached the gang's effective timeout.
+	CauseExpired = "expired"
 )
 
-// unwindResult reports an unwind release.
-type unwindResult struct {
-	commitment placement.Commitment // the commitment released, when released
-	released   bool
-	newFailed  bool
-	rejected   int
+// UnwindResult reports an unwind release.
+type UnwindResult struct {
+	Commitment placement.Commitment // the commitment released, when released
+	Released   bool
+	NewFailed  bool
+	Rejected   int
 }
 
 // unwind drops the gang's commitment if id owns it (placement.AnyID = whatever the owner) and
 // optionally remembers its domain as failed, under the store lock; then rejects the waiters
 // of that attempt, counts, wakes reservation-blocked pods and logs.
-func (gs *gangs) unwind(logger klog.Logger, gang string, id uint64, cause string, markFailed bool) unwindResult {
+func (gs *Ledger) unwind(logger klog.Logger, gang string, id uint64, cause string, markFailed bool) UnwindResult {
 	return gs.unwindWith(logger, gs.store.Release, gang, id, cause, markFailed)
 }
 
@@ -47,11 +47,11 @@ func (gs *gangs) unwind(logger klog.Logger, gang string, id uint64, cause string
 type releaser func(gang string, id uint64, onRelease func(placement.Commitment)) (placement.Commitment, bool)
 
 // unwindWith is unwind with the store operation that decides whether the commitment goes.
-func (gs *gangs) unwindWith(logger klog.Logger, release releaser, gang string, id uint64, cause string, markFailed bool) unwindResult {
-	var res unwindResult
+func (gs *Ledger) unwindWith(logger klog.Logger, release releaser, gang string, id uint64, cause string, markFailed bool) UnwindResult {
+	var res UnwindResult
 	c, ok := release(gang, id, func(c placement.Commitment) {
 		if markFailed {
-			res.newFailed = gs.failed.Add(placement.GangOwner{Gang: gang, Owner: c.Owner}, placement.DomainRef{Key: c.Key, Value: c.Domain})
+			res.NewFailed = gs.failed.Add(placement.GangOwner{Gang: gang, Owner: c.Owner}, placement.DomainRef{Key: c.Key, Value: c.Domain})
 		}
 	})
 	if !ok {
@@ -61,11 +61,11 @@ func (gs *gangs) unwindWith(logger klog.Logger, release releaser, gang string, i
 	// under it would hold up Filter's reservation reads on every node. Nothing admits them
 	// meanwhile: admission (Permit, superviseWaiter) first asks the store whether the attempt
 	// still owns the pin, and it no longer does.
-	res.rejected = gs.rejectWaiters(gang, c.ID)
-	res.released, res.commitment = true, c
+	res.Rejected = gs.rejectWaiters(gang, c.ID)
+	res.Released, res.Commitment = true, c
 	gs.holdEnded(c.ID)
 	metrics.UnwindTotal.Inc()
-	logger.V(4).Info("gangpack.unwind", "gang", c.Gang, "domain", c.Domain, "cause", cause, "rejectedWaiters", res.rejected)
+	logger.V(4).Info("gangpack.unwind", "gang", c.Gang, "domain", c.Domain, "cause", cause, "rejectedWaiters", res.Rejected)
 	gs.cascade(logger, gang, c.ID, cause)
 	gs.wakeBlocked(logger)
 	return res
@@ -73,7 +73,7 @@ func (gs *gangs) unwindWith(logger klog.Logger, release releaser, gang string, i
 
 // releaseSilently is the silent release of a pin nobody waits under: no waiter rejection, no
 // unwind count.
-func (gs *gangs) releaseSilently(logger klog.Logger, gang string, id uint64) {
+func (gs *Ledger) releaseSilently(logger klog.Logger, gang string, id uint64) {
 	if c, ok := gs.store.Release(gang, id, nil); ok {
 		gs.holdEnded(c.ID)
 		gs.wakeBlocked(logger)
@@ -81,7 +81,7 @@ func (gs *gangs) releaseSilently(logger klog.Logger, gang string, id uint64) {
 }
 
 // forEachWaiter calls f for every framework waiting pod of gang that waits under attempt id.
-func (gs *gangs) forEachWaiter(key string, id uint64, f func(fwk.WaitingPod)) {
+func (gs *Ledger) forEachWaiter(key string, id uint64, f func(fwk.WaitingPod)) {
 	gs.handle.IterateOverWaitingPods(func(wp fwk.WaitingPod) {
 		p := wp.GetPod()
 		if k, _, ok := gang.Of(p); !ok || k != key {
@@ -94,18 +94,18 @@ func (gs *gangs) forEachWaiter(key string, id uint64, f func(fwk.WaitingPod)) {
 }
 
 // rejectWaiters rejects the waiting pods of gang's attempt id and returns how many.
-func (gs *gangs) rejectWaiters(gang string, id uint64) int {
+func (gs *Ledger) rejectWaiters(key string, id uint64) int {
 	n := 0
-	msg := msg.Unwound(gang)
-	gs.forEachWaiter(gang, id, func(wp fwk.WaitingPod) {
-		wp.Reject(Name, msg)
+	text := msg.Unwound(key)
+	gs.forEachWaiter(key, id, func(wp fwk.WaitingPod) {
+		wp.Reject(gang.PluginName, text)
 		n++
 	})
 	return n
 }
 
 // hasWaiters reports whether any waiting pod of gang waits under attempt id.
-func (gs *gangs) hasWaiters(gang string, id uint64) bool {
+func (gs *Ledger) hasWaiters(gang string, id uint64) bool {
 	found := false
 	gs.forEachWaiter(gang, id, func(fwk.WaitingPod) { found = true })
 	return found

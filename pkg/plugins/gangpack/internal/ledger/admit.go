@@ -1,0 +1,104 @@
+package ledger
+
+import (
+	"context"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/klog/v2"
+	fwk "k8s.io/kube-scheduler/framework"
+
+	"github.com/moirai-internal/ome-scheduler/pkg/plugins/gangpack/internal/gang"
+	"github.com/moirai-internal/ome-scheduler/pkg/plugins/gangpack/internal/msg"
+)
+
+// PermitDeadlineMargin is how close to the end of a waiter's Permit wait the gang is no longer
+// admitted (waitEndsSoon).
+const PermitDeadlineMargin = time.Second
+
+// WaitEndsSoon reports whether a member waiting under the pin's attempt reaches the end of its
+// Permit wait within PermitDeadlineMargin. kube-scheduler's timer rejects such a member on its
+// own, possibly while the completing member allows the others, which would bind part of the
+// gang; refusing the completing member instead unwinds the whole attempt (its Unreserve). The
+// wait is measured from the waiter's Permit, a little before kube-scheduler starts its timer.
+func (gs *Ledger) WaitEndsSoon(info gang.Info, id uint64) bool {
+	limit := gs.now().Add(PermitDeadlineMargin - info.Timeout)
+	soon := false
+	gs.forEachWaiter(info.Key, id, func(wp fwk.WaitingPod) {
+		if at, ok := gs.attempts.since(gang.PodKey(wp.GetPod()), id); ok && !at.After(limit) {
+			soon = true
+		}
+	})
+	return soon
+}
+
+// waiterRegistration bounds how long superviseWaiter looks for the framework's waiting pod.
+const waiterRegistration = 30 * time.Second
+
+// superviseWaiter closes the window between Permit returning Wait and the framework
+// registering the waiting pod: an unwind in that window (a sibling's timeout or deletion, GC,
+// an expired hold) cannot see the waiter, and the member would wait out its whole timeout
+// under a dead attempt while its siblings re-plan without it. Once the waiter is registered,
+// it is rejected if its attempt no longer owns the gang's pin, and admitted if the attempt
+// committed meanwhile (and admit, a placement group's check, agrees). It stops as soon as the pod's attempt record changes (the pod bound or
+// was unreserved).
+func (gs *Ledger) superviseWaiter(pod *v1.Pod, key string, id uint64, admit func() bool) {
+	var wp fwk.WaitingPod
+	// The plugin's context, not the cycle's: the framework cancels the cycle's context when
+	// the scheduling cycle ends, possibly before this goroutine first runs.
+	_ = wait.PollUntilContextTimeout(gs.ctx, time.Millisecond, waiterRegistration, true, func(context.Context) (bool, error) {
+		if got, ok := gs.attempts.get(gang.PodKey(pod)); !ok || got != id {
+			return true, nil
+		}
+		wp = gs.handle.GetWaitingPod(pod.UID)
+		return wp != nil, nil
+	})
+	if wp == nil {
+		return
+	}
+	switch owned, committed := gs.store.Committed(key, id); {
+	case !owned:
+		wp.Reject(gang.PluginName, msg.Unwound(key))
+		gs.logger.V(4).Info("gangpack.Permit.late_waiter_rejected", "pod", klog.KObj(pod), "key", key)
+	case committed && admit():
+		gs.doubts.admit(pod.UID)
+		wp.Allow(gang.PluginName)
+	}
+}
+
+// Admitted marks a pod Permit admitted: a failed binding from now on leaves its node in doubt.
+func (gs *Ledger) Admitted(uid types.UID) { gs.doubts.admit(uid) }
+
+// EnterPermit records the member's attempt (an unwind from now on finds the pod by it, as a
+// waiter or, before the framework registers the waiter, through its supervisor) and reports
+// whether the attempt still owns the gang's pin and whether the gang committed. An attempt
+// that lost its pin is forgotten again.
+func (gs *Ledger) EnterPermit(pod *v1.Pod, key string, id uint64) (owned, committed bool) {
+	gs.attempts.set(gang.PodKey(pod), id, gs.now())
+	owned, committed = gs.store.Committed(key, id)
+	if !owned {
+		gs.attempts.forgetIf(gang.PodKey(pod), id)
+	}
+	return owned, committed
+}
+
+// Supervise starts the waiter's supervisor (superviseWaiter) on a goroutine of its own.
+func (gs *Ledger) Supervise(pod *v1.Pod, key string, id uint64, admit func() bool) {
+	gs.spawn(func() { gs.superviseWaiter(pod, key, id, admit) })
+}
+
+// AdmitAttempt allows every waiter of the gang's attempt id and marks them, and pod, admitted.
+func (gs *Ledger) AdmitAttempt(pod *v1.Pod, key string, id uint64) {
+	gs.forEachWaiter(key, id, func(wp fwk.WaitingPod) {
+		gs.doubts.admit(wp.GetPod().UID)
+		wp.Allow(gang.PluginName)
+	})
+	gs.doubts.admit(pod.UID)
+}
+
+// WakeForPermit: see wakeForPermit.
+func (gs *Ledger) WakeForPermit(logger klog.Logger, pod *v1.Pod, info gang.Info, id uint64) int {
+	return gs.wakeForPermit(logger, pod, info, id)
+}
