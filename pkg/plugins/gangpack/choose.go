@@ -72,8 +72,8 @@ func (p *planner) logEnter(plans map[string]*topology.DomainPlan, pinnedDomain s
 // with shapes times nodes, and a PodGroup's members are tenant-controlled.
 var maxShapes = 16
 
-// shapeGroup is the templates of one shape (or, past maxShapes, of several merged shapes).
-type shapeGroup struct {
+// shapeClass is the templates of one shape (or, past maxShapes, of several merged shapes).
+type shapeClass struct {
 	key     string             // gang.ShapeKey of rep, prefixed with "merged:" for a merged group
 	rep     *v1.Pod            // whose node constraints the group is planned with
 	request topology.Resources // the shape (elementwise maximum over a merged group)
@@ -112,16 +112,16 @@ func (p *planner) buildGang() {
 
 // groupShapes groups templates by shape, in order of first appearance (the current pod's
 // shape first).
-func groupShapes(templates []*v1.Pod) []shapeGroup {
+func groupShapes(templates []*v1.Pod) []shapeClass {
 	index := map[string]int{}
-	var groups []shapeGroup
+	var groups []shapeClass
 	for i, t := range templates {
 		k := gang.ShapeKey(t)
 		s, ok := index[k]
 		if !ok {
 			s = len(groups)
 			index[k] = s
-			groups = append(groups, shapeGroup{key: k, rep: t, request: gang.Request(t)})
+			groups = append(groups, shapeClass{key: k, rep: t, request: gang.Request(t)})
 		}
 		if i == 0 {
 			groups[s].current = true
@@ -134,11 +134,11 @@ func groupShapes(templates []*v1.Pod) []shapeGroup {
 
 // mergeShapes keeps the current pod's shape and the limit-2 most common other shapes, and
 // merges the rest into one.
-func mergeShapes(groups []shapeGroup, limit int) []shapeGroup {
+func mergeShapes(groups []shapeClass, limit int) []shapeClass {
 	rest := slices.Clone(groups[1:])
-	slices.SortStableFunc(rest, func(a, b shapeGroup) int { return b.count - a.count })
-	kept := append([]shapeGroup{groups[0]}, rest[:limit-2]...)
-	merged := shapeGroup{request: topology.Resources{}}
+	slices.SortStableFunc(rest, func(a, b shapeClass) int { return b.count - a.count })
+	kept := append([]shapeClass{groups[0]}, rest[:limit-2]...)
+	merged := shapeClass{request: topology.Resources{}}
 	var repSize int64 = -1
 	for _, sg := range rest[limit-2:] {
 		merged.count += sg.count
@@ -250,12 +250,12 @@ func (p *planner) bestFit(cs fwk.CycleState, plans map[string]*topology.DomainPl
 // reason when non-empty.
 func (p *planner) noFit(rooms map[string]int, failed map[string]struct{}, reason string) *fwk.Status {
 	key := p.info.Key
-	p.parked()
+	p.recordPending()
 	if _, fit := topology.BestFit(rooms, p.need); !fit {
 		rooms = p.rawRooms(rooms)
 	}
 	if _, ok := topology.BestFit(rooms, p.need); ok {
-		p.park()
+		p.waitForRoom()
 		metrics.CountPin(metrics.PinReserved)
 		p.logNoFit(rooms, failed, "reserved")
 		return fwk.NewStatus(fwk.Unschedulable, msg.NoRoomReserved(key))
@@ -344,7 +344,7 @@ func (p *planner) resting(rooms map[string]int, failed map[string]struct{}) *fwk
 // adoptBlocked parks a gang whose placed members' domain has room only inside other forming
 // gangs' reservations; it is woken when reserved room is given back.
 func (p *planner) adoptBlocked(d string) *fwk.Status {
-	p.park()
+	p.waitForRoom()
 	metrics.CountPin(metrics.PinReserved)
 	p.logger.V(4).Info("gangpack.pinGang.adopt_blocked", "pod", klog.KObj(p.pod), "gang", p.info.Key, "domain", d)
 	return fwk.NewStatus(fwk.Unschedulable, msg.AdoptReserved(d, p.info.Key))
@@ -365,7 +365,7 @@ func (p *planner) holdCapped() *fwk.Status {
 	if n < limit {
 		return nil
 	}
-	p.park()
+	p.waitForRoom()
 	p.logger.V(4).Info("gangpack.pinGang.hold_cap", "pod", klog.KObj(p.pod), "gang", p.info.Key, "holds", n, "limit", limit)
 	return fwk.NewStatus(fwk.Unschedulable, msg.HoldCap(p.info.Namespace, n))
 }

@@ -193,7 +193,7 @@ func (pl *GangPack) partnerReady(pt partner) bool {
 }
 
 // groupGate parks the pod until every PodGroup of its group exists and has its minMember
-// members (rule 1). The planning that finds a waiting group complete wakes every partner's
+// members (docs/design.md §19, item 1). The planning that finds a waiting group complete wakes every partner's
 // members. It records the partners for planning.
 func (p *planner) groupGate() *fwk.Status {
 	g := p.info.Group

@@ -114,7 +114,7 @@ func TestPartnerGroupTooLarge(t *testing.T) {
 	}
 }
 
-// A placement group that fits nowhere preempts as one unit (rule 7): one group domain is
+// A placement group that fits nowhere preempts as one unit (docs/design.md §19, item 7): one group domain is
 // freed for every partner, the victims are evicted whole, and the other partner waits on the
 // same victims instead of preempting again.
 func TestPartnerGroupPreemptsAsOneUnit(t *testing.T) {

@@ -10,7 +10,7 @@ import (
 )
 
 // groupCommitted reports whether every partner of a committed gang's group has minMember
-// members placed (rule 4): a pinned partner is committed, an unpinned one (after a restart)
+// members placed (docs/design.md §19, item 4): a pinned partner is committed, an unpinned one (after a restart)
 // has minMember bound live members. The gang itself is committed by the caller's check.
 func (pl *GangPack) groupCommitted(info gang.Info) bool {
 	g := info.Group

@@ -30,7 +30,7 @@ type groupPlanning struct {
 // placeGroup plans and pins the current gang's whole placement group (rules 2 and 3): every
 // partner without a pin or placed members gets its own commitment, with its own reservation,
 // in one group domain chosen by best fit over the group's total, all at once. Partners that
-// are pinned or have placed members anchor the group domain (rule 5). It returns the current
+// are pinned or have placed members anchor the group domain (docs/design.md §19, item 5). It returns the current
 // gang's new commitment, or the status that parks the pod.
 func (p *planner) placeGroup() (*placement.Commitment, *fwk.Status) {
 	g := p.info.Group
@@ -69,7 +69,7 @@ func (p *planner) placeGroup() (*placement.Commitment, *fwk.Status) {
 	}
 	cs, outcome := p.pl.ledger.PinGroup(g.Key, reqs, infos)
 	if outcome != placement.Pinned {
-		p.park()
+		p.waitForRoom()
 		metrics.CountPin(metrics.PinReserved)
 		return nil, fwk.NewStatus(fwk.Unschedulable, msg.GroupNoRoomReserved(g.Key))
 	}
@@ -218,11 +218,11 @@ func (gp *groupPlanning) reservation(q *planner, i int, members map[string]int) 
 // most of the group's members.
 func (p *planner) noGroupFit(gp *groupPlanning, partners []topology.Partner, plans map[string]*topology.GroupPlan) *fwk.Status {
 	g := p.info.Group
-	p.parked()
+	p.recordPending()
 	if len(p.others) > 0 {
 		gp.build(p, true)
 		if _, ok := topology.BestGroupFit(topology.PlanGroup(partners, gp.nodes)); ok {
-			p.park()
+			p.waitForRoom()
 			metrics.CountPin(metrics.PinReserved)
 			p.logger.V(4).Info("gangpack.group.no_fit", "pod", klog.KObj(p.pod), "group", g.Key, "reason", "reserved")
 			return fwk.NewStatus(fwk.Unschedulable, msg.GroupNoRoomReserved(g.Key))

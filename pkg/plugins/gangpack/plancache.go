@@ -147,7 +147,7 @@ func sameReserved(a, b placement.Reserved) bool {
 }
 
 // signatureOf is what a domain's plan depends on besides the domain's nodes.
-func signatureOf(key string, g topology.Gang, groups []shapeGroup) string {
+func signatureOf(key string, g topology.Gang, groups []shapeClass) string {
 	var b strings.Builder
 	b.WriteString(key)
 	b.WriteString("\x00" + strconv.Itoa(g.Need) + "\x00" + strconv.FormatBool(g.Apart) + "\x00" + strconv.Itoa(g.Current))

@@ -125,8 +125,8 @@ func (p *planner) placedIn(domain string) int {
 	return n
 }
 
-// park records the pod as blocked by a hold, so the next hold lift wakes it. A hold lifted
+// waitForRoom records the pod as blocked by a hold, so the next hold lift wakes it. A hold lifted
 // between the decision and the record (the store's generation moved) wakes it at once.
-func (p *planner) park() {
+func (p *planner) waitForRoom() {
 	p.pl.ledger.ParkBlocked(p.logger, p.pod, p.generation)
 }

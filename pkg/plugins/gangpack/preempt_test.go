@@ -216,7 +216,7 @@ func hiPreemptedLow(t *testing.T) (w *preemptWorld, victims, hi []*v1.Pod) {
 }
 
 // While the victims terminate the gang keeps its pin and does not preempt again; once they
-// are gone the pin stands and the members are placed in the domain (rule 8).
+// are gone the pin stands and the members are placed in the domain (docs/design.md §19, item 8).
 func TestPreemptNoStormWhileVictimsTerminate(t *testing.T) {
 	w, victims, hi := hiPreemptedLow(t)
 	// The informer still shows the victims, Terminating.
@@ -450,7 +450,7 @@ func TestPreemptStandaloneNotForRoom(t *testing.T) {
 	}
 }
 
-// A gang whose only obstacle is another gang's hold does not preempt (rule 1).
+// A gang whose only obstacle is another gang's hold does not preempt (docs/design.md §19, item 1).
 func TestPreemptNotForHolds(t *testing.T) {
 	hi := []*v1.Pod{prio(gangMember("hi-0", "hi", 1), 10), prio(gangMember("hi-1", "hi", 1), 10)}
 	pods := append(gangOn("low", 1, "b1", "b2"), hi...)
@@ -486,7 +486,7 @@ func filteredOut() fwk.NodeToStatusReader {
 
 // A forming lower-priority gang holding a domain is a victim like any other: its waiting
 // member is rejected (not deleted), its hold is released in one unwind, and the preemptor
-// pins the domain; a mid-priority gang elsewhere is untouched (rule 2).
+// pins the domain; a mid-priority gang elsewhere is untouched (docs/design.md §19, item 2).
 func TestPreemptLowerPriorityHolder(t *testing.T) {
 	w, _, _, _ := lowerHolderPreempted(t)
 	if c, ok := w.pl.ledger.Commitment(testNS + "/hi"); !ok || c.Domain != "a" {

@@ -206,8 +206,8 @@ func (q *qualityTracker) forgetStaleKeys(store heldDomains, now time.Time) {
 	q.refreshHeldLocked(store)
 }
 
-// parked records the gang as pending after "no domain has room".
-func (p *planner) parked() {
+// recordPending records the gang as pending after "no domain has room".
+func (p *planner) recordPending() {
 	p.pl.quality.park(p.info.TopologyKey, p.info.Key, p.need)
 }
 

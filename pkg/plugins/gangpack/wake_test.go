@@ -14,7 +14,7 @@ import (
 
 // A member created with a scheduling gate never runs PreFilter, and kube-scheduler runs no
 // queueing hint for an unassigned pod's creation: the pod informer's event itself wakes the
-// parked member of the gang it completes, which then reserves and waits at Permit.
+// recordPending member of the gang it completes, which then reserves and waits at Permit.
 func TestGatedMemberWakesIncompleteGang(t *testing.T) {
 	cases := []struct {
 		name      string
@@ -126,7 +126,7 @@ func waitingGangWorld(t testing.TB, n int) (*world, []*v1.Pod) {
 }
 
 // The pod-delete hint lists a waiting gang once per change of its members, not once per
-// parked member, and the representative follows the informer: the first live, unbound,
+// recordPending member, and the representative follows the informer: the first live, unbound,
 // ungated member by name, also before the informer's event for a deleted one is delivered.
 func TestDeleteHintListsGangOnce(t *testing.T) {
 	w, pods := waitingGangWorld(t, 50)

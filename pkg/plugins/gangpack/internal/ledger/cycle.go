@@ -73,9 +73,9 @@ func (gs *Ledger) Drain(logger klog.Logger, info gang.Info, id uint64, node stri
 	return r.Committed
 }
 
-// Unreserved is Unreserve's unwind of a member's attempt (see unreserved).
+// Unreserved is Unreserve's unwind of a member's attempt (see unwindOnUnreserve).
 func (gs *Ledger) Unreserved(logger klog.Logger, info gang.Info, id uint64) {
-	gs.unreserved(logger, info, id)
+	gs.unwindOnUnreserve(logger, info, id)
 }
 
 // MemberUnreserved forgets the member's attempt and node and, when the pod failed in binding

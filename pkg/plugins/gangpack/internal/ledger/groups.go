@@ -64,7 +64,7 @@ func (gs *Ledger) ActivateGroup(logger klog.Logger, partners []types.NamespacedN
 }
 
 // groupRecords remembers which partners' attempts were pinned together, so that unwinding
-// one of them unwinds them all (rule 4). A group's record ends when the whole group is
+// one of them unwinds them all (docs/design.md §19, item 4). A group's record ends when the whole group is
 // admitted at Permit or when it is unwound.
 type groupRecords struct {
 	mu      sync.Mutex
@@ -128,7 +128,7 @@ func (r *groupRecords) len() int {
 }
 
 // cascade unwinds the partners pinned together with gang's released attempt id: one
-// partner's timeout, rejection or PodGroup deletion unwinds the whole group (rule 4).
+// partner's timeout, rejection or PodGroup deletion unwinds the whole group (docs/design.md §19, item 4).
 func (gs *Ledger) cascade(logger klog.Logger, gang string, id uint64, cause string) {
 	group, others, ok := gs.groups.take(gang, id)
 	if !ok {

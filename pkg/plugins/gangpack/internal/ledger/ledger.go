@@ -20,7 +20,7 @@ import (
 // the pods refused because of a hold, the gangs waiting for members, bindings in doubt and the
 // quality gauges' memory. Its methods are the only writers:
 //
-//   - holds.go: a new pin (pinned), a hold's end (expire), a refused pod's parking;
+//   - holds.go: a new pin (armDeadline), a hold's end (expire), a refused pod's parking;
 //   - release.go: unwinds and silent releases, the waiting members of an attempt;
 //   - revalidate.go (dropPin): carrying out a decision to drop a pin;
 //   - activate.go: waking pods; placed.go: a gang's placed members; doubt.go; quality.go.

@@ -10,14 +10,14 @@ import (
 	"github.com/moirai-internal/ome-scheduler/pkg/plugins/gangpack/internal/gang"
 )
 
-// PreFilter's decisions, carried out: every new pin arms its deadline here (pinned), and a
+// PreFilter's decisions, carried out: every new pin arms its deadline here (armDeadline), and a
 // partner's pin is recorded with its group, so no caller can forget either.
 
 // Choose pins the gang to the best-fitting domain of the request (placement.Store.Choose).
 func (gs *Ledger) Choose(req placement.ChooseRequest, info gang.Info) placement.ChooseResult {
 	res := gs.store.Choose(req)
 	if res.OK && !res.Existing {
-		gs.pinned(res.Commitment, info)
+		gs.armDeadline(res.Commitment, info)
 	}
 	return res
 }
@@ -27,7 +27,7 @@ func (gs *Ledger) Choose(req placement.ChooseRequest, info gang.Info) placement.
 func (gs *Ledger) Pin(req placement.PinRequest, info gang.Info, group string) (placement.Commitment, placement.PinOutcome) {
 	c, outcome := gs.store.Pin(req)
 	if outcome == placement.Pinned {
-		gs.pinned(c, info)
+		gs.armDeadline(c, info)
 		if group != "" {
 			gs.groups.record(group, c.Gang, c.ID)
 		}
@@ -43,7 +43,7 @@ func (gs *Ledger) PinGroup(group string, reqs []placement.PinRequest, infos []ga
 		return nil, outcome
 	}
 	for i, c := range cs {
-		gs.pinned(c, infos[i])
+		gs.armDeadline(c, infos[i])
 		gs.groups.record(group, c.Gang, c.ID)
 	}
 	return cs, outcome

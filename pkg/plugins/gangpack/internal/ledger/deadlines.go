@@ -9,12 +9,12 @@ import (
 	"github.com/moirai-internal/ome-scheduler/pkg/plugins/gangpack/internal/metrics"
 )
 
-// pinned is called once for every new commitment. A forming commitment holds room that other
+// armDeadline is called once for every new commitment. A forming commitment holds room that other
 // pods cannot use, so it ends at the gang's effective timeout at the latest, whatever created
 // it and whatever happens to the cycle that created it (a cycle that ends in an error runs no
 // PostFilter; another plugin's PostFilter may succeed first; a gang whose last member never
 // fits never reaches Permit). The timer lives only as long as the attempt: holdEnded stops it.
-func (gs *Ledger) pinned(c placement.Commitment, info gang.Info) {
+func (gs *Ledger) armDeadline(c placement.Commitment, info gang.Info) {
 	if !c.Forming() || info.Timeout <= 0 {
 		return
 	}
@@ -70,11 +70,11 @@ func (gs *Ledger) forgetFailed(gang, owner string) {
 	gs.rests.stopWhere(func(k restKey) bool { return k.gang == gang })
 }
 
-// unreserved is Unreserve's unwind of a member's attempt. kube-scheduler's own Permit timeout
+// unwindOnUnreserve is Unreserve's unwind of a member's attempt. kube-scheduler's own Permit timeout
 // has the gang's (capped) timeout too and starts a cycle after the pin, so it may end the
 // attempt before the expiry timer fires: an attempt still forming at or past its deadline is
 // expired (its domain rests) rather than merely unwound, whichever timer came first.
-func (gs *Ledger) unreserved(logger klog.Logger, info gang.Info, id uint64) {
+func (gs *Ledger) unwindOnUnreserve(logger klog.Logger, info gang.Info, id uint64) {
 	if gs.deadlines.reached(id, gs.now()) && gs.expire(logger, info.Key, id, info) {
 		return
 	}
