@@ -1,0 +1,65 @@
+package gangpack
+
+import (
+	"go/parser"
+	"go/token"
+	"os"
+	"path/filepath"
+	"reflect"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/moirai-internal/ome-scheduler/pkg/plugins/gangpack/internal/ledger"
+)
+
+// The package layout of docs/design.md §17, checked: which of the plugin's packages each
+// internal package may import, and that the ledger hands out none of its containers.
+func TestLayout(t *testing.T) {
+	const self = "github.com/moirai-internal/ome-scheduler/pkg/plugins/gangpack"
+	allowed := map[string][]string{
+		"gang":    nil,
+		"msg":     nil,
+		"metrics": nil,
+		"ledger":  {"gang", "msg", "metrics"},
+	}
+	dirs, err := os.ReadDir("internal")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, d := range dirs {
+		may, known := allowed[d.Name()]
+		if !known {
+			t.Errorf("internal/%s has no dependency rule here", d.Name())
+			continue
+		}
+		files, _ := filepath.Glob(filepath.Join("internal", d.Name(), "*.go"))
+		for _, f := range files {
+			if strings.HasSuffix(f, "_test.go") {
+				continue
+			}
+			file, err := parser.ParseFile(token.NewFileSet(), f, nil, parser.ImportsOnly)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, imp := range file.Imports {
+				path, _ := strconv.Unquote(imp.Path.Value)
+				rest, ok := strings.CutPrefix(path, self)
+				if !ok {
+					continue
+				}
+				dep := strings.TrimPrefix(rest, "/internal/")
+				if rest == "" || !slices.Contains(may, dep) {
+					t.Errorf("%s imports %s; internal/%s may import only %v of the plugin", f, path, d.Name(), may)
+				}
+			}
+		}
+	}
+	typ := reflect.TypeOf(ledger.Ledger{})
+	for i := 0; i < typ.NumField(); i++ {
+		if f := typ.Field(i); f.IsExported() {
+			t.Errorf("ledger.Ledger exports its field %s: only its methods may change it", f.Name)
+		}
+	}
+}
