@@ -2,6 +2,7 @@ package topology
 
 import (
 	"cmp"
+	"maps"
 	"slices"
 	"sort"
 	"strconv"
@@ -52,7 +53,9 @@ func newGroupSolver(partners []Partner, nodes []*GroupNode) *groupSolver {
 			fits := partnerFits(n, p)
 			nn := Node{Name: n.Name, Free: n.Free, FreePods: n.FreePods, Fits: fits}
 			s.alone[p][i] = NodeRoom(g, &nn)
-			s.perCopy[p][i] = perCopyOf(g, fits)
+			if pc, ok := PerCopy(g, &nn); ok {
+				s.perCopy[p][i] = pc
+			}
 			v := ""
 			if pt.Key >= 0 && pt.Key < len(n.Sub) {
 				v = n.Sub[pt.Key]
@@ -85,26 +88,6 @@ func partnerFits(n *GroupNode, p int) []bool {
 	return nil
 }
 
-// perCopyOf is NodeRoom's per-copy request: per resource, the largest request among the
-// shapes that fit; nil when none fits.
-func perCopyOf(g *Gang, fits []bool) Resources {
-	var out Resources
-	for k, req := range g.Shapes {
-		if k >= len(fits) || !fits[k] {
-			continue
-		}
-		if out == nil {
-			out = Resources{}
-		}
-		for r, q := range req {
-			if q > out[r] {
-				out[r] = q
-			}
-		}
-	}
-	return out
-}
-
 // residual is what earlier partners left on the nodes they use (node index → state);
 // nodes not in the map are untouched.
 type residual map[int]*nodeLeft
@@ -116,14 +99,6 @@ type nodeLeft struct {
 	// node (NodeRoom's one member on a node without a whole spare copy): nobody else may
 	// join it then.
 	over bool
-}
-
-func maps0(m Resources) Resources {
-	out := make(Resources, len(m))
-	for k, v := range m {
-		out[k] = v
-	}
-	return out
 }
 
 // room is how many members of partner p node i takes given what earlier partners left.
@@ -155,7 +130,12 @@ func (s *groupSolver) take(p, i, k int, st residual) {
 	left, ok := st[i]
 	if !ok {
 		n := s.nodes[i]
-		left = &nodeLeft{free: maps0(n.Free), pods: n.FreePods}
+		// take writes into free: a node without Free still gets a map of its own.
+		free := maps.Clone(n.Free)
+		if free == nil {
+			free = Resources{}
+		}
+		left = &nodeLeft{free: free, pods: n.FreePods}
 		st[i] = left
 	}
 	for r, q := range s.perCopy[p][i] {
