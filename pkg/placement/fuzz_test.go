@@ -3,9 +3,10 @@ package placement_test
 import (
 	"bytes"
 	"fmt"
+	"maps"
 	"math/rand/v2"
 	"reflect"
-	"sort"
+	"slices"
 	"testing"
 
 	"github.com/moirai-internal/ome-scheduler/pkg/placement"
@@ -60,15 +61,6 @@ func (s *fuzzBytes) next() int {
 	return int(v)
 }
 
-func sortedKeys[V any](m map[string]V) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
-}
-
 // occupant is a pod that uses a node's room: a gang member that passed Reserve or any other
 // pod the filters let through.
 type occupant struct {
@@ -93,12 +85,12 @@ func newModel() *model {
 	return m
 }
 
+// cloneRes copies r; a nil r gives an empty map, as the model's free room is written to.
 func cloneRes(r topology.Resources) topology.Resources {
-	out := topology.Resources{}
-	for k, v := range r {
-		out[k] = v
+	if r == nil {
+		return topology.Resources{}
 	}
-	return out
+	return maps.Clone(r)
 }
 
 func cloneReservation(r placement.Reservation) placement.Reservation {
@@ -308,7 +300,7 @@ func consume(c *placement.Commitment, node string) bool {
 		return false
 	}
 	best, most := "", 0
-	for _, n := range sortedKeys(c.Reserved) {
+	for _, n := range slices.Sorted(maps.Keys(c.Reserved)) {
 		if c.Reserved[n].Count > most {
 			best, most = n, c.Reserved[n].Count
 		}
@@ -481,7 +473,7 @@ func runStoreModel(t *testing.T, data []byte) {
 		owner := fuzzOwners[a%2]
 		key := fuzzKeys[(a>>1)%2]
 		variant := (a >> 2) % 6
-		names := sortedKeys(fuzzDomains[key])
+		names := slices.Sorted(maps.Keys(fuzzDomains[key]))
 		cur, pinned := m.pins[gang]
 		// pickID: the gang's current id (half the time), a stale id, AnyID or a never-issued id.
 		pickID := func(v int) uint64 {
@@ -735,7 +727,7 @@ func checkStore(t *testing.T, where string, s *placement.Store, m *model) {
 	var want []placement.Commitment
 	held := map[placement.DomainRef]bool{}
 	keys := map[string]bool{}
-	for _, g := range sortedKeys(m.pins) {
+	for _, g := range slices.Sorted(maps.Keys(m.pins)) {
 		c := m.pins[g]
 		want = append(want, c)
 		if c.Forming() {
@@ -822,7 +814,7 @@ func checkStore(t *testing.T, where string, s *placement.Store, m *model) {
 			t.Fatalf("%s: HeldDomainRefs = %v; model %v", where, refs, held)
 		}
 	}
-	if got := s.HeldKeys(); len(got) != len(keys) || (len(got) > 0 && !reflect.DeepEqual(got, sortedKeys(keys))) {
+	if got := s.HeldKeys(); len(got) != len(keys) || (len(got) > 0 && !reflect.DeepEqual(got, slices.Sorted(maps.Keys(keys)))) {
 		t.Fatalf("%s: HeldKeys = %v; model %v", where, got, keys)
 	}
 }

@@ -2,7 +2,9 @@ package topology
 
 import (
 	"fmt"
+	"maps"
 	"math/rand"
+	"slices"
 	"sort"
 	"testing"
 )
@@ -344,14 +346,14 @@ func checkWitness(partners []Partner, nodes []GroupNode, gp *GroupPlan) string {
 			var want []string
 			for i, n := range b.nodes {
 				f := partnerFits(n, p)
-				if b.keyOf(p, i) == gp.Sub[p] && contains(gp.Nodes[p], n.Name) {
+				if b.keyOf(p, i) == gp.Sub[p] && slices.Contains(gp.Nodes[p], n.Name) {
 					if pt.Gang.Current >= len(f) || !f[pt.Gang.Current] {
 						return fmt.Sprintf("partner %d: candidate %q does not fit the current shape", p, n.Name)
 					}
 					want = append(want, n.Name)
 				}
 			}
-			if !equalStrings(want, gp.Nodes[p]) || !sort.StringsAreSorted(gp.Nodes[p]) {
+			if !slices.Equal(want, gp.Nodes[p]) || !sort.StringsAreSorted(gp.Nodes[p]) {
 				return fmt.Sprintf("partner %d: candidates %v outside its sub-domain or unsorted", p, gp.Nodes[p])
 			}
 		}
@@ -409,7 +411,7 @@ func checkGroup(partners []Partner, nodes []GroupNode, st *groupStats) string {
 		}
 	}
 	if len(plans) != len(byGroup) {
-		return fmt.Sprintf("plans for %v, want %d domains", groupKeys(plans), len(byGroup))
+		return fmt.Sprintf("plans for %v, want %d domains", slices.Sorted(maps.Keys(plans)), len(byGroup))
 	}
 	for d, ns := range byGroup {
 		gp := plans[d]
@@ -473,7 +475,7 @@ func checkGroup(partners []Partner, nodes []GroupNode, st *groupStats) string {
 					continue
 				}
 				ok := b.feasible(gp.Sub, p, i)
-				in := contains(gp.Nodes[p], n.Name)
+				in := slices.Contains(gp.Nodes[p], n.Name)
 				if in && !ok {
 					return fmt.Sprintf("plan[%q]: partner %d candidate %q but the brute force finds no placement with its member there", d, p, n.Name)
 				}

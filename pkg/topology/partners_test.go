@@ -2,7 +2,9 @@ package topology
 
 import (
 	"fmt"
+	"maps"
 	"reflect"
+	"slices"
 	"testing"
 )
 
@@ -52,7 +54,7 @@ type groupWant struct {
 func checkGroupPlan(t *testing.T, partners []Partner, nodes []GroupNode, plans map[string]*GroupPlan, want map[string]groupWant) {
 	t.Helper()
 	if len(plans) != len(want) {
-		t.Fatalf("plans for %d domains %v, want %d", len(plans), groupKeys(plans), len(want))
+		t.Fatalf("plans for %d domains %v, want %d", len(plans), slices.Sorted(maps.Keys(plans)), len(want))
 	}
 	for d, w := range want {
 		p := plans[d]
@@ -67,14 +69,6 @@ func checkGroupPlan(t *testing.T, partners []Partner, nodes []GroupNode, plans m
 			t.Errorf("plan[%q]: %s", d, msg)
 		}
 	}
-}
-
-func groupKeys(m map[string]*GroupPlan) []string {
-	var out []string
-	for k := range m {
-		out = append(out, k)
-	}
-	return out
 }
 
 func TestPlanGroup(t *testing.T) {

@@ -5,6 +5,7 @@ import (
 	"math"
 	"math/rand"
 	"reflect"
+	"slices"
 	"testing"
 )
 
@@ -278,7 +279,7 @@ func TestMinimalVictims(t *testing.T) {
 			g := tc.gang
 			before := fmt.Sprintf("%+v %+v %+v", g, tc.nodes, tc.units)
 			got, room, ok := MinimalVictims(&g, preemptor, tc.nodes, tc.units)
-			if ok != tc.ok || room != tc.room || !equalInts(got, tc.want) {
+			if ok != tc.ok || room != tc.room || !slices.Equal(got, tc.want) {
 				t.Fatalf("MinimalVictims = %v, room %d, ok %v; want %v, room %d, ok %v", got, room, ok, tc.want, tc.room, tc.ok)
 			}
 			if after := fmt.Sprintf("%+v %+v %+v", g, tc.nodes, tc.units); after != before {
@@ -579,22 +580,9 @@ func TestMinimalVictimsBruteForce(t *testing.T) {
 }
 
 func sameCandidate(a, b *PreemptionCandidate) bool {
-	return a.Domain == b.Domain && equalInts(a.Victims, b.Victims) && a.Room == b.Room && a.Need == b.Need &&
+	return a.Domain == b.Domain && slices.Equal(a.Victims, b.Victims) && a.Room == b.Room && a.Need == b.Need &&
 		a.PDBViolations == b.PDBViolations && a.MaxPriority == b.MaxPriority && a.Pods == b.Pods &&
 		a.PrioritySum == b.PrioritySum
-}
-
-// equalInts compares int slices, nil equal to empty.
-func equalInts(a, b []int) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }
 
 // BenchmarkMinimalVictims measures one domain of 18 nodes × 4 GPUs, every GPU taken by 20

@@ -2,8 +2,10 @@ package topology
 
 import (
 	"fmt"
+	"maps"
 	"math/rand"
 	"reflect"
+	"slices"
 	"sort"
 	"testing"
 )
@@ -438,7 +440,7 @@ func TestPlan(t *testing.T) {
 			g := tc.gang
 			plans := Plan(&g, tc.nodes)
 			if len(plans) != len(tc.want) {
-				t.Fatalf("Plan returned %d domains %v, want %d", len(plans), keys(plans), len(tc.want))
+				t.Fatalf("Plan returned %d domains %v, want %d", len(plans), slices.Sorted(maps.Keys(plans)), len(tc.want))
 			}
 			for d, w := range tc.want {
 				p, ok := plans[d]
@@ -451,10 +453,10 @@ func TestPlan(t *testing.T) {
 				if p.Room != w.room {
 					t.Errorf("plan[%q].Room = %d, want %d", d, p.Room, w.room)
 				}
-				if !equalStrings(p.Candidates, w.cands) {
+				if !slices.Equal(p.Candidates, w.cands) {
 					t.Errorf("plan[%q].Candidates = %v, want %v", d, p.Candidates, w.cands)
 				}
-				if !equalStrings(p.Nodes, w.nodes) {
+				if !slices.Equal(p.Nodes, w.nodes) {
 					t.Errorf("plan[%q].Nodes = %v, want %v", d, p.Nodes, w.nodes)
 				}
 			}
@@ -663,7 +665,7 @@ func TestPlanBruteForce(t *testing.T) {
 			// a node fitting the current shape that is not a candidate: the matching
 			// (not just the fit) decided
 			for _, n := range nodes {
-				if n.Domain == p.Domain && n.Fits[g.Current] && !contains(p.Candidates, n.Name) {
+				if n.Domain == p.Domain && n.Fits[g.Current] && !slices.Contains(p.Candidates, n.Name) {
 					excl = true
 				}
 			}
@@ -834,7 +836,7 @@ func checkPlan(g *Gang, nodes []Node) string {
 		}
 	}
 	if len(plans) != len(byDomain) {
-		return fmt.Sprintf("plan has domains %v, want %d domains", keys(plans), len(byDomain))
+		return fmt.Sprintf("plan has domains %v, want %d domains", slices.Sorted(maps.Keys(plans)), len(byDomain))
 	}
 	for d, ns := range byDomain {
 		p := plans[d]
@@ -849,7 +851,7 @@ func checkPlan(g *Gang, nodes []Node) string {
 			wantNodes = append(wantNodes, n.Name)
 		}
 		sort.Strings(wantNodes)
-		if !equalStrings(p.Nodes, wantNodes) {
+		if !slices.Equal(p.Nodes, wantNodes) {
 			return fmt.Sprintf("plan[%q].Nodes = %v, want %v", d, p.Nodes, wantNodes)
 		}
 		if (p.Room == 0) != (len(p.Candidates) == 0) {
@@ -871,7 +873,7 @@ func checkPlan(g *Gang, nodes []Node) string {
 			}
 		}
 		bc, br := bruteDomain(g, ns)
-		if !equalStrings(p.Candidates, bc) {
+		if !slices.Equal(p.Candidates, bc) {
 			return fmt.Sprintf("plan[%q].Candidates = %v, brute force %v", d, p.Candidates, bc)
 		}
 		if p.Room != br {
@@ -917,34 +919,4 @@ func checkBestFit(rooms map[string]int, size int) string {
 		return fmt.Sprintf("CountFitting(%v,%d) = %d, want %d", rooms, size, c, len(fit))
 	}
 	return ""
-}
-
-func keys(m map[string]*DomainPlan) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
-}
-
-func contains(ss []string, s string) bool {
-	for _, x := range ss {
-		if x == s {
-			return true
-		}
-	}
-	return false
-}
-
-func equalStrings(a, b []string) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }
