@@ -22,6 +22,19 @@ func PerCopy(g *Gang, n *Node) (Resources, bool) {
 	return per, ok
 }
 
+// shapeMembers is how many members of shape s the gang still places: its siblings of that shape,
+// and the current member when s is its shape.
+func shapeMembers(g *Gang, s int) int {
+	k := 0
+	if s < len(g.Siblings) {
+		k = g.Siblings[s]
+	}
+	if s == g.Current {
+		k++
+	}
+	return k
+}
+
 // Assign spreads up to want members of the gang (the current member and its siblings) over
 // the nodes of one domain: each member goes to a node its shape fits, and no node takes more
 // than its NodeRoom. It answers with how many members each node takes, filling the nodes of
@@ -38,14 +51,7 @@ func Assign(g *Gang, nodes []Node, want int) (map[string]int, int) {
 	cls := classesOf(g, ptrs)
 	f := newFlowNet(0, len(g.Shapes), len(cls))
 	for s := range g.Shapes {
-		supply := 0
-		if s < len(g.Siblings) {
-			supply = g.Siblings[s]
-		}
-		if s == g.Current {
-			supply++
-		}
-		f.edge(flowSource, f.shape(s), int64(supply))
+		f.edge(flowSource, f.shape(s), int64(shapeMembers(g, s)))
 	}
 	for c, cl := range cls {
 		f.room(c, int64(cl.room)*int64(len(cl.nodes)))

@@ -39,10 +39,7 @@ func FuzzPlanGroup(f *testing.F) {
 // the sequential placement misses a feasible group domain or a candidate node.
 func TestPlanGroupBruteForce(t *testing.T) {
 	rng := rand.New(rand.NewSource(20250101))
-	iters := 6000
-	if testing.Short() {
-		iters = 2000
-	}
+	iters := bruteIterations(6000)
 	st := &groupStats{}
 	for i := 0; i < iters; i++ {
 		b := make([]byte, 96)

@@ -22,17 +22,22 @@ type DomainPlan struct {
 // Plan computes a DomainPlan for every domain that has at least one node in nodes. Nodes
 // with an empty Domain belong to no domain and are ignored.
 func Plan(g *Gang, nodes []Node) map[string]*DomainPlan {
-	byDomain := map[string][]*Node{}
-	for i := range nodes {
-		n := &nodes[i]
-		if n.Domain == "" {
-			continue
-		}
-		byDomain[n.Domain] = append(byDomain[n.Domain], n)
-	}
+	byDomain := byValue(nodes, func(n *Node) string { return n.Domain })
 	out := make(map[string]*DomainPlan, len(byDomain))
 	for d, ns := range byDomain {
 		out[d] = planDomain(g, d, ns)
+	}
+	return out
+}
+
+// byValue indexes the elements of xs by key, in order; elements whose key is "" are left out.
+func byValue[T any](xs []T, key func(*T) string) map[string][]*T {
+	out := map[string][]*T{}
+	for i := range xs {
+		x := &xs[i]
+		if k := key(x); k != "" {
+			out[k] = append(out[k], x)
+		}
 	}
 	return out
 }

@@ -560,10 +560,7 @@ func TestNewPreemptionCandidate(t *testing.T) {
 // exhaustive search over victim subsets on many small random instances.
 func TestMinimalVictimsBruteForce(t *testing.T) {
 	rng := rand.New(rand.NewSource(20250611))
-	iters := 20000
-	if testing.Short() {
-		iters = 2000
-	}
+	iters := bruteIterations(20000)
 	var st preemptStats
 	for i := 0; i < iters; i++ {
 		b := make([]byte, 128)

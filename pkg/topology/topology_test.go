@@ -642,14 +642,20 @@ func TestRooms(t *testing.T) {
 	}
 }
 
+// bruteIterations is how many random instances a brute-force test checks: full, or 2000
+// with -short.
+func bruteIterations(full int) int {
+	if testing.Short() {
+		return 2000
+	}
+	return full
+}
+
 // TestPlanBruteForce compares Plan against an exhaustive search over sibling assignments on
 // many small random instances.
 func TestPlanBruteForce(t *testing.T) {
 	rng := rand.New(rand.NewSource(20240601))
-	iters := 20000
-	if testing.Short() {
-		iters = 2000
-	}
+	iters := bruteIterations(20000)
 	withCands, excluded := 0, 0
 	for i := 0; i < iters; i++ {
 		g, nodes := randomInstance(rng)
