@@ -77,6 +77,16 @@ type model struct {
 	occupants []occupant
 }
 
+// record adds a commitment the store has just made: its id must be above every earlier one.
+func (m *model) record(t *testing.T, where string, c placement.Commitment) {
+	t.Helper()
+	if c.ID <= m.lastID {
+		t.Fatalf("%s: new id %d not above %d", where, c.ID, m.lastID)
+	}
+	m.lastID = c.ID
+	m.pins[c.Gang] = c
+}
+
 func newModel() *model {
 	m := &model{pins: map[string]placement.Commitment{}, free: cluster{}}
 	for n, r := range fuzzAlloc {
@@ -538,11 +548,7 @@ func runStoreModel(t *testing.T, data []byte) {
 			if !res.OK || res.Existing || res.Conflict || !reflect.DeepEqual(res.Commitment, want) {
 				t.Fatalf("%s: Choose = %+v; model %+v", where, res, want)
 			}
-			if want.ID <= m.lastID {
-				t.Fatalf("%s: new id %d not above %d", where, want.ID, m.lastID)
-			}
-			m.lastID = want.ID
-			m.pins[gang] = want
+			m.record(t, where, want)
 			wantChanged = true
 
 		case opPin:
@@ -570,11 +576,7 @@ func runStoreModel(t *testing.T, data []byte) {
 				if out != placement.Pinned || !reflect.DeepEqual(c, want) {
 					t.Fatalf("%s: Pin = %+v,%v; model Pinned %+v", where, c, out, want)
 				}
-				if c.ID <= m.lastID {
-					t.Fatalf("%s: new id %d not above %d", where, c.ID, m.lastID)
-				}
-				m.lastID = c.ID
-				m.pins[gang] = want
+				m.record(t, where, want)
 				wantChanged = true
 			}
 
