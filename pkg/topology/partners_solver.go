@@ -149,8 +149,8 @@ func (s *groupSolver) take(p, i, k int, st residual) {
 }
 
 // solverClass is the nodes of idx that are interchangeable when place matches partner p's
-// members: same fit vector, same room given what earlier partners left, and both the pinned
-// node or both not.
+// members: same fit vector and same room given what earlier partners left (key, as
+// classKey), and both the pinned node or both not.
 type solverClass struct {
 	key   string
 	room  int
@@ -164,23 +164,23 @@ type solverClass struct {
 // equals).
 func (s *groupSolver) classes(p int, idx []int, st residual, pin int) []*solverClass {
 	S := len(s.partners[p].Gang.Shapes)
+	type classID struct {
+		key string
+		pin bool
+	}
 	var cls []*solverClass
-	byKey := map[string]*solverClass{}
+	byID := map[classID]*solverClass{}
 	for j, i := range idx {
 		r := s.room(p, i, st)
 		if r <= 0 {
 			continue
 		}
 		fits := partnerFits(s.nodes[i], p)
-		key := classKey(fits, S, r)
-		isPin := i == pin
-		if isPin {
-			key += "/pin"
-		}
-		c := byKey[key]
+		id := classID{classKey(fits, S, r), i == pin}
+		c := byID[id]
 		if c == nil {
-			c = &solverClass{key: key, room: r, fits: fits, pin: isPin}
-			byKey[key] = c
+			c = &solverClass{key: id.key, room: r, fits: fits, pin: id.pin}
+			byID[id] = c
 			cls = append(cls, c)
 		}
 		c.nodes = append(c.nodes, j)
@@ -189,7 +189,10 @@ func (s *groupSolver) classes(p int, idx []int, st residual, pin int) []*solverC
 		if cls[a].room != cls[b].room {
 			return cls[a].room < cls[b].room
 		}
-		return cls[a].key < cls[b].key
+		if cls[a].key != cls[b].key {
+			return cls[a].key < cls[b].key
+		}
+		return !cls[a].pin && cls[b].pin
 	})
 	return cls
 }
