@@ -6,6 +6,9 @@
 package placement
 
 import (
+	"cmp"
+	"maps"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -277,16 +280,12 @@ func (s *Store) FormingWithPrefix(prefix, gang string) int {
 	return n
 }
 
-// HeldKeys returns the topology keys under which forming gangs hold domains.
+// HeldKeys returns the topology keys under which forming gangs hold domains, sorted; nil
+// when there are none.
 func (s *Store) HeldKeys() []string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	out := make([]string, 0, len(s.heldKeys))
-	for k := range s.heldKeys {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
+	return slices.Sorted(maps.Keys(s.heldKeys))
 }
 
 // HeldDomains returns the number of domains currently held by forming gangs.
@@ -296,19 +295,12 @@ func (s *Store) HeldDomains() int {
 	return len(s.heldDomains)
 }
 
-// HeldDomainRefs returns the domains currently held by forming gangs, sorted by key then value.
+// HeldDomainRefs returns the domains currently held by forming gangs, sorted by key then
+// value; nil when there are none.
 func (s *Store) HeldDomainRefs() []DomainRef {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	out := make([]DomainRef, 0, len(s.heldDomains))
-	for ref := range s.heldDomains {
-		out = append(out, ref)
-	}
-	sort.Slice(out, func(i, j int) bool {
-		if out[i].Key != out[j].Key {
-			return out[i].Key < out[j].Key
-		}
-		return out[i].Value < out[j].Value
+	return slices.SortedFunc(maps.Keys(s.heldDomains), func(a, b DomainRef) int {
+		return cmp.Or(cmp.Compare(a.Key, b.Key), cmp.Compare(a.Value, b.Value))
 	})
-	return out
 }

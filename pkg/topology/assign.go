@@ -22,6 +22,19 @@ func PerCopy(g *Gang, n *Node) (Resources, bool) {
 	return per, ok
 }
 
+// shapeMembers is how many members of shape s the gang still places: its siblings of that shape,
+// and the current member when s is its shape.
+func shapeMembers(g *Gang, s int) int {
+	k := 0
+	if s < len(g.Siblings) {
+		k = g.Siblings[s]
+	}
+	if s == g.Current {
+		k++
+	}
+	return k
+}
+
 // Assign spreads up to want members of the gang (the current member and its siblings) over
 // the nodes of one domain: each member goes to a node its shape fits, and no node takes more
 // than its NodeRoom. It answers with how many members each node takes, filling the nodes of
@@ -36,46 +49,19 @@ func Assign(g *Gang, nodes []Node, want int) (map[string]int, int) {
 		ptrs = append(ptrs, &nodes[i])
 	}
 	cls := classesOf(g, ptrs)
-	S, C := len(g.Shapes), len(cls)
-	src, sink := 0, 1+S+C
-	capm := make([][]int64, sink+1)
-	for i := range capm {
-		capm[i] = make([]int64, sink+1)
-	}
-	for s := 0; s < S; s++ {
-		supply := int64(0)
-		if s < len(g.Siblings) {
-			supply = int64(g.Siblings[s])
-		}
-		if s == g.Current {
-			supply++
-		}
-		capm[src][1+s] = supply
+	f := newFlowNet(0, len(g.Shapes), len(cls))
+	for s := range g.Shapes {
+		f.edge(flowSource, f.shape(s), int64(shapeMembers(g, s)))
 	}
 	for c, cl := range cls {
-		capm[1+S+c][sink] = int64(cl.room) * int64(len(cl.nodes))
-		for s := 0; s < S; s++ {
-			if cl.fits[s] {
-				capm[1+s][1+S+c] = int64(want)
-			}
-		}
+		f.room(c, int64(cl.room)*int64(len(cl.nodes)))
+		f.fit(c, cl.fits, int64(want))
 	}
-	total := make([]int64, C)
-	for c := range cls {
-		total[c] = capm[1+S+c][sink]
-	}
-	flow := maxFlow(capm, src, sink, int64(want))
+	flow := f.run(int64(want))
 	out := map[string]int{}
 	for c, cl := range cls {
-		used := int(total[c] - capm[1+S+c][sink])
-		for _, name := range cl.nodes { // cl.nodes is sorted by name
-			if used <= 0 {
-				break
-			}
-			k := min(used, cl.room)
-			out[name] = k
-			used -= k
-		}
+		// cl.nodes is sorted by name: the class's nodes fill in name order.
+		spread(f.used(c), cl.room, len(cl.nodes), func(i, k int) { out[cl.nodes[i]] = k })
 	}
 	return out, int(flow)
 }

@@ -90,14 +90,7 @@ func FuzzAssign(f *testing.F) {
 func bruteAssign(g *Gang, nodes []Node) int {
 	var units []int
 	for s := range g.Shapes {
-		k := 0
-		if s < len(g.Siblings) {
-			k = g.Siblings[s]
-		}
-		if s == g.Current {
-			k++
-		}
-		for ; k > 0; k-- {
+		for k := shapeMembers(g, s); k > 0; k-- {
 			units = append(units, s)
 		}
 	}

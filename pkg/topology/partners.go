@@ -114,14 +114,7 @@ func PlanGroup(partners []Partner, nodes []GroupNode) map[string]*GroupPlan {
 	if len(partners) == 0 {
 		return nil
 	}
-	byGroup := map[string][]*GroupNode{}
-	for i := range nodes {
-		n := &nodes[i]
-		if n.Group == "" {
-			continue
-		}
-		byGroup[n.Group] = append(byGroup[n.Group], n)
-	}
+	byGroup := byValue(nodes, func(n *GroupNode) string { return n.Group })
 	out := make(map[string]*GroupPlan, len(byGroup))
 	for d, ns := range byGroup {
 		out[d] = newGroupSolver(partners, ns).plan(d)

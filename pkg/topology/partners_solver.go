@@ -2,10 +2,9 @@ package topology
 
 import (
 	"cmp"
+	"maps"
 	"slices"
 	"sort"
-	"strconv"
-	"strings"
 )
 
 // groupSolver is one group domain's nodes (sorted by name) and per-partner figures.
@@ -52,7 +51,9 @@ func newGroupSolver(partners []Partner, nodes []*GroupNode) *groupSolver {
 			fits := partnerFits(n, p)
 			nn := Node{Name: n.Name, Free: n.Free, FreePods: n.FreePods, Fits: fits}
 			s.alone[p][i] = NodeRoom(g, &nn)
-			s.perCopy[p][i] = perCopyOf(g, fits)
+			if pc, ok := PerCopy(g, &nn); ok {
+				s.perCopy[p][i] = pc
+			}
 			v := ""
 			if pt.Key >= 0 && pt.Key < len(n.Sub) {
 				v = n.Sub[pt.Key]
@@ -85,26 +86,6 @@ func partnerFits(n *GroupNode, p int) []bool {
 	return nil
 }
 
-// perCopyOf is NodeRoom's per-copy request: per resource, the largest request among the
-// shapes that fit; nil when none fits.
-func perCopyOf(g *Gang, fits []bool) Resources {
-	var out Resources
-	for k, req := range g.Shapes {
-		if k >= len(fits) || !fits[k] {
-			continue
-		}
-		if out == nil {
-			out = Resources{}
-		}
-		for r, q := range req {
-			if q > out[r] {
-				out[r] = q
-			}
-		}
-	}
-	return out
-}
-
 // residual is what earlier partners left on the nodes they use (node index → state);
 // nodes not in the map are untouched.
 type residual map[int]*nodeLeft
@@ -116,14 +97,6 @@ type nodeLeft struct {
 	// node (NodeRoom's one member on a node without a whole spare copy): nobody else may
 	// join it then.
 	over bool
-}
-
-func maps0(m Resources) Resources {
-	out := make(Resources, len(m))
-	for k, v := range m {
-		out[k] = v
-	}
-	return out
 }
 
 // room is how many members of partner p node i takes given what earlier partners left.
@@ -155,7 +128,12 @@ func (s *groupSolver) take(p, i, k int, st residual) {
 	left, ok := st[i]
 	if !ok {
 		n := s.nodes[i]
-		left = &nodeLeft{free: maps0(n.Free), pods: n.FreePods}
+		// take writes into free: a node without Free still gets a map of its own.
+		free := maps.Clone(n.Free)
+		if free == nil {
+			free = Resources{}
+		}
+		left = &nodeLeft{free: free, pods: n.FreePods}
 		st[i] = left
 	}
 	for r, q := range s.perCopy[p][i] {
@@ -170,6 +148,55 @@ func (s *groupSolver) take(p, i, k int, st residual) {
 	}
 }
 
+// solverClass is the nodes of idx that are interchangeable when place matches partner p's
+// members: same fit vector and same room given what earlier partners left (key, as
+// classKey), and both the pinned node or both not.
+type solverClass struct {
+	key   string
+	room  int
+	fits  []bool
+	pin   bool
+	nodes []int // positions in idx
+}
+
+// classes groups the nodes idx (ascending) with room for partner p given st into
+// solverClasses, least room first, then by class key (fit vector; the pinned node after its
+// equals).
+func (s *groupSolver) classes(p int, idx []int, st residual, pin int) []*solverClass {
+	S := len(s.partners[p].Gang.Shapes)
+	type classID struct {
+		key string
+		pin bool
+	}
+	var cls []*solverClass
+	byID := map[classID]*solverClass{}
+	for j, i := range idx {
+		r := s.room(p, i, st)
+		if r <= 0 {
+			continue
+		}
+		fits := partnerFits(s.nodes[i], p)
+		id := classID{classKey(fits, S, r), i == pin}
+		c := byID[id]
+		if c == nil {
+			c = &solverClass{key: id.key, room: r, fits: fits, pin: id.pin}
+			byID[id] = c
+			cls = append(cls, c)
+		}
+		c.nodes = append(c.nodes, j)
+	}
+	sort.SliceStable(cls, func(a, b int) bool {
+		if cls[a].room != cls[b].room {
+			return cls[a].room < cls[b].room
+		}
+		if cls[a].key != cls[b].key {
+			return cls[a].key < cls[b].key
+		}
+		return !cls[a].pin && cls[b].pin
+	})
+	return cls
+}
+
 // place matches partner p's members to the nodes idx (ascending) given st, without changing
 // st: counts parallel to idx, and the number placed (≤ need; need means the whole partner
 // with its current member, on node pin when pin ≥ 0). The matching is a max flow
@@ -178,98 +205,41 @@ func (s *groupSolver) take(p, i, k int, st residual) {
 // them greedily in that order (flow into the sink never decreases while augmenting).
 func (s *groupSolver) place(p int, idx []int, st residual, pin int) ([]int, int) {
 	g := s.partners[p].Gang
-	need := s.need[p]
+	need := int64(s.need[p])
 	S := len(g.Shapes)
-	type class struct {
-		key   string
-		room  int
-		fits  []bool
-		pin   bool
-		nodes []int // positions in idx
-	}
-	var cls []*class
-	byKey := map[string]*class{}
-	for j, i := range idx {
-		r := s.room(p, i, st)
-		if r <= 0 {
-			continue
-		}
-		fits := partnerFits(s.nodes[i], p)
-		var b strings.Builder
-		for k := 0; k < S; k++ {
-			if k < len(fits) && fits[k] {
-				b.WriteByte('1')
-			} else {
-				b.WriteByte('0')
-			}
-		}
-		b.WriteByte('/')
-		b.WriteString(strconv.Itoa(r))
-		isPin := i == pin
-		if isPin {
-			b.WriteString("/pin")
-		}
-		c := byKey[b.String()]
-		if c == nil {
-			c = &class{key: b.String(), room: r, fits: fits, pin: isPin}
-			byKey[c.key] = c
-			cls = append(cls, c)
-		}
-		c.nodes = append(c.nodes, j)
-	}
+	cls := s.classes(p, idx, st, pin)
 	counts := make([]int, len(idx))
 	if len(cls) == 0 {
 		return counts, 0
 	}
-	// Least room first, then by class key (fit vector; the pinned node after its equals).
-	sort.SliceStable(cls, func(a, b int) bool {
-		if cls[a].room != cls[b].room {
-			return cls[a].room < cls[b].room
-		}
-		return cls[a].key < cls[b].key
-	})
-	const src, cur, hub = 0, 1, 2
-	C := len(cls)
-	sink := 3 + S + C
-	capm := make([][]int64, sink+1)
-	for i := range capm {
-		capm[i] = make([]int64, sink+1)
-	}
-	capm[src][cur] = 1
-	capm[src][hub] = int64(need - 1)
+	// The current member enters through cur, so it goes only to a class it fits (the
+	// pinned node's when pinned); its siblings enter through hub, by shape.
+	const cur, hub = 1, 2
+	f := newFlowNet(2, S, len(cls))
+	f.edge(flowSource, cur, 1)
+	f.edge(flowSource, hub, need-1)
 	for k := 0; k < S && k < len(g.Siblings); k++ {
 		if g.Siblings[k] > 0 {
-			capm[hub][3+k] = int64(g.Siblings[k])
+			f.edge(hub, f.shape(k), int64(g.Siblings[k]))
 		}
 	}
 	okCur := g.Current >= 0 && g.Current < S
 	for c, cl := range cls {
-		v := 3 + S + c
 		if okCur && g.Current < len(cl.fits) && cl.fits[g.Current] && (pin < 0 || cl.pin) {
-			capm[cur][v] = 1
+			f.edge(cur, f.class(c), 1)
 		}
-		for k := 0; k < S; k++ {
-			if k < len(cl.fits) && cl.fits[k] {
-				capm[3+k][v] = int64(need)
-			}
-		}
+		f.fit(c, cl.fits, need)
 	}
 	var flow int64
 	for c, cl := range cls {
-		if flow >= int64(need) {
+		if flow >= need {
 			break
 		}
-		v := 3 + S + c
-		capm[v][sink] = int64(cl.room) * int64(len(cl.nodes))
-		flow += maxFlow(capm, src, sink, int64(need)-flow)
+		f.room(c, int64(cl.room)*int64(len(cl.nodes)))
+		flow += f.run(need - flow)
 	}
 	for c, cl := range cls {
-		x := int(capm[sink][3+S+c])
-		for _, j := range cl.nodes {
-			k := min(x, cl.room)
-			counts[j] = k
-			x -= k
-		}
+		spread(f.used(c), cl.room, len(cl.nodes), func(i, k int) { counts[cl.nodes[i]] = k })
 	}
 	return counts, int(flow)
 }

@@ -2,7 +2,9 @@ package topology
 
 import (
 	"fmt"
+	"maps"
 	"reflect"
+	"slices"
 	"testing"
 )
 
@@ -52,7 +54,7 @@ type groupWant struct {
 func checkGroupPlan(t *testing.T, partners []Partner, nodes []GroupNode, plans map[string]*GroupPlan, want map[string]groupWant) {
 	t.Helper()
 	if len(plans) != len(want) {
-		t.Fatalf("plans for %d domains %v, want %d", len(plans), groupKeys(plans), len(want))
+		t.Fatalf("plans for %d domains %v, want %d", len(plans), slices.Sorted(maps.Keys(plans)), len(want))
 	}
 	for d, w := range want {
 		p := plans[d]
@@ -67,14 +69,6 @@ func checkGroupPlan(t *testing.T, partners []Partner, nodes []GroupNode, plans m
 			t.Errorf("plan[%q]: %s", d, msg)
 		}
 	}
-}
-
-func groupKeys(m map[string]*GroupPlan) []string {
-	var out []string
-	for k := range m {
-		out = append(out, k)
-	}
-	return out
 }
 
 func TestPlanGroup(t *testing.T) {
@@ -360,57 +354,6 @@ func TestBestGroupFitAndLargestGroup(t *testing.T) {
 	}
 	if d, h, n, ok := LargestGroup(plans); !ok || d != "d" || h != 3 || n != 4 {
 		t.Errorf("LargestGroup = %q,%d,%d,%v", d, h, n, ok)
-	}
-}
-
-// benchGroupCluster builds zones × cliques × per nodes with 8 GPUs, some partly used; the
-// group key is the zone, key 0 the clique, key 1 the zone.
-func benchGroupCluster(zones, cliques, per, partners int) []GroupNode {
-	var out []GroupNode
-	for z := 0; z < zones; z++ {
-		for c := 0; c < cliques; c++ {
-			for i := 0; i < per; i++ {
-				fits := make([][]bool, partners)
-				for p := range fits {
-					fits[p] = []bool{(z+c+i+p)%7 != 0, true}
-				}
-				zone := fmt.Sprintf("z%d", z)
-				out = append(out, GroupNode{
-					Name:     fmt.Sprintf("z%d-c%d-n%02d", z, c, i),
-					Group:    zone,
-					Sub:      []string{fmt.Sprintf("z%d-c%d", z, c), zone},
-					Free:     Resources{"gpu": int64(8 - (z+c+i)%5), "cpu": 64000},
-					FreePods: 100,
-					Fits:     fits,
-				})
-			}
-		}
-	}
-	return out
-}
-
-// BenchmarkPlanGroup: 4 zones × 4 cliques × 18 nodes (288 nodes), 2 or 3 partners.
-func BenchmarkPlanGroup(b *testing.B) {
-	two := func(need int, apart bool) *Gang {
-		return &Gang{Shapes: []Resources{{"gpu": 8, "cpu": 1000}, {"gpu": 4, "cpu": 1000}}, Siblings: []int{need - 1, 0}, Need: need, Apart: apart}
-	}
-	for _, tc := range []struct {
-		name     string
-		partners []Partner
-	}{
-		{"2partners-clique-16-apart", []Partner{{two(16, true), 0}, {two(16, true), 0}}},
-		{"3partners-clique-8-8-zone-16", []Partner{{two(8, true), 0}, {two(8, true), 0}, {pg(16, Resources{"gpu": 2}, false), 1}}},
-		{"3partners-infeasible-clique-18-apart", []Partner{{two(18, true), 0}, {two(18, true), 0}, {two(18, true), 0}}},
-	} {
-		nodes := benchGroupCluster(4, 4, 18, len(tc.partners))
-		b.Run(tc.name, func(b *testing.B) {
-			b.ReportAllocs()
-			for b.Loop() {
-				if plans := PlanGroup(tc.partners, nodes); len(plans) != 4 {
-					b.Fatalf("%d plans", len(plans))
-				}
-			}
-		})
 	}
 }
 

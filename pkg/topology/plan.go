@@ -22,17 +22,22 @@ type DomainPlan struct {
 // Plan computes a DomainPlan for every domain that has at least one node in nodes. Nodes
 // with an empty Domain belong to no domain and are ignored.
 func Plan(g *Gang, nodes []Node) map[string]*DomainPlan {
-	byDomain := map[string][]*Node{}
-	for i := range nodes {
-		n := &nodes[i]
-		if n.Domain == "" {
-			continue
-		}
-		byDomain[n.Domain] = append(byDomain[n.Domain], n)
-	}
+	byDomain := byValue(nodes, func(n *Node) string { return n.Domain })
 	out := make(map[string]*DomainPlan, len(byDomain))
 	for d, ns := range byDomain {
 		out[d] = planDomain(g, d, ns)
+	}
+	return out
+}
+
+// byValue indexes the elements of xs by key, in order; elements whose key is "" are left out.
+func byValue[T any](xs []T, key func(*T) string) map[string][]*T {
+	out := map[string][]*T{}
+	for i := range xs {
+		x := &xs[i]
+		if k := key(x); k != "" {
+			out[k] = append(out[k], x)
+		}
 	}
 	return out
 }
@@ -95,16 +100,11 @@ func canFormFrom(g *Gang, cls []*nodeClass, c0 int) bool {
 	if want <= 0 {
 		return true
 	}
-	S, C := len(g.Shapes), len(cls)
-	src, sink := 0, 1+S+C
-	capm := make([][]int64, sink+1)
-	for i := range capm {
-		capm[i] = make([]int64, sink+1)
-	}
+	f := newFlowNet(0, len(g.Shapes), len(cls))
 	var supply int64
-	for s := 0; s < S; s++ {
+	for s := range g.Shapes {
 		if s < len(g.Siblings) && g.Siblings[s] > 0 {
-			capm[src][1+s] = int64(g.Siblings[s])
+			f.edge(flowSource, f.shape(s), int64(g.Siblings[s]))
 			supply += int64(g.Siblings[s])
 		}
 	}
@@ -120,60 +120,14 @@ func canFormFrom(g *Gang, cls []*nodeClass, c0 int) bool {
 		if k <= 0 {
 			continue
 		}
-		capm[1+S+c][sink] = k
+		f.room(c, k)
 		slots += k
-		for s := 0; s < S; s++ {
-			if cl.fits[s] {
-				capm[1+s][1+S+c] = want
-			}
-		}
+		f.fit(c, cl.fits, want)
 	}
 	if slots < want {
 		return false
 	}
-	return maxFlow(capm, src, sink, want) >= want
-}
-
-// maxFlow runs Edmonds-Karp on an adjacency capacity matrix (modified in place) and stops as
-// soon as limit units flow.
-func maxFlow(capm [][]int64, s, t int, limit int64) int64 {
-	n := len(capm)
-	var flow int64
-	parent := make([]int, n)
-	queue := make([]int, 0, n)
-	for flow < limit {
-		for i := range parent {
-			parent[i] = -1
-		}
-		parent[s] = s
-		queue = append(queue[:0], s)
-		for len(queue) > 0 && parent[t] < 0 {
-			u := queue[0]
-			queue = queue[1:]
-			for v := 0; v < n; v++ {
-				if parent[v] < 0 && capm[u][v] > 0 {
-					parent[v] = u
-					queue = append(queue, v)
-				}
-			}
-		}
-		if parent[t] < 0 {
-			break
-		}
-		aug := limit - flow
-		for v := t; v != s; v = parent[v] {
-			if c := capm[parent[v]][v]; c < aug {
-				aug = c
-			}
-		}
-		for v := t; v != s; v = parent[v] {
-			u := parent[v]
-			capm[u][v] -= aug
-			capm[v][u] += aug
-		}
-		flow += aug
-	}
-	return flow
+	return f.run(want) >= want
 }
 
 // Rooms returns the domain → room map of plans.
