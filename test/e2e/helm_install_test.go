@@ -11,7 +11,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/moirai-internal/ome-scheduler/test/testenv"
+	"github.com/moirai-internal/ome-scheduler/internal/devenv"
 )
 
 // helm runs bin/helm against the local control plane and returns its combined output.
@@ -20,7 +20,7 @@ func helm(t *testing.T, args ...string) (string, error) {
 	path := os.Getenv("HELM")
 	if path == "" {
 		var err error
-		if path, err = testenv.Bin("helm"); err != nil {
+		if path, err = devenv.Bin("helm"); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -24,7 +24,7 @@ import (
 	"k8s.io/client-go/restmapper"
 	"sigs.k8s.io/yaml"
 
-	"github.com/moirai-internal/ome-scheduler/test/testenv"
+	"github.com/moirai-internal/ome-scheduler/internal/devenv"
 )
 
 const (
@@ -34,15 +34,15 @@ const (
 )
 
 var (
-	cp  *testenv.ControlPlane
+	cp  *devenv.ControlPlane
 	dyn dynamic.Interface
 )
 
 func TestMain(m *testing.M) {
-	testenv.QuietKlog()
+	devenv.QuietKlog()
 	flag.Parse()
 	var err error
-	cp, err = testenv.Start(testenv.Options{})
+	cp, err = devenv.Start(devenv.Options{})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "e2e: cannot start the control plane:", err)
 		os.Exit(1)
@@ -62,7 +62,7 @@ func TestMain(m *testing.M) {
 // repoRoot returns the repository root or fails the test.
 func repoRoot(t *testing.T) string {
 	t.Helper()
-	root, err := testenv.RepoRoot()
+	root, err := devenv.RepoRoot()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -76,7 +76,7 @@ func helmTemplate(t *testing.T, extra ...string) []byte {
 	helm := os.Getenv("HELM")
 	if helm == "" {
 		var err error
-		if helm, err = testenv.Bin("helm"); err != nil {
+		if helm, err = devenv.Bin("helm"); err != nil {
 			t.Fatal(err)
 		}
 	}

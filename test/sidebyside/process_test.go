@@ -18,13 +18,13 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	"sigs.k8s.io/yaml"
 
+	"github.com/moirai-internal/ome-scheduler/internal/devenv"
 	"github.com/moirai-internal/ome-scheduler/test/procstat"
-	"github.com/moirai-internal/ome-scheduler/test/testenv"
 )
 
 // schedProc is a scheduler child process and its RSS sampler.
 type schedProc struct {
-	proc     *testenv.Process
+	proc     *devenv.Process
 	port     int
 	started  time.Time
 	client   *http.Client
@@ -36,7 +36,7 @@ type schedProc struct {
 
 // startScheduler writes the case's configuration and runs bin/ome-scheduler with it, then
 // waits until its secure port answers /healthz. VmRSS is sampled every 200 ms from the start.
-func startScheduler(ctx context.Context, cp *testenv.ControlPlane, sc scenario) (*schedProc, error) {
+func startScheduler(ctx context.Context, cp *devenv.ControlPlane, sc scenario) (*schedProc, error) {
 	cfg, err := schedulerConfig(sc.sched, cp.KubeConfigPath)
 	if err != nil {
 		return nil, err
@@ -45,11 +45,11 @@ func startScheduler(ctx context.Context, cp *testenv.ControlPlane, sc scenario) 
 	if err := os.WriteFile(path, cfg, 0o600); err != nil {
 		return nil, err
 	}
-	port, err := testenv.FreePort()
+	port, err := devenv.FreePort()
 	if err != nil {
 		return nil, err
 	}
-	client, err := testenv.MetricsClient(cp.Config)
+	client, err := devenv.MetricsClient(cp.Config)
 	if err != nil {
 		return nil, err
 	}
@@ -58,7 +58,7 @@ func startScheduler(ctx context.Context, cp *testenv.ControlPlane, sc scenario) 
 		"--authentication-kubeconfig=" + cp.KubeConfigPath, "--authorization-kubeconfig=" + cp.KubeConfigPath}
 	// SBS_SCHED_ARGS: extra flags for both schedulers (e.g. --feature-gates=...).
 	args = append(args, strings.Fields(os.Getenv("SBS_SCHED_ARGS"))...)
-	p.proc, err = testenv.StartProcessEnv(cp.Dir, "ome-scheduler", "scheduler-"+sc.sched, sc.schedEnv, args...)
+	p.proc, err = devenv.StartProcessEnv(cp.Dir, "ome-scheduler", "scheduler-"+sc.sched, sc.schedEnv, args...)
 	if err != nil {
 		return nil, err
 	}
@@ -94,9 +94,9 @@ leaderElection:
   leaderElect: false
 profiles:
   - schedulerName: %s
-`, kubeconfig, testenv.SchedulerName)), nil
+`, kubeconfig, devenv.SchedulerName)), nil
 	}
-	b, err := testenv.Profile{Args: testenv.DefaultArgs + "\ntopologyKey: " + testenv.CliqueKey}.RenderConfig(kubeconfig)
+	b, err := devenv.Profile{Args: devenv.DefaultArgs + "\ntopologyKey: " + devenv.CliqueKey}.RenderConfig(kubeconfig)
 	if err != nil {
 		return nil, err
 	}

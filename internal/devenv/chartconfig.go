@@ -1,4 +1,4 @@
-package testenv
+package devenv
 
 import (
 	"bytes"
@@ -49,7 +49,7 @@ func renderChartConfig() ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	home, err := os.MkdirTemp("", "testenv-helm-")
+	home, err := os.MkdirTemp("", "devenv-helm-")
 	if err != nil {
 		return nil, err
 	}

@@ -1,7 +1,7 @@
-// Package testenv runs a real local control plane (etcd + kube-apiserver through envtest,
+// Package devenv runs a real local control plane (etcd + kube-apiserver through envtest,
 // optionally kube-controller-manager) and the ome-scheduler against it. It serves the
 // integration tests, the end-to-end tests, the benchmarks and `make demo`.
-package testenv
+package devenv
 
 import (
 	"context"
