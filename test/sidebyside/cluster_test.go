@@ -2,14 +2,13 @@ package sidebyside
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
-	"sync"
 	"testing"
 	"time"
 
+	"golang.org/x/sync/errgroup"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -131,39 +130,18 @@ func createBacklog(ctx context.Context, cp *devenv.ControlPlane, sc scenario) er
 
 func gangName(i int) string { return fmt.Sprintf("gang-%05d", i) }
 
-// parallel calls fn(0..n-1) on `workers` goroutines and returns the first error.
+// parallel calls fn(0..n-1) on at most `workers` goroutines and returns the first error. It
+// starts no further call once one has failed or ctx is done, and reports ctx's error then.
 func parallel(ctx context.Context, n int, fn func(context.Context, int) error) error {
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	next := make(chan int)
-	var wg sync.WaitGroup
-	var mu sync.Mutex
-	var first error
-	for range min(workers, n) {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := range next {
-				if err := fn(ctx, i); err != nil {
-					mu.Lock()
-					if first == nil {
-						first = err
-						cancel()
-					}
-					mu.Unlock()
-				}
-			}
-		}()
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(workers)
+	for i := 0; i < n && gctx.Err() == nil; i++ {
+		g.Go(func() error { return fn(gctx, i) })
 	}
-	for i := 0; i < n && ctx.Err() == nil; i++ {
-		next <- i
+	if err := g.Wait(); err != nil {
+		return err
 	}
-	close(next)
-	wg.Wait()
-	if first == nil && ctx.Err() != nil && !errors.Is(ctx.Err(), context.Canceled) {
-		first = ctx.Err()
-	}
-	return first
+	return ctx.Err()
 }
 
 // saveLog copies the scheduler's log to the output directory.
