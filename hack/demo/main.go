@@ -111,7 +111,7 @@ func run(ctx context.Context) (err error) {
 		values = preemptValues
 	}
 	step("Rendering the Helm chart's scheduler configuration (helm template ...%s --show-only templates/configmap.yaml)", valuesSuffix(values))
-	config, err := chartConfig(ctx, root, values...)
+	config, err := chartConfig(ctx, values...)
 	if err != nil {
 		return err
 	}
@@ -189,17 +189,12 @@ func run(ctx context.Context) (err error) {
 
 // chartConfig renders the chart's ConfigMap with helm (and the extra helm arguments) and
 // returns its config.yaml.
-func chartConfig(ctx context.Context, root string, values ...string) ([]byte, error) {
-	helm, err := devenv.Bin("helm")
+func chartConfig(ctx context.Context, values ...string) ([]byte, error) {
+	out, err := devenv.HelmTemplate(ctx, devenv.HelmRender{
+		Args: append([]string{"--show-only", "templates/configmap.yaml"}, values...),
+	})
 	if err != nil {
 		return nil, err
-	}
-	args := append([]string{"template", "ome-scheduler", filepath.Join(root, "charts", "ome-scheduler"),
-		"--kube-version", "1.35.0", "-n", "ome", "--show-only", "templates/configmap.yaml"}, values...)
-	cmd := exec.CommandContext(ctx, helm, args...)
-	out, err := cmd.Output()
-	if err != nil {
-		return nil, fmt.Errorf("helm template: %w", describeExit(err))
 	}
 	cm := v1.ConfigMap{}
 	if err := yaml.Unmarshal(out, &cm); err != nil {

@@ -7,12 +7,11 @@ package e2e
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"errors"
 	"flag"
 	"fmt"
 	"os"
-	"os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
 
@@ -73,21 +72,11 @@ func repoRoot(t *testing.T) string {
 // `helm template ome-scheduler charts/ome-scheduler --kube-version 1.35.0 -n ome <extra>`.
 func helmTemplate(t *testing.T, extra ...string) []byte {
 	t.Helper()
-	helm := os.Getenv("HELM")
-	if helm == "" {
-		var err error
-		if helm, err = devenv.Bin("helm"); err != nil {
-			t.Fatal(err)
-		}
-	}
-	args := append([]string{"template", releaseName, filepath.Join(repoRoot(t), "charts", "ome-scheduler"),
-		"--kube-version", kubeVersion, "-n", releaseNS}, extra...)
-	cmd := exec.Command(helm, args...)
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
+	out, err := devenv.HelmTemplate(context.Background(), devenv.HelmRender{
+		Release: releaseName, Namespace: releaseNS, KubeVersion: kubeVersion, Args: extra,
+	})
 	if err != nil {
-		t.Fatalf("helm %s: %v\n%s", strings.Join(args, " "), err, stderr.String())
+		t.Fatal(err)
 	}
 	return out
 }
