@@ -18,7 +18,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/moirai-internal/ome-scheduler/test/procstat"
+	"github.com/prometheus/procfs"
 )
 
 func init() {
@@ -42,10 +42,16 @@ func init() {
 
 // dumpPeaks overwrites path each time the RSS grows 8 MiB past the last dump.
 func dumpPeaks(path string) {
-	var last int64
+	self, err := procfs.Self()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "heap dump:", err)
+		return
+	}
+	var last uint64
 	for range time.Tick(100 * time.Millisecond) {
-		if rss := procstat.StatusKiB(os.Getpid(), "VmRSS"); rss >= last+8<<10 {
-			last = rss
+		st, err := self.NewStatus()
+		if err == nil && st.VmRSS >= last+8<<20 {
+			last = st.VmRSS
 			writeHeapDump(path)
 		}
 	}

@@ -27,7 +27,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	"sigs.k8s.io/yaml"
 
-	"github.com/moirai-internal/ome-scheduler/test/testenv"
+	"github.com/moirai-internal/ome-scheduler/internal/devenv"
 )
 
 // preempt runs the second act: preemption (flag -preempt, or DEMO_PREEMPT=1 in the environment).
@@ -58,16 +58,16 @@ func main() {
 func step(format string, a ...any) { fmt.Printf("\n==> "+format+"\n", a...) }
 
 func run(ctx context.Context) (err error) {
-	root, err := testenv.RepoRoot()
+	root, err := devenv.RepoRoot()
 	if err != nil {
 		return err
 	}
 	step("Starting a local control plane (etcd + kube-apiserver from bin/, no kubelets)")
-	cp, err := testenv.Start(testenv.Options{})
+	cp, err := devenv.Start(devenv.Options{})
 	if err != nil {
 		return err
 	}
-	var procs []*testenv.Process
+	var procs []*devenv.Process
 	defer func() {
 		for i := len(procs) - 1; i >= 0; i-- {
 			procs[i].Stop(10 * time.Second)
@@ -87,7 +87,7 @@ func run(ctx context.Context) (err error) {
 	}()
 	fmt.Printf("API server %s; PodGroup CRD podgroups.scheduling.x-k8s.io installed from %s\n", cp.Config.Host, "manifests/crds")
 
-	kcm, err := testenv.StartProcess(cp.Dir, "kube-controller-manager", "kube-controller-manager",
+	kcm, err := devenv.StartProcess(cp.Dir, "kube-controller-manager", "kube-controller-manager",
 		"--kubeconfig="+cp.KubeConfigPath, "--controllers=deployment,replicaset,namespace,garbagecollector",
 		"--leader-elect=false", "--secure-port=0", "--v=1")
 	if err != nil {
@@ -97,10 +97,10 @@ func run(ctx context.Context) (err error) {
 	kubectl := func(args ...string) (string, error) { return runKubectl(ctx, cp.KubeConfigPath, args...) }
 
 	step("Creating fake GPU nodes (1 nvidia.com/gpu each, Ready, no kubelet)")
-	if err := testenv.CreateLayout(ctx, cp.Client, testenv.DemoLayout); err != nil {
+	if err := devenv.CreateLayout(ctx, cp.Client, devenv.DemoLayout); err != nil {
 		return err
 	}
-	out, err := kubectl("get", "nodes", "-L", testenv.CliqueKey, "-L", testenv.ZoneKey)
+	out, err := kubectl("get", "nodes", "-L", devenv.CliqueKey, "-L", devenv.ZoneKey)
 	if err != nil {
 		return err
 	}
@@ -111,15 +111,15 @@ func run(ctx context.Context) (err error) {
 		values = preemptValues
 	}
 	step("Rendering the Helm chart's scheduler configuration (helm template ...%s --show-only templates/configmap.yaml)", valuesSuffix(values))
-	config, err := chartConfig(ctx, root, values...)
+	config, err := chartConfig(ctx, values...)
 	if err != nil {
 		return err
 	}
 	fmt.Print(indent(string(config)))
-	if err := testenv.CreateNamespace(ctx, cp.Client, "ome"); err != nil {
+	if err := devenv.CreateNamespace(ctx, cp.Client, "ome"); err != nil {
 		return err
 	}
-	full, err := testenv.WithKubeconfig(config, cp.KubeConfigPath)
+	full, err := devenv.WithKubeconfig(config, cp.KubeConfigPath)
 	if err != nil {
 		return err
 	}
@@ -129,7 +129,7 @@ func run(ctx context.Context) (err error) {
 	}
 
 	step("Starting bin/ome-scheduler --config=<chart config.yaml> (+ clientConnection.kubeconfig)")
-	sched, port, err := testenv.StartSchedulerProcess(ctx, cp.Dir, "ome-scheduler", cfgPath, cp.KubeConfigPath, "--v=4")
+	sched, port, err := devenv.StartSchedulerProcess(ctx, cp.Dir, "ome-scheduler", cfgPath, cp.KubeConfigPath, "--v=4")
 	if err != nil {
 		return err
 	}
@@ -158,7 +158,7 @@ func run(ctx context.Context) (err error) {
 	step("Check the placement")
 	cmds := [][]string{
 		{"get", "pods", "-n", "gang-demo", "-l", "app=gang-demo", "-o", "custom-columns=NAME:.metadata.name,STATUS:.status.phase,NODE:.spec.nodeName"},
-		{"get", "nodes", "-L", testenv.CliqueKey},
+		{"get", "nodes", "-L", devenv.CliqueKey},
 		{"get", "events", "-n", "gang-demo", "--field-selector", "reason=Scheduled", "-o",
 			"custom-columns=REASON:.reason,FROM:.reportingComponent,OBJECT:.involvedObject.name,MESSAGE:.message"},
 	}
@@ -170,7 +170,7 @@ func run(ctx context.Context) (err error) {
 	} else {
 		fmt.Printf("metrics unavailable: %v\n", err)
 	}
-	if lines, err := testenv.GrepFile(sched.LogPath, "gangpack.pinGang.result"); err == nil && len(lines) > 0 {
+	if lines, err := devenv.GrepFile(sched.LogPath, "gangpack.pinGang.result"); err == nil && len(lines) > 0 {
 		fmt.Printf("ome-scheduler --v=4 decision log (gangpack.pinGang.result):\n%s\n", strings.Join(lines, "\n"))
 	}
 	if err := summary(ctx, cp, pods); err != nil {
@@ -189,17 +189,12 @@ func run(ctx context.Context) (err error) {
 
 // chartConfig renders the chart's ConfigMap with helm (and the extra helm arguments) and
 // returns its config.yaml.
-func chartConfig(ctx context.Context, root string, values ...string) ([]byte, error) {
-	helm, err := testenv.Bin("helm")
+func chartConfig(ctx context.Context, values ...string) ([]byte, error) {
+	out, err := devenv.HelmTemplate(ctx, devenv.HelmRender{
+		Args: append([]string{"--show-only", "templates/configmap.yaml"}, values...),
+	})
 	if err != nil {
 		return nil, err
-	}
-	args := append([]string{"template", "ome-scheduler", filepath.Join(root, "charts", "ome-scheduler"),
-		"--kube-version", "1.35.0", "-n", "ome", "--show-only", "templates/configmap.yaml"}, values...)
-	cmd := exec.CommandContext(ctx, helm, args...)
-	out, err := cmd.Output()
-	if err != nil {
-		return nil, fmt.Errorf("helm template: %w", describeExit(err))
 	}
 	cm := v1.ConfigMap{}
 	if err := yaml.Unmarshal(out, &cm); err != nil {
@@ -213,7 +208,7 @@ func chartConfig(ctx context.Context, root string, values ...string) ([]byte, er
 }
 
 func runKubectl(ctx context.Context, kubeconfig string, args ...string) (string, error) {
-	path, err := testenv.Bin("kubectl")
+	path, err := devenv.Bin("kubectl")
 	if err != nil {
 		return "", err
 	}
@@ -233,7 +228,7 @@ func describeExit(err error) error {
 	return err
 }
 
-func waitLease(ctx context.Context, cp *testenv.ControlPlane) (string, error) {
+func waitLease(ctx context.Context, cp *devenv.ControlPlane) (string, error) {
 	var holder string
 	err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
 		l, err := cp.Client.CoordinationV1().Leases("ome").Get(ctx, "ome-scheduler", metav1.GetOptions{})
@@ -250,7 +245,7 @@ func waitLease(ctx context.Context, cp *testenv.ControlPlane) (string, error) {
 }
 
 // waitGang waits for both demo pods to be bound and Running.
-func waitGang(ctx context.Context, cp *testenv.ControlPlane) ([]v1.Pod, error) {
+func waitGang(ctx context.Context, cp *devenv.ControlPlane) ([]v1.Pod, error) {
 	var pods []v1.Pod
 	start := time.Now()
 	err := wait.PollUntilContextTimeout(ctx, 250*time.Millisecond, 90*time.Second, true, func(ctx context.Context) (bool, error) {
@@ -273,8 +268,8 @@ func waitGang(ctx context.Context, cp *testenv.ControlPlane) ([]v1.Pod, error) {
 	return pods, nil
 }
 
-func pluginMetrics(ctx context.Context, cp *testenv.ControlPlane, port int) (string, error) {
-	client, err := testenv.MetricsClient(cp.Config)
+func pluginMetrics(ctx context.Context, cp *devenv.ControlPlane, port int) (string, error) {
+	client, err := devenv.MetricsClient(cp.Config)
 	if err != nil {
 		return "", err
 	}
@@ -301,7 +296,7 @@ func pluginMetrics(ctx context.Context, cp *testenv.ControlPlane, port int) (str
 	return strings.Join(lines, "\n"), nil
 }
 
-func summary(ctx context.Context, cp *testenv.ControlPlane, pods []v1.Pod) error {
+func summary(ctx context.Context, cp *devenv.ControlPlane, pods []v1.Pod) error {
 	cliques := map[string]bool{}
 	nodes := map[string]bool{}
 	var placed []string
@@ -310,7 +305,7 @@ func summary(ctx context.Context, cp *testenv.ControlPlane, pods []v1.Pod) error
 		if err != nil {
 			return err
 		}
-		c := n.Labels[testenv.CliqueKey]
+		c := n.Labels[devenv.CliqueKey]
 		cliques[c] = true
 		nodes[n.Name] = true
 		placed = append(placed, fmt.Sprintf("%s→%s(%s)", p.Name, n.Name, c))

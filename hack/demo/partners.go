@@ -10,7 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
-	"github.com/moirai-internal/ome-scheduler/test/testenv"
+	"github.com/moirai-internal/ome-scheduler/internal/devenv"
 )
 
 // The partners act (-partners, or DEMO_PARTNERS=1): a prefill gang and a decode gang of 2
@@ -32,29 +32,29 @@ var partnerGangs = []string{groupName + "-prefill", groupName + "-decode"}
 // members. It prints where every member landed and the placement group counter, fails unless
 // the group is whole in clique-c, and deletes what it created, so a later act starts from
 // the same cluster.
-func partnersAct(ctx context.Context, cp *testenv.ControlPlane, kubectl func(...string) (string, error), port int, logPath string) error {
+func partnersAct(ctx context.Context, cp *devenv.ControlPlane, kubectl func(...string) (string, error), port int, logPath string) error {
 	step("Act: a partner placement group (prefill + decode, placed together, all or nothing)")
 	fmt.Println("clique-a holds the demo gang (2 of 2 GPUs), clique-b has 3 free GPUs, clique-c 4.")
 	fmt.Println("Alone, each gang of 2 would best-fit clique-b: 3 free GPUs is the least room that fits 2.")
-	if err := testenv.CreateNamespace(ctx, cp.Client, partnersNS); err != nil {
+	if err := devenv.CreateNamespace(ctx, cp.Client, partnersNS); err != nil {
 		return err
 	}
 	before, _ := groupCounter(ctx, cp, port)
 	var pods []string
 	for _, name := range partnerGangs {
-		pg := testenv.NewPodGroup(partnersNS, name, partnerSize, testenv.CliqueKey, 300)
+		pg := devenv.NewPodGroup(partnersNS, name, partnerSize, devenv.CliqueKey, 300)
 		pg.Labels = map[string]string{groupLabel: groupName}
 		pg.Annotations[groupLabel+"-size"] = fmt.Sprint(len(partnerGangs))
 		if _, err := cp.PodGroups.SchedulingV1alpha1().PodGroups(partnersNS).Create(ctx, pg, metav1.CreateOptions{}); err != nil {
 			return fmt.Errorf("create PodGroup %s/%s: %w", partnersNS, name, err)
 		}
 		fmt.Printf("PodGroup %s/%s: minMember %d, label %s=%s, annotations %s=%s, %s-size=%d (no %s-topology-key: both partners in one %s)\n",
-			partnersNS, name, partnerSize, groupLabel, groupName, testenv.TopologyAnno, testenv.CliqueKey,
-			groupLabel, len(partnerGangs), groupLabel, testenv.CliqueKey)
+			partnersNS, name, partnerSize, groupLabel, groupName, devenv.TopologyAnno, devenv.CliqueKey,
+			groupLabel, len(partnerGangs), groupLabel, devenv.CliqueKey)
 	}
 	for _, name := range partnerGangs {
 		for i := 0; i < partnerSize; i++ {
-			p := testenv.NewPod(testenv.PodSpec{Namespace: partnersNS, Name: fmt.Sprintf("%s-%d", name, i), Group: name, GPUs: 1,
+			p := devenv.NewPod(devenv.PodSpec{Namespace: partnersNS, Name: fmt.Sprintf("%s-%d", name, i), Group: name, GPUs: 1,
 				Labels: map[string]string{"app": groupName, "ome.io/component": strings.TrimPrefix(name, groupName+"-")}})
 			if _, err := cp.Client.CoreV1().Pods(partnersNS).Create(ctx, p, metav1.CreateOptions{}); err != nil {
 				return fmt.Errorf("create pod %s/%s: %w", partnersNS, p.Name, err)
@@ -82,7 +82,7 @@ func partnersAct(ctx context.Context, cp *testenv.ControlPlane, kubectl func(...
 	} else {
 		fmt.Printf("$ curl https://127.0.0.1:%d/metrics | grep %s\n%s\n\n", port, partnersTotal, strings.Join(after.lines, "\n"))
 	}
-	if lines, err := testenv.GrepFile(logPath, `"gangpack.group.pinned"`); err == nil && len(lines) > 0 {
+	if lines, err := devenv.GrepFile(logPath, `"gangpack.group.pinned"`); err == nil && len(lines) > 0 {
 		fmt.Printf("ome-scheduler --v=4 decision log (gangpack.group.pinned):\n%s\n", strings.Join(lines, "\n"))
 	}
 	if err := partnersSummary(ctx, cp, placed, before.placed, after.placed); err != nil {
@@ -97,7 +97,7 @@ type groupCount struct {
 	placed float64
 }
 
-func groupCounter(ctx context.Context, cp *testenv.ControlPlane, port int) (groupCount, error) {
+func groupCounter(ctx context.Context, cp *devenv.ControlPlane, port int) (groupCount, error) {
 	var g groupCount
 	m, err := pluginMetrics(ctx, cp, port)
 	if err != nil {
@@ -119,7 +119,7 @@ func groupCounter(ctx context.Context, cp *testenv.ControlPlane, port int) (grou
 
 // partnersSummary checks what the act shows: every member of both partners in clique-c, each
 // on its own node, and one more placed group counted.
-func partnersSummary(ctx context.Context, cp *testenv.ControlPlane, placed map[string]string, before, after float64) error {
+func partnersSummary(ctx context.Context, cp *devenv.ControlPlane, placed map[string]string, before, after float64) error {
 	step("Summary of the partners act")
 	var lines []string
 	cliques := map[string]bool{}
@@ -129,7 +129,7 @@ func partnersSummary(ctx context.Context, cp *testenv.ControlPlane, placed map[s
 		if err != nil {
 			return err
 		}
-		c := n.Labels[testenv.CliqueKey]
+		c := n.Labels[devenv.CliqueKey]
 		cliques[c] = true
 		nodes[node] = true
 		lines = append(lines, fmt.Sprintf("%s→%s(%s)", pod, node, c))
@@ -149,7 +149,7 @@ func partnersSummary(ctx context.Context, cp *testenv.ControlPlane, placed map[s
 }
 
 // deletePartners removes the act's pods and PodGroups and waits until the pods are gone.
-func deletePartners(ctx context.Context, cp *testenv.ControlPlane, pods []string) error {
+func deletePartners(ctx context.Context, cp *devenv.ControlPlane, pods []string) error {
 	for _, p := range pods {
 		if err := cp.Client.CoreV1().Pods(partnersNS).Delete(ctx, p, metav1.DeleteOptions{GracePeriodSeconds: ptr.To[int64](0)}); err != nil {
 			return fmt.Errorf("delete pod %s/%s: %w", partnersNS, p, err)
@@ -161,7 +161,7 @@ func deletePartners(ctx context.Context, cp *testenv.ControlPlane, pods []string
 		}
 	}
 	for _, p := range pods {
-		if err := testenv.WaitGone(ctx, cp.Client, partnersNS, p, 30*time.Second); err != nil {
+		if err := devenv.WaitGone(ctx, cp.Client, partnersNS, p, 30*time.Second); err != nil {
 			return fmt.Errorf("pod %s: %w", p, err)
 		}
 	}

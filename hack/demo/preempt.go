@@ -13,7 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/utils/ptr"
 
-	"github.com/moirai-internal/ome-scheduler/test/testenv"
+	"github.com/moirai-internal/ome-scheduler/internal/devenv"
 )
 
 // The second act (-preempt): the chart rendered with preemption on.
@@ -39,7 +39,7 @@ func valuesSuffix(values []string) string {
 // four, then creates a high-priority gang of four, which fits in no clique (clique-a holds the
 // demo gang, clique-b has three nodes): OMEGangPack evicts the whole low gang and the high gang
 // lands in clique-c. It prints the Preempted events, the pods and the preemption metrics.
-func preemptAct(ctx context.Context, cp *testenv.ControlPlane, kubectl func(...string) (string, error), port int, logPath string) error {
+func preemptAct(ctx context.Context, cp *devenv.ControlPlane, kubectl func(...string) (string, error), port int, logPath string) error {
 	step("Act 2: preemption (chart rendered with%s: OMEGangPack preemption: true, DefaultPreemption stays disabled)", valuesSuffix(preemptValues))
 	fmt.Println("clique-a holds the demo gang (2 of 2 GPUs), clique-b has 3 free GPUs, clique-c 4.")
 	fmt.Println("The demo's API server runs without the Priority admission plugin, so the pods carry")
@@ -73,7 +73,7 @@ func preemptAct(ctx context.Context, cp *testenv.ControlPlane, kubectl func(...s
 	}
 	fmt.Printf("all %d members bound and Running %.1fs after they were created (the victims terminate first)\n", actGangSize, time.Since(start).Seconds())
 	for _, p := range low {
-		if err := testenv.WaitGone(ctx, cp.Client, demoNS, p, 30*time.Second); err != nil {
+		if err := devenv.WaitGone(ctx, cp.Client, demoNS, p, 30*time.Second); err != nil {
 			return fmt.Errorf("victim %s: %w", p, err)
 		}
 	}
@@ -99,7 +99,7 @@ func preemptAct(ctx context.Context, cp *testenv.ControlPlane, kubectl func(...s
 	} else {
 		fmt.Printf("metrics unavailable: %v\n", err)
 	}
-	if lines, err := testenv.GrepFile(logPath, `"gangpack.PostFilter.preempt"`); err == nil && len(lines) > 0 {
+	if lines, err := devenv.GrepFile(logPath, `"gangpack.PostFilter.preempt"`); err == nil && len(lines) > 0 {
 		fmt.Printf("ome-scheduler --v=4 decision log (gangpack.PostFilter.preempt):\n%s\n", strings.Join(lines, "\n"))
 	}
 	return preemptSummary(ctx, cp, low, highNodes)
@@ -107,15 +107,15 @@ func preemptAct(ctx context.Context, cp *testenv.ControlPlane, kubectl func(...s
 
 // createPriorityGang creates PodGroup <name> (minMember actGangSize, topology key
 // nvidia.com/gpu.clique) and its one-GPU members <name>-<i> at priority.
-func createPriorityGang(ctx context.Context, cp *testenv.ControlPlane, name string, priority int32) ([]string, error) {
-	pg := testenv.NewPodGroup(demoNS, name, actGangSize, testenv.CliqueKey, 300)
+func createPriorityGang(ctx context.Context, cp *devenv.ControlPlane, name string, priority int32) ([]string, error) {
+	pg := devenv.NewPodGroup(demoNS, name, actGangSize, devenv.CliqueKey, 300)
 	if _, err := cp.PodGroups.SchedulingV1alpha1().PodGroups(demoNS).Create(ctx, pg, metav1.CreateOptions{}); err != nil {
 		return nil, fmt.Errorf("create PodGroup %s/%s: %w", demoNS, name, err)
 	}
-	fmt.Printf("PodGroup %s/%s: minMember %d, annotation %s=%s\n", demoNS, name, actGangSize, testenv.TopologyAnno, testenv.CliqueKey)
+	fmt.Printf("PodGroup %s/%s: minMember %d, annotation %s=%s\n", demoNS, name, actGangSize, devenv.TopologyAnno, devenv.CliqueKey)
 	var pods []string
 	for i := 0; i < actGangSize; i++ {
-		p := testenv.NewPod(testenv.PodSpec{Namespace: demoNS, Name: fmt.Sprintf("%s-%d", name, i), Group: name, GPUs: 1,
+		p := devenv.NewPod(devenv.PodSpec{Namespace: demoNS, Name: fmt.Sprintf("%s-%d", name, i), Group: name, GPUs: 1,
 			Labels: map[string]string{"app": name}})
 		p.Spec.Priority = ptr.To(priority)
 		if _, err := cp.Client.CoreV1().Pods(demoNS).Create(ctx, p, metav1.CreateOptions{}); err != nil {
@@ -128,7 +128,7 @@ func createPriorityGang(ctx context.Context, cp *testenv.ControlPlane, name stri
 }
 
 // waitPlaced waits until every pod of namespace ns is bound and Running and returns pod → node.
-func waitPlaced(ctx context.Context, cp *testenv.ControlPlane, ns string, pods []string, timeout time.Duration) (map[string]string, error) {
+func waitPlaced(ctx context.Context, cp *devenv.ControlPlane, ns string, pods []string, timeout time.Duration) (map[string]string, error) {
 	nodes := map[string]string{}
 	err := wait.PollUntilContextTimeout(ctx, 250*time.Millisecond, timeout, true, func(ctx context.Context) (bool, error) {
 		for _, n := range pods {
@@ -143,7 +143,7 @@ func waitPlaced(ctx context.Context, cp *testenv.ControlPlane, ns string, pods [
 	if err != nil {
 		var msgs []string
 		for _, n := range pods {
-			msgs = append(msgs, fmt.Sprintf("%s: %q", n, testenv.FailedSchedulingMessages(ctx, cp.Client, ns, n)))
+			msgs = append(msgs, fmt.Sprintf("%s: %q", n, devenv.FailedSchedulingMessages(ctx, cp.Client, ns, n)))
 		}
 		return nodes, fmt.Errorf("not all of %v bound and Running within %s (bound %v); scheduling messages: %s", pods, timeout, nodes, strings.Join(msgs, "; "))
 	}
@@ -151,14 +151,14 @@ func waitPlaced(ctx context.Context, cp *testenv.ControlPlane, ns string, pods [
 }
 
 // oneClique returns the clique of the nodes, or an error when they span several.
-func oneClique(ctx context.Context, cp *testenv.ControlPlane, podNodes map[string]string) (string, error) {
+func oneClique(ctx context.Context, cp *devenv.ControlPlane, podNodes map[string]string) (string, error) {
 	cliques := map[string]bool{}
 	for _, n := range podNodes {
 		node, err := cp.Client.CoreV1().Nodes().Get(ctx, n, metav1.GetOptions{})
 		if err != nil {
 			return "", err
 		}
-		cliques[node.Labels[testenv.CliqueKey]] = true
+		cliques[node.Labels[devenv.CliqueKey]] = true
 	}
 	var names []string
 	for c := range cliques {
@@ -186,7 +186,7 @@ func showPods(kubectl func(...string) (string, error), selector string) error {
 // preemptSummary checks what the act shows: every low-priority member has exactly the
 // Preempted event naming the high gang and clique-c and is gone, the high gang is whole in
 // clique-c, and the demo gang was not touched.
-func preemptSummary(ctx context.Context, cp *testenv.ControlPlane, low []string, highNodes map[string]string) error {
+func preemptSummary(ctx context.Context, cp *devenv.ControlPlane, low []string, highNodes map[string]string) error {
 	step("Summary of act 2")
 	clique, err := oneClique(ctx, cp, highNodes)
 	if err != nil {

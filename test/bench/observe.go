@@ -10,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/prometheus/procfs"
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
@@ -19,7 +20,6 @@ import (
 	"k8s.io/kubernetes/test/utils/ktesting"
 
 	"github.com/moirai-internal/ome-scheduler/test/bench/observation"
-	"github.com/moirai-internal/ome-scheduler/test/procstat"
 )
 
 // The observer is the benchmark's own collector for what scheduler_perf does not measure:
@@ -78,11 +78,11 @@ type observer struct {
 	pods  map[types.UID]*podRecord
 	start time.Time
 
-	rssPeakKiB int64
-	hwmReset   bool
-	counters   map[string]float64 // last sample of the scheduler's own counters, less base
-	base       map[string]float64 // counterFamilies at the workload's start
-	waits      map[string]int     // PodScheduled=False messages seen, by their first words
+	rssPeak  uint64 // bytes
+	hwmReset bool
+	counters map[string]float64 // last sample of the scheduler's own counters, less base
+	base     map[string]float64 // counterFamilies at the workload's start
+	waits    map[string]int     // PodScheduled=False messages seen, by their first words
 }
 
 // counterFamilies are the in-process scheduler counters the observer samples, with the
@@ -269,12 +269,20 @@ func (o *observer) sampleCounters() {
 }
 
 func (o *observer) sampleRSS() {
-	kib := procstat.StatusKiB(0, "VmRSS")
+	rss := selfStatus().VmRSS
 	o.mu.Lock()
-	if kib > o.rssPeakKiB {
-		o.rssPeakKiB = kib
-	}
+	o.rssPeak = max(o.rssPeak, rss)
 	o.mu.Unlock()
+}
+
+// selfStatus reads this process's /proc/self/status; the zero value when unavailable.
+func selfStatus() procfs.ProcStatus {
+	p, err := procfs.Self()
+	if err != nil {
+		return procfs.ProcStatus{}
+	}
+	s, _ := p.NewStatus()
+	return s
 }
 
 func podGPUs(pod *v1.Pod) int64 {
@@ -291,10 +299,10 @@ func (o *observer) result(name string, nodes []*v1.Node) Result {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	res := Result{Name: name, RSSSource: "VmRSS sampled every 100 ms", Counters: o.counters, Waits: o.waits}
-	res.PeakRSSMiB = float64(o.rssPeakKiB) / 1024
+	res.PeakRSSMiB = float64(o.rssPeak) / (1 << 20)
 	if o.hwmReset {
-		if hwm := procstat.StatusKiB(0, "VmHWM"); hwm > 0 {
-			res.PeakRSSMiB, res.RSSSource = float64(hwm)/1024, "VmHWM (reset at workload start)"
+		if hwm := selfStatus().VmHWM; hwm > 0 {
+			res.PeakRSSMiB, res.RSSSource = float64(hwm)/(1<<20), "VmHWM (reset at workload start)"
 		}
 	}
 

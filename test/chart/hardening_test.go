@@ -4,6 +4,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/moirai-internal/ome-scheduler/internal/devenv"
 )
 
 // ---------------------------------------------------------------------------------------
@@ -193,9 +195,9 @@ subjects: [{kind: ServiceAccount, name: `+tc.name+`, namespace: `+tc.ns+`}]
 func TestReleaseUniqueSelectors(t *testing.T) {
 	renderRelease := func(t *testing.T, release string) *rendered {
 		t.Helper()
-		res := runHelm(t, "template", release, chartDir(t), "--kube-version", kubeVersion, "--namespace", releaseNS,
-			"--set", "scheduler.name="+release, "--set", "scheduler.metrics.serviceMonitor.enabled=true",
-			"--set", "scheduler.networkPolicy.enabled=true")
+		res := helmTemplate(t, devenv.HelmRender{Release: release, Args: []string{
+			"--set", "scheduler.name=" + release, "--set", "scheduler.metrics.serviceMonitor.enabled=true",
+			"--set", "scheduler.networkPolicy.enabled=true"}})
 		if res.err != nil {
 			t.Fatalf("helm template %s failed: %v\n%s", release, res.err, res.stderr)
 		}
@@ -230,7 +232,7 @@ func TestReleaseUniqueSelectors(t *testing.T) {
 	}
 	t.Run("numeric release name stays a string", func(t *testing.T) {
 		t.Parallel()
-		res := runHelm(t, "template", "123", chartDir(t), "--kube-version", kubeVersion, "--namespace", releaseNS)
+		res := helmTemplate(t, devenv.HelmRender{Release: "123"})
 		if res.err != nil {
 			t.Fatalf("helm template failed: %v\n%s", res.err, res.stderr)
 		}
@@ -364,8 +366,7 @@ metadata:
 data:
   notes: {{ include (print $.Template.BasePath "/NOTES.txt") . | quote }}
 `)
-		full := append([]string{"template", releaseName, dir, "--kube-version", kubeVersion, "--namespace", releaseNS}, args...)
-		res := runHelm(t, full...)
+		res := helmTemplate(t, devenv.HelmRender{Chart: dir, Args: args})
 		if res.err != nil {
 			t.Fatalf("helm template failed: %v\n%s", res.err, res.stderr)
 		}

@@ -1,24 +1,25 @@
 // Package chart_test runs the real helm binary against charts/ome-scheduler and checks the
 // renders against the chart's documented behaviour (charts/ome-scheduler/README.md). The helm
-// binary comes from $HELM, else <repo root>/bin/helm (built by `make tools`).
+// binary comes from $HELM, else $OME_BIN_DIR/helm or <repo root>/bin/helm (built by `make tools`).
 package chart_test
 
 import (
-	"bytes"
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"reflect"
 	"regexp"
 	"sort"
 	"strings"
-	"sync"
 	"testing"
 
 	"sigs.k8s.io/yaml"
+
+	"github.com/moirai-internal/ome-scheduler/internal/devenv"
 )
 
 const (
@@ -27,49 +28,22 @@ const (
 	kubeVersion = "1.35.0"
 )
 
-var (
-	rootOnce sync.Once
-	rootDir  string
-	rootErr  error
-)
-
-// repoRoot walks up from the working directory to the directory holding go.mod.
+// repoRoot returns the repository root or fails the test.
 func repoRoot(t *testing.T) string {
 	t.Helper()
-	rootOnce.Do(func() {
-		dir, err := os.Getwd()
-		if err != nil {
-			rootErr = err
-			return
-		}
-		for {
-			if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-				rootDir = dir
-				return
-			}
-			parent := filepath.Dir(dir)
-			if parent == dir {
-				rootErr = fmt.Errorf("go.mod not found above the working directory")
-				return
-			}
-			dir = parent
-		}
-	})
-	if rootErr != nil {
-		t.Fatalf("repo root: %v", rootErr)
+	root, err := devenv.RepoRoot()
+	if err != nil {
+		t.Fatalf("repo root: %v", err)
 	}
-	return rootDir
+	return root
 }
 
-// helmBin returns the helm binary: $HELM if set, else <repo root>/bin/helm.
+// helmBin returns the helm binary ($HELM, else bin/helm) or fails the test.
 func helmBin(t *testing.T) string {
 	t.Helper()
-	bin := os.Getenv("HELM")
-	if bin == "" {
-		bin = filepath.Join(repoRoot(t), "bin", "helm")
-	}
-	if st, err := os.Stat(bin); err != nil || st.IsDir() {
-		t.Fatalf("helm not found: run make tools")
+	bin, err := devenv.HelmBin()
+	if err != nil {
+		t.Fatalf("helm not found: run make tools (%v)", err)
 	}
 	return bin
 }
@@ -86,29 +60,34 @@ type helmResult struct {
 	err    error
 }
 
+// resultOf splits a devenv.Helm outcome into helm's output, its standard error and its exit
+// error.
+func resultOf(out []byte, err error) helmResult {
+	res := helmResult{stdout: string(out), err: err}
+	if he, ok := errors.AsType[*devenv.HelmError](err); ok {
+		res.stderr, res.err = he.Stderr, he.Err
+	}
+	return res
+}
+
 func runHelm(t *testing.T, args ...string) helmResult {
 	t.Helper()
-	cmd := exec.Command(helmBin(t), args...)
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout = &stdout
-	cmd.Stderr = &stderr
-	// Keep helm away from any user configuration or cluster.
-	home := t.TempDir()
-	cmd.Env = append(os.Environ(),
-		"HELM_CONFIG_HOME="+filepath.Join(home, "config"),
-		"HELM_CACHE_HOME="+filepath.Join(home, "cache"),
-		"HELM_DATA_HOME="+filepath.Join(home, "data"),
-		"KUBECONFIG="+filepath.Join(home, "no-kubeconfig"),
-	)
-	err := cmd.Run()
-	return helmResult{stdout: stdout.String(), stderr: stderr.String(), err: err}
+	helmBin(t)
+	return resultOf(devenv.Helm(context.Background(), args...))
+}
+
+// helmTemplate runs `helm template` through devenv.HelmTemplate; empty fields of r are the
+// chart's defaults (release ome-scheduler, charts/ome-scheduler, namespace ome, 1.35.0).
+func helmTemplate(t *testing.T, r devenv.HelmRender) helmResult {
+	t.Helper()
+	helmBin(t)
+	return resultOf(devenv.HelmTemplate(context.Background(), r))
 }
 
 // templateKube runs `helm template` against the chart with an explicit kube version.
 func templateKube(t *testing.T, kube, ns string, args ...string) helmResult {
 	t.Helper()
-	full := append([]string{"template", releaseName, chartDir(t), "--kube-version", kube, "--namespace", ns}, args...)
-	return runHelm(t, full...)
+	return helmTemplate(t, devenv.HelmRender{Release: releaseName, Namespace: ns, KubeVersion: kube, Args: args})
 }
 
 // template runs `helm template` with --kube-version 1.35.0 in namespace ome.

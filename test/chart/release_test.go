@@ -14,6 +14,8 @@ import (
 	"testing"
 
 	"sigs.k8s.io/yaml"
+
+	"github.com/moirai-internal/ome-scheduler/internal/devenv"
 )
 
 // ---------------------------------------------------------------------------------------
@@ -116,7 +118,7 @@ func TestMakeChart(t *testing.T) {
 	}
 
 	// The package renders like the directory, with the image tag from VERSION.
-	res := runHelm(t, "template", releaseName, tgz, "--kube-version", kubeVersion, "--namespace", releaseNS)
+	res := helmTemplate(t, devenv.HelmRender{Chart: tgz})
 	if res.err != nil {
 		t.Fatalf("helm template %s: %v\n%s", tgz, res.err, res.stderr)
 	}

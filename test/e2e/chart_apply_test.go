@@ -15,7 +15,7 @@ import (
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/rest"
 
-	"github.com/moirai-internal/ome-scheduler/test/testenv"
+	"github.com/moirai-internal/ome-scheduler/internal/devenv"
 )
 
 // warnings collects the API server's warning headers (deprecated APIs, ignored fields).
@@ -48,7 +48,7 @@ func (w *warnings) take() []string {
 func TestChartObjectsApplyToAPIServer(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	if err := testenv.CreateNamespace(ctx, cp.Client, releaseNS); err != nil {
+	if err := devenv.CreateNamespace(ctx, cp.Client, releaseNS); err != nil {
 		t.Fatal(err)
 	}
 	warn := &warnings{}

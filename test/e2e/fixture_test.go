@@ -22,7 +22,7 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/yaml"
 
-	"github.com/moirai-internal/ome-scheduler/test/testenv"
+	"github.com/moirai-internal/ome-scheduler/internal/devenv"
 )
 
 // The chart-deployed scheduler is shared by TestSchedulerRunsAsChartServiceAccount and
@@ -40,7 +40,7 @@ func readerValues() []string {
 // chartScheduler is bin/ome-scheduler running as ServiceAccount ome/ome-scheduler with the
 // chart's configuration.
 type chartScheduler struct {
-	proc       *testenv.Process
+	proc       *devenv.Process
 	port       int
 	kubeconfig string
 	config     []byte // config.yaml exactly as rendered in the ConfigMap
@@ -58,7 +58,7 @@ type demoGang struct {
 
 var (
 	chartSched      *chartScheduler
-	chartSchedProc  *testenv.Process // set as soon as the process runs, so TestMain can stop it
+	chartSchedProc  *devenv.Process // set as soon as the process runs, so TestMain can stop it
 	chartSchedTried bool
 	gang            *demoGang
 	gangTried       bool
@@ -98,7 +98,7 @@ func logTail(path string, n int) string {
 }
 
 // dumpLogOnFailure prints the tail of the scheduler log when the test fails.
-func dumpLogOnFailure(t *testing.T, p *testenv.Process) {
+func dumpLogOnFailure(t *testing.T, p *devenv.Process) {
 	t.Helper()
 	t.Cleanup(func() {
 		if t.Failed() && p != nil {
@@ -137,7 +137,7 @@ func startChartScheduler(t *testing.T) *chartScheduler {
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
 	for _, ns := range []string{releaseNS, readerSA.Namespace} {
-		if err := testenv.CreateNamespace(ctx, cp.Client, ns); err != nil {
+		if err := devenv.CreateNamespace(ctx, cp.Client, ns); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -175,7 +175,7 @@ func startChartScheduler(t *testing.T) *chartScheduler {
 	token := serviceAccountToken(t, ctx, releaseNS, releaseName)
 	kubeconfig := filepath.Join(dir, "kubeconfig")
 	writeTokenKubeconfig(t, kubeconfig, token)
-	full, err := testenv.WithKubeconfig(config, kubeconfig)
+	full, err := devenv.WithKubeconfig(config, kubeconfig)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -185,7 +185,7 @@ func startChartScheduler(t *testing.T) *chartScheduler {
 	}
 
 	// --v=4, the verbosity that logs OMEGangPack's decisions: its log must not leak secrets.
-	proc, port, err := testenv.StartSchedulerProcess(ctx, dir, "ome-scheduler", cfgPath, kubeconfig, "--v=4")
+	proc, port, err := devenv.StartSchedulerProcess(ctx, dir, "ome-scheduler", cfgPath, kubeconfig, "--v=4")
 	if err != nil {
 		t.Fatalf("start bin/ome-scheduler as ServiceAccount %s/%s: %v\nlast 50 lines of %s:\n%s",
 			releaseNS, releaseName, err, filepath.Join(dir, "ome-scheduler.log"), logTail(filepath.Join(dir, "ome-scheduler.log"), 50))
@@ -209,7 +209,7 @@ func serviceAccountToken(t *testing.T, ctx context.Context, ns, name string) str
 }
 
 // serviceAccountTokenOn is serviceAccountToken on another control plane.
-func serviceAccountTokenOn(t *testing.T, ctx context.Context, c *testenv.ControlPlane, ns, name string) string {
+func serviceAccountTokenOn(t *testing.T, ctx context.Context, c *devenv.ControlPlane, ns, name string) string {
 	t.Helper()
 	tr, err := c.Client.CoreV1().ServiceAccounts(ns).CreateToken(ctx, name, &authenticationv1.TokenRequest{
 		Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: ptr.To[int64](3600)},
@@ -231,7 +231,7 @@ func writeTokenKubeconfig(t *testing.T, path, token string) {
 }
 
 // writeTokenKubeconfigOn is writeTokenKubeconfig for another control plane.
-func writeTokenKubeconfigOn(t *testing.T, c *testenv.ControlPlane, path, token string) {
+func writeTokenKubeconfigOn(t *testing.T, c *devenv.ControlPlane, path, token string) {
 	t.Helper()
 	admin, err := clientcmd.LoadFromFile(c.KubeConfigPath)
 	if err != nil {
@@ -277,7 +277,7 @@ func createDemoGang(t *testing.T) *demoGang {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	// Nodes, as the admin.
-	if err := testenv.CreateLayout(ctx, cp.Client, testenv.DemoLayout); err != nil {
+	if err := devenv.CreateLayout(ctx, cp.Client, devenv.DemoLayout); err != nil {
 		t.Fatal(err)
 	}
 	demo := filepath.Join(repoRoot(t), "manifests", "demo")
@@ -319,13 +319,13 @@ func createDemoGang(t *testing.T) *demoGang {
 		}
 		g.pods = append(g.pods, pod.Name)
 	}
-	nodes, err := testenv.WaitForBound(ctx, cp.Client, dep.Namespace, 30*time.Second, g.pods...)
+	nodes, err := devenv.WaitForBound(ctx, cp.Client, dep.Namespace, 30*time.Second, g.pods...)
 	g.boundIn = time.Since(g.created)
 	g.nodes = nodes
 	if err != nil {
 		var msgs []string
 		for _, p := range g.pods {
-			msgs = append(msgs, fmt.Sprintf("%s: %q", p, testenv.FailedSchedulingMessages(ctx, cp.Client, dep.Namespace, p)))
+			msgs = append(msgs, fmt.Sprintf("%s: %q", p, devenv.FailedSchedulingMessages(ctx, cp.Client, dep.Namespace, p)))
 		}
 		g.err = fmt.Errorf("%v; bound so far %v; scheduling messages: %s", err, nodes, strings.Join(msgs, "; "))
 	}

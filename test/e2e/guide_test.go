@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/moirai-internal/ome-scheduler/test/testenv"
+	"github.com/moirai-internal/ome-scheduler/internal/devenv"
 )
 
 // A guide is a Markdown page whose fenced blocks are run by a test: docs/install.md. Every
@@ -159,12 +159,12 @@ type guideShell struct {
 }
 
 // newGuideShell lays out dir: a symbolic link to every top-level entry of the repository
-// (bin/ is testenv.BinDir), so that the guide's relative paths resolve and files it writes
+// (bin/ is devenv.BinDir), so that the guide's relative paths resolve and files it writes
 // (my-values.yaml) stay out of the repository.
 func newGuideShell(t *testing.T, kubeconfig string) *guideShell {
 	t.Helper()
 	root := repoRoot(t)
-	bin, err := testenv.BinDir()
+	bin, err := devenv.BinDir()
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -11,24 +11,21 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/moirai-internal/ome-scheduler/test/testenv"
+	"github.com/moirai-internal/ome-scheduler/internal/devenv"
 )
 
 // helm runs bin/helm against the local control plane and returns its combined output.
 func helm(t *testing.T, args ...string) (string, error) {
 	t.Helper()
-	path := os.Getenv("HELM")
-	if path == "" {
-		var err error
-		if path, err = testenv.Bin("helm"); err != nil {
-			t.Fatal(err)
-		}
+	path, err := devenv.HelmBin()
+	if err != nil {
+		t.Fatal(err)
 	}
 	cmd := exec.Command(path, append(args, "--kubeconfig", cp.KubeConfigPath)...)
 	cmd.Env = append(os.Environ(), "HELM_CACHE_HOME="+t.TempDir(), "HELM_CONFIG_HOME="+t.TempDir(), "HELM_DATA_HOME="+t.TempDir())
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
-	err := cmd.Run()
+	err = cmd.Run()
 	return out.String(), err
 }
 

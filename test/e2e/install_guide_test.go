@@ -20,7 +20,7 @@ import (
 	"k8s.io/client-go/dynamic"
 	"sigs.k8s.io/yaml"
 
-	"github.com/moirai-internal/ome-scheduler/test/testenv"
+	"github.com/moirai-internal/ome-scheduler/internal/devenv"
 )
 
 // TestInstallGuide walks docs/install.md on a cluster of its own: etcd, kube-apiserver and
@@ -37,7 +37,7 @@ import (
 // page says about each result, and that it ran every command of the page.
 func TestInstallGuide(t *testing.T) {
 	g := loadGuide(t, filepath.Join(repoRoot(t), "docs", "install.md"))
-	c2, err := testenv.Start(testenv.Options{WithoutCRD: true})
+	c2, err := devenv.Start(devenv.Options{WithoutCRD: true})
 	if err != nil {
 		t.Fatalf("second control plane: %v", err)
 	}
@@ -48,7 +48,7 @@ func TestInstallGuide(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	kcm, err := testenv.StartProcess(c2.Dir, "kube-controller-manager", "kube-controller-manager",
+	kcm, err := devenv.StartProcess(c2.Dir, "kube-controller-manager", "kube-controller-manager",
 		"--kubeconfig="+c2.KubeConfigPath, "--controllers=deployment,replicaset,namespace,garbagecollector",
 		"--leader-elect=false", "--secure-port=0", "--v=1")
 	if err != nil {
@@ -64,11 +64,11 @@ func TestInstallGuide(t *testing.T) {
 	s := newGuideShell(t, c2.KubeConfigPath)
 
 	// 1. Prerequisites. The cluster "has" GPU nodes, a Prometheus and its operator's CRDs.
-	if err := testenv.CreateLayout(ctx, c2.Client, testenv.DemoLayout); err != nil {
+	if err := devenv.CreateLayout(ctx, c2.Client, devenv.DemoLayout); err != nil {
 		t.Fatal(err)
 	}
 	installMonitoringCRDs(t, ctx, c2)
-	if err := testenv.CreateNamespace(ctx, c2.Client, "monitoring"); err != nil {
+	if err := devenv.CreateNamespace(ctx, c2.Client, "monitoring"); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := c2.Client.CoreV1().ServiceAccounts("monitoring").Create(ctx, &v1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "prometheus"}}, metav1.CreateOptions{}); err != nil {
@@ -93,7 +93,7 @@ func TestInstallGuide(t *testing.T) {
 		t.Errorf("client-side kubectl apply of the CRD: %v\n%s", err, o)
 	}
 	out = g.run(t, s, "nodes")
-	for _, c := range testenv.DemoLayout {
+	for _, c := range devenv.DemoLayout {
 		for _, n := range c.Nodes {
 			wantIn(t, "kubectl get nodes -L", out[0], n)
 		}
@@ -174,7 +174,7 @@ func TestInstallGuide(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		cliques[node.Labels[testenv.CliqueKey]] = true
+		cliques[node.Labels[devenv.CliqueKey]] = true
 		wantIn(t, "kubectl get pods -o wide", out[0], pod.Spec.NodeName)
 		wantIn(t, "kubectl get events", out[1], fmt.Sprintf("Successfully assigned %s/%s to %s", demoNS, p, pod.Spec.NodeName))
 	}
@@ -265,7 +265,7 @@ func TestInstallGuide(t *testing.T) {
 	out = g.run(t, s, "selector-upgrade", 1)
 	wantIn(t, "helm upgrade after deleting the Deployment", out[0], "has been upgraded")
 	chartPod = startGuideChartPod(t, ctx, c2)
-	if _, err := testenv.WaitForBound(ctx, c2.Client, demoNS, 60*time.Second, waiter); err != nil {
+	if _, err := devenv.WaitForBound(ctx, c2.Client, demoNS, 60*time.Second, waiter); err != nil {
 		t.Errorf("the pod that waited while no replica ran is not placed once the scheduler is back: %v", err)
 	}
 	out = g.run(t, s, "selector-check")
@@ -358,7 +358,7 @@ func readFile(t *testing.T, path string) string {
 	return string(b)
 }
 
-func checkDeploymentImage(t *testing.T, ctx context.Context, c *testenv.ControlPlane, want string) {
+func checkDeploymentImage(t *testing.T, ctx context.Context, c *devenv.ControlPlane, want string) {
 	t.Helper()
 	d, err := c.Client.AppsV1().Deployments("ome").Get(ctx, "ome-scheduler", metav1.GetOptions{})
 	if err != nil {
@@ -369,7 +369,7 @@ func checkDeploymentImage(t *testing.T, ctx context.Context, c *testenv.ControlP
 	}
 }
 
-func deploymentChecksum(t *testing.T, ctx context.Context, c *testenv.ControlPlane) string {
+func deploymentChecksum(t *testing.T, ctx context.Context, c *devenv.ControlPlane) string {
 	t.Helper()
 	d, err := c.Client.AppsV1().Deployments("ome").Get(ctx, "ome-scheduler", metav1.GetOptions{})
 	if err != nil {
@@ -380,7 +380,7 @@ func deploymentChecksum(t *testing.T, ctx context.Context, c *testenv.ControlPla
 
 // startDefaultScheduler runs bin/ome-scheduler with one profile named default-scheduler and
 // nothing else configured: the stock kube-scheduler, as the cluster's default scheduler.
-func startDefaultScheduler(t *testing.T, ctx context.Context, c *testenv.ControlPlane) *testenv.Process {
+func startDefaultScheduler(t *testing.T, ctx context.Context, c *devenv.ControlPlane) *devenv.Process {
 	t.Helper()
 	dir := filepath.Join(c.Dir, "default-scheduler")
 	if err := os.MkdirAll(dir, 0o700); err != nil {
@@ -391,7 +391,7 @@ func startDefaultScheduler(t *testing.T, ctx context.Context, c *testenv.Control
 	if err := os.WriteFile(cfg, []byte(body), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	p, _, err := testenv.StartSchedulerProcess(ctx, dir, "default-scheduler", cfg, c.KubeConfigPath)
+	p, _, err := devenv.StartSchedulerProcess(ctx, dir, "default-scheduler", cfg, c.KubeConfigPath)
 	if err != nil {
 		t.Fatalf("default scheduler: %v", err)
 	}
@@ -402,7 +402,7 @@ func startDefaultScheduler(t *testing.T, ctx context.Context, c *testenv.Control
 // config.yaml of ConfigMap ome/ome-scheduler-config, a token of ServiceAccount
 // ome/ome-scheduler.
 type guideChartPod struct {
-	proc *testenv.Process
+	proc *devenv.Process
 	port int
 }
 
@@ -412,7 +412,7 @@ func (p *guideChartPod) stop() {
 	}
 }
 
-func startGuideChartPod(t *testing.T, ctx context.Context, c *testenv.ControlPlane) *guideChartPod {
+func startGuideChartPod(t *testing.T, ctx context.Context, c *devenv.ControlPlane) *guideChartPod {
 	t.Helper()
 	cm, err := c.Client.CoreV1().ConfigMaps("ome").Get(ctx, "ome-scheduler-config", metav1.GetOptions{})
 	if err != nil {
@@ -425,7 +425,7 @@ func startGuideChartPod(t *testing.T, ctx context.Context, c *testenv.ControlPla
 	token := serviceAccountTokenOn(t, ctx, c, "ome", "ome-scheduler")
 	kubeconfig := filepath.Join(dir, "kubeconfig")
 	writeTokenKubeconfigOn(t, c, kubeconfig, token)
-	full, err := testenv.WithKubeconfig([]byte(cm.Data["config.yaml"]), kubeconfig)
+	full, err := devenv.WithKubeconfig([]byte(cm.Data["config.yaml"]), kubeconfig)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -433,7 +433,7 @@ func startGuideChartPod(t *testing.T, ctx context.Context, c *testenv.ControlPla
 	if err := os.WriteFile(cfg, full, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	proc, port, err := testenv.StartSchedulerProcess(ctx, dir, "ome-scheduler", cfg, kubeconfig)
+	proc, port, err := devenv.StartSchedulerProcess(ctx, dir, "ome-scheduler", cfg, kubeconfig)
 	if err != nil {
 		t.Fatalf("the chart's scheduler as ServiceAccount ome/ome-scheduler: %v", err)
 	}
@@ -473,7 +473,7 @@ spec:
       schema: {openAPIV3Schema: {type: object, x-kubernetes-preserve-unknown-fields: true}}
 `
 
-func installMonitoringCRDs(t *testing.T, ctx context.Context, c *testenv.ControlPlane) {
+func installMonitoringCRDs(t *testing.T, ctx context.Context, c *devenv.ControlPlane) {
 	t.Helper()
 	ac, err := apiextclient.NewForConfig(c.Config)
 	if err != nil {
@@ -508,7 +508,7 @@ func installMonitoringCRDs(t *testing.T, ctx context.Context, c *testenv.Control
 // replaceWithOldSelector turns the release's Deployment into what a chart release from before
 // the instance selector label left: the same Deployment, owned by the same Helm release, whose
 // selector has only app.kubernetes.io/name and app.kubernetes.io/component.
-func replaceWithOldSelector(t *testing.T, ctx context.Context, c *testenv.ControlPlane, s *guideShell) {
+func replaceWithOldSelector(t *testing.T, ctx context.Context, c *devenv.ControlPlane, s *guideShell) {
 	t.Helper()
 	var dep *appsv1.Deployment
 	for _, o := range splitObjects(t, helmTemplate(t, "-f", filepath.Join(s.dir, "my-values.yaml"))) {
@@ -546,7 +546,7 @@ func replaceWithOldSelector(t *testing.T, ctx context.Context, c *testenv.Contro
 }
 
 // createPendingPod creates a bare pod in the demo namespace that names ome-scheduler.
-func createPendingPod(t *testing.T, ctx context.Context, c *testenv.ControlPlane, name string) string {
+func createPendingPod(t *testing.T, ctx context.Context, c *devenv.ControlPlane, name string) string {
 	t.Helper()
 	pod := &v1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Namespace: demoNS, Name: name},
@@ -562,7 +562,7 @@ func createPendingPod(t *testing.T, ctx context.Context, c *testenv.ControlPlane
 }
 
 // assertStaysPending checks that the pod is neither bound nor the subject of any event for d.
-func assertStaysPending(t *testing.T, ctx context.Context, c *testenv.ControlPlane, name string, d time.Duration) {
+func assertStaysPending(t *testing.T, ctx context.Context, c *devenv.ControlPlane, name string, d time.Duration) {
 	t.Helper()
 	time.Sleep(d)
 	p, err := c.Client.CoreV1().Pods(demoNS).Get(ctx, name, metav1.GetOptions{})

@@ -7,12 +7,11 @@ package e2e
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"errors"
 	"flag"
 	"fmt"
 	"os"
-	"os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
 
@@ -24,7 +23,7 @@ import (
 	"k8s.io/client-go/restmapper"
 	"sigs.k8s.io/yaml"
 
-	"github.com/moirai-internal/ome-scheduler/test/testenv"
+	"github.com/moirai-internal/ome-scheduler/internal/devenv"
 )
 
 const (
@@ -34,15 +33,15 @@ const (
 )
 
 var (
-	cp  *testenv.ControlPlane
+	cp  *devenv.ControlPlane
 	dyn dynamic.Interface
 )
 
 func TestMain(m *testing.M) {
-	testenv.QuietKlog()
+	devenv.QuietKlog()
 	flag.Parse()
 	var err error
-	cp, err = testenv.Start(testenv.Options{})
+	cp, err = devenv.Start(devenv.Options{})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "e2e: cannot start the control plane:", err)
 		os.Exit(1)
@@ -62,7 +61,7 @@ func TestMain(m *testing.M) {
 // repoRoot returns the repository root or fails the test.
 func repoRoot(t *testing.T) string {
 	t.Helper()
-	root, err := testenv.RepoRoot()
+	root, err := devenv.RepoRoot()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -73,21 +72,11 @@ func repoRoot(t *testing.T) string {
 // `helm template ome-scheduler charts/ome-scheduler --kube-version 1.35.0 -n ome <extra>`.
 func helmTemplate(t *testing.T, extra ...string) []byte {
 	t.Helper()
-	helm := os.Getenv("HELM")
-	if helm == "" {
-		var err error
-		if helm, err = testenv.Bin("helm"); err != nil {
-			t.Fatal(err)
-		}
-	}
-	args := append([]string{"template", releaseName, filepath.Join(repoRoot(t), "charts", "ome-scheduler"),
-		"--kube-version", kubeVersion, "-n", releaseNS}, extra...)
-	cmd := exec.Command(helm, args...)
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
+	out, err := devenv.HelmTemplate(context.Background(), devenv.HelmRender{
+		Release: releaseName, Namespace: releaseNS, KubeVersion: kubeVersion, Args: extra,
+	})
 	if err != nil {
-		t.Fatalf("helm %s: %v\n%s", strings.Join(args, " "), err, stderr.String())
+		t.Fatal(err)
 	}
 	return out
 }

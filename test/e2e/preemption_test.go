@@ -22,7 +22,7 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/yaml"
 
-	"github.com/moirai-internal/ome-scheduler/test/testenv"
+	"github.com/moirai-internal/ome-scheduler/internal/devenv"
 )
 
 // TestPreemptionOnChartConfiguration runs bin/ome-scheduler with the chart rendered with
@@ -49,7 +49,7 @@ func TestPreemptionOnChartConfiguration(t *testing.T) {
 	}
 	checkPreemptionConfig(t, config)
 
-	c2, err := testenv.Start(testenv.Options{})
+	c2, err := devenv.Start(devenv.Options{})
 	if err != nil {
 		t.Fatalf("control plane for the preemption test: %v", err)
 	}
@@ -61,7 +61,7 @@ func TestPreemptionOnChartConfiguration(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, ns := range []string{releaseNS, readerSA.Namespace} {
-		if err := testenv.CreateNamespace(ctx, c2.Client, ns); err != nil {
+		if err := devenv.CreateNamespace(ctx, c2.Client, ns); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -91,7 +91,7 @@ func TestPreemptionOnChartConfiguration(t *testing.T) {
 	}
 	kubeconfig := filepath.Join(dir, "kubeconfig")
 	writeTokenKubeconfigOn(t, c2, kubeconfig, serviceAccountTokenOn(t, ctx, c2, releaseNS, releaseName))
-	full, err := testenv.WithKubeconfig(config, kubeconfig)
+	full, err := devenv.WithKubeconfig(config, kubeconfig)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -99,7 +99,7 @@ func TestPreemptionOnChartConfiguration(t *testing.T) {
 	if err := os.WriteFile(cfgPath, full, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	proc, port, err := testenv.StartSchedulerProcess(ctx, dir, "ome-scheduler", cfgPath, kubeconfig, "--v=2")
+	proc, port, err := devenv.StartSchedulerProcess(ctx, dir, "ome-scheduler", cfgPath, kubeconfig, "--v=2")
 	if err != nil {
 		t.Fatalf("start bin/ome-scheduler with the disablePreemption=false configuration: %v", err)
 	}
@@ -109,21 +109,21 @@ func TestPreemptionOnChartConfiguration(t *testing.T) {
 	// The only clique: two one-GPU nodes.
 	const ns, clique = "preempt-e2e", "clique-p"
 	nodes := []string{"p-node-1", "p-node-2"}
-	if err := testenv.CreateLayout(ctx, c2.Client, []testenv.Clique{{Name: clique, Zone: "zone-a", Nodes: nodes}}); err != nil {
+	if err := devenv.CreateLayout(ctx, c2.Client, []devenv.Clique{{Name: clique, Zone: "zone-a", Nodes: nodes}}); err != nil {
 		t.Fatal(err)
 	}
-	if err := testenv.CreateNamespace(ctx, c2.Client, ns); err != nil {
+	if err := devenv.CreateNamespace(ctx, c2.Client, ns); err != nil {
 		t.Fatal(err)
 	}
 	gangOf := func(group string, priority int32) []string {
 		t.Helper()
 		if _, err := c2.PodGroups.SchedulingV1alpha1().PodGroups(ns).Create(ctx,
-			testenv.NewPodGroup(ns, group, 2, testenv.CliqueKey, 120), metav1.CreateOptions{}); err != nil {
+			devenv.NewPodGroup(ns, group, 2, devenv.CliqueKey, 120), metav1.CreateOptions{}); err != nil {
 			t.Fatalf("create PodGroup %s: %v", group, err)
 		}
 		var names []string
 		for i := 0; i < 2; i++ {
-			p := testenv.NewPod(testenv.PodSpec{Namespace: ns, Name: fmt.Sprintf("%s-%d", group, i), Group: group, GPUs: 1})
+			p := devenv.NewPod(devenv.PodSpec{Namespace: ns, Name: fmt.Sprintf("%s-%d", group, i), Group: group, GPUs: 1})
 			// No Priority admission plugin on the test API server: spec.priority is set as
 			// the plugin would resolve it from a PriorityClass.
 			p.Spec.Priority = ptr.To(priority)
@@ -137,18 +137,18 @@ func TestPreemptionOnChartConfiguration(t *testing.T) {
 
 	// The low-priority gang fills the clique.
 	low := gangOf("low", 10)
-	if got, err := testenv.WaitForBound(ctx, c2.Client, ns, 30*time.Second, low...); err != nil {
+	if got, err := devenv.WaitForBound(ctx, c2.Client, ns, 30*time.Second, low...); err != nil {
 		t.Fatalf("low gang: %v (bound %v)", err, got)
 	}
 	waitRunning(t, ctx, c2, ns, low...)
 
 	// The high-priority gang has no room anywhere: it preempts the low gang.
 	high := gangOf("high", 1000)
-	bound, err := testenv.WaitForBound(ctx, c2.Client, ns, 60*time.Second, high...)
+	bound, err := devenv.WaitForBound(ctx, c2.Client, ns, 60*time.Second, high...)
 	if err != nil {
 		var msgs []string
 		for _, p := range high {
-			msgs = append(msgs, fmt.Sprintf("%s: %q", p, testenv.FailedSchedulingMessages(ctx, c2.Client, ns, p)))
+			msgs = append(msgs, fmt.Sprintf("%s: %q", p, devenv.FailedSchedulingMessages(ctx, c2.Client, ns, p)))
 		}
 		t.Fatalf("high gang: %v (bound %v); scheduling messages: %s", err, bound, strings.Join(msgs, "; "))
 	}
@@ -161,7 +161,7 @@ func TestPreemptionOnChartConfiguration(t *testing.T) {
 		t.Errorf("high gang bound on %v, want the two nodes of %s %v", bound, clique, nodes)
 	}
 	for _, p := range low {
-		if err := testenv.WaitGone(ctx, c2.Client, ns, p, 20*time.Second); err != nil {
+		if err := devenv.WaitGone(ctx, c2.Client, ns, p, 20*time.Second); err != nil {
 			t.Errorf("victim %s: %v", p, err)
 		}
 	}
@@ -275,7 +275,7 @@ func checkPreemptionConfig(t *testing.T, config []byte) {
 }
 
 // waitRunning waits until the fake kubelet reports each pod Running.
-func waitRunning(t *testing.T, ctx context.Context, c *testenv.ControlPlane, ns string, pods ...string) {
+func waitRunning(t *testing.T, ctx context.Context, c *devenv.ControlPlane, ns string, pods ...string) {
 	t.Helper()
 	for _, name := range pods {
 		if !waitFor(ctx, 20*time.Second, func(ctx context.Context) bool {

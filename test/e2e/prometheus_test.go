@@ -19,7 +19,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/yaml"
 
-	"github.com/moirai-internal/ome-scheduler/test/testenv"
+	"github.com/moirai-internal/ome-scheduler/internal/devenv"
 )
 
 // The chart's monitoring objects against a real Prometheus (bin/prometheus and bin/promtool,
@@ -74,7 +74,7 @@ func renderedRuleGroups(t *testing.T) ([]byte, []string) {
 
 func promtool(t *testing.T, dir string, args ...string) string {
 	t.Helper()
-	bin, err := testenv.Bin("promtool")
+	bin, err := devenv.Bin("promtool")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -250,11 +250,11 @@ func TestPrometheusScrapesChartScheduler(t *testing.T) {
 	}
 	promtool(t, dir, "check", "config", "prometheus.yml")
 
-	port, err := testenv.FreePort()
+	port, err := devenv.FreePort()
 	if err != nil {
 		t.Fatal(err)
 	}
-	proc, err := testenv.StartProcess(dir, "prometheus", "prometheus", "--config.file="+cfgPath,
+	proc, err := devenv.StartProcess(dir, "prometheus", "prometheus", "--config.file="+cfgPath,
 		"--storage.tsdb.path="+filepath.Join(dir, "data"), fmt.Sprintf("--web.listen-address=127.0.0.1:%d", port))
 	if err != nil {
 		t.Fatal(err)

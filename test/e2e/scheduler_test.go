@@ -28,7 +28,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/yaml"
 
-	"github.com/moirai-internal/ome-scheduler/test/testenv"
+	"github.com/moirai-internal/ome-scheduler/internal/devenv"
 )
 
 // TestSchedulerRunsAsChartServiceAccount runs bin/ome-scheduler with nothing but the chart:
@@ -117,7 +117,7 @@ func TestSchedulerRunsAsChartServiceAccount(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if c := node.Labels[testenv.CliqueKey]; c != "clique-a" {
+		if c := node.Labels[devenv.CliqueKey]; c != "clique-a" {
 			t.Errorf("pod %s on node %s in %s, want clique-a (smallest clique that fits 2)", p, n, c)
 		}
 	}
@@ -161,12 +161,12 @@ func TestSchedulerRunsAsChartServiceAccount(t *testing.T) {
 // bin/ome-scheduler refuses an invalid plugin argument with the startup error documented in
 // docs/reference.md and a non-zero exit.
 func TestInvalidTopologyKeyFailsStartup(t *testing.T) {
-	bin, err := testenv.Bin("ome-scheduler")
+	bin, err := devenv.Bin("ome-scheduler")
 	if err != nil {
 		t.Fatal(err)
 	}
 	cfg := filepath.Join(t.TempDir(), "config.yaml")
-	p := testenv.Profile{Args: "topologyKey: \"gpu clique\"\ngcIntervalSeconds: 60"}
+	p := devenv.Profile{Args: "topologyKey: \"gpu clique\"\ngcIntervalSeconds: 60"}
 	if err := os.WriteFile(cfg, []byte(p.Render(cp.KubeConfigPath)), 0o600); err != nil {
 		t.Fatal(err)
 	}

@@ -21,7 +21,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
-	"github.com/moirai-internal/ome-scheduler/test/testenv"
+	"github.com/moirai-internal/ome-scheduler/internal/devenv"
 )
 
 // TestMetricsOverVerifiedTLS serves /metrics with a certificate from a Secret the way the chart
@@ -57,7 +57,7 @@ func TestMetricsOverVerifiedTLS(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	proc, port, err := testenv.StartSchedulerProcess(ctx, dir, "tls-scheduler", filepath.Join(filepath.Dir(s.kubeconfig), "config.yaml"), s.kubeconfig, args...)
+	proc, port, err := devenv.StartSchedulerProcess(ctx, dir, "tls-scheduler", filepath.Join(filepath.Dir(s.kubeconfig), "config.yaml"), s.kubeconfig, args...)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -7,7 +7,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/moirai-internal/ome-scheduler/test/testenv"
+	"github.com/moirai-internal/ome-scheduler/internal/devenv"
 )
 
 // Absurd inputs get a clear reason, never a panic and never a lost pod.
@@ -15,7 +15,7 @@ import (
 func TestTenThousandMemberPodGroup(t *testing.T) {
 	e := newEnv(t)
 	e.domain("a", 2, 1)
-	e.startScheduler(testenv.Profile{})
+	e.startScheduler(devenv.Profile{})
 	e.podGroup("huge", 10000, domainKey, 60)
 	pods := e.gang("huge", 2, 1, false)
 	e.message(pods[1], "waiting for all PodGroup member templates for "+e.ns+"/huge: 2 of 10000 members exist", 20*time.Second)
@@ -30,7 +30,7 @@ func TestGangPodsWithoutRequests(t *testing.T) {
 	e := newEnv(t)
 	e.domain("a", 2, 1)
 	e.domain("b", 3, 1)
-	e.startScheduler(testenv.Profile{})
+	e.startScheduler(devenv.Profile{})
 	e.podGroup("g", 2, domainKey, 60)
 	pods := e.gang("g", 2, 0, true)
 	got := e.bound(20*time.Second, pods...)
@@ -42,12 +42,12 @@ func TestGangPodsWithoutRequests(t *testing.T) {
 func TestPodGroupInAnotherNamespaceIsNotUsed(t *testing.T) {
 	e := newEnv(t)
 	e.domain("a", 2, 1)
-	e.startScheduler(testenv.Profile{})
+	e.startScheduler(devenv.Profile{})
 	other := e.ns + "-other"
-	if err := testenv.CreateNamespace(e.ctx, e.cp.Client, other); err != nil {
+	if err := devenv.CreateNamespace(e.ctx, e.cp.Client, other); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := e.cp.PodGroups.SchedulingV1alpha1().PodGroups(other).Create(e.ctx, testenv.NewPodGroup(other, "g", 2, domainKey, 60), metav1.CreateOptions{}); err != nil {
+	if _, err := e.cp.PodGroups.SchedulingV1alpha1().PodGroups(other).Create(e.ctx, devenv.NewPodGroup(other, "g", 2, domainKey, 60), metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	pods := e.gang("g", 2, 1, true)
@@ -66,7 +66,7 @@ func TestNodesWithoutAllocatable(t *testing.T) {
 		}
 		e.nodes = append(e.nodes, name)
 	}
-	e.startScheduler(testenv.Profile{})
+	e.startScheduler(devenv.Profile{})
 	e.podGroup("g", 2, domainKey, 60)
 	pods := e.gang("g", 2, 1, true)
 	e.message(pods[0], "no domain has room for gang "+e.ns+"/g", 20*time.Second)
@@ -81,9 +81,9 @@ func TestSameNamesInTwoNamespaces(t *testing.T) {
 	e := newEnv(t)
 	e.domain("a", 2, 1)
 	e.domain("b", 2, 1)
-	e.startScheduler(testenv.Profile{})
+	e.startScheduler(devenv.Profile{})
 	other := e.ns + "-twin"
-	if err := testenv.CreateNamespace(e.ctx, e.cp.Client, other); err != nil {
+	if err := devenv.CreateNamespace(e.ctx, e.cp.Client, other); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
@@ -91,17 +91,17 @@ func TestSameNamesInTwoNamespaces(t *testing.T) {
 		_ = e.cp.Client.CoreV1().Pods(other).DeleteCollection(t.Context(), metav1.DeleteOptions{GracePeriodSeconds: &zero}, metav1.ListOptions{})
 	})
 	e.podGroup("g", 2, domainKey, 60)
-	if _, err := e.cp.PodGroups.SchedulingV1alpha1().PodGroups(other).Create(e.ctx, testenv.NewPodGroup(other, "g", 2, domainKey, 60), metav1.CreateOptions{}); err != nil {
+	if _, err := e.cp.PodGroups.SchedulingV1alpha1().PodGroups(other).Create(e.ctx, devenv.NewPodGroup(other, "g", 2, domainKey, 60), metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	pods := e.gang("g", 2, 1, true)
 	for _, p := range pods {
-		if _, err := testenv.CreatePod(e.ctx, e.cp.Client, testenv.PodSpec{Namespace: other, Name: p, Group: "g", GPUs: 1, Apart: true}); err != nil {
+		if _, err := devenv.CreatePod(e.ctx, e.cp.Client, devenv.PodSpec{Namespace: other, Name: p, Group: "g", GPUs: 1, Apart: true}); err != nil {
 			t.Fatal(err)
 		}
 	}
 	mine := e.bound(20*time.Second, pods...)
-	theirs, err := testenv.WaitForBound(e.ctx, e.cp.Client, other, 20*time.Second, pods...)
+	theirs, err := devenv.WaitForBound(e.ctx, e.cp.Client, other, 20*time.Second, pods...)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -14,7 +14,7 @@ import (
 
 	schedv1alpha1 "sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
 
-	"github.com/moirai-internal/ome-scheduler/test/testenv"
+	"github.com/moirai-internal/ome-scheduler/internal/devenv"
 )
 
 // The shipped spread example (manifests/examples/spread/instances.yaml) places each Instance
@@ -22,7 +22,7 @@ import (
 func TestSpreadExampleManifest(t *testing.T) {
 	e := newEnv(t)
 	e.cliques(map[string]string{"c1": "zone-a", "c2": "zone-a", "c3": "zone-b"})
-	e.startScheduler(testenv.Profile{})
+	e.startScheduler(devenv.Profile{})
 	instances := e.applyExample("spread", "instances.yaml")
 	var leaders []string
 	for _, pods := range instances {
@@ -38,12 +38,12 @@ func TestSpreadExampleManifest(t *testing.T) {
 	placed := map[string]string{}
 	for _, pods := range instances {
 		got := e.bound(30*time.Second, pods...)
-		e.oneDomain(got, testenv.CliqueKey)
+		e.oneDomain(got, devenv.CliqueKey)
 		for k, v := range got {
 			placed[k] = v
 		}
 	}
-	if z0, z1 := e.labelOf(placed[leaders[0]], testenv.ZoneKey), e.labelOf(placed[leaders[1]], testenv.ZoneKey); z0 == z1 {
+	if z0, z1 := e.labelOf(placed[leaders[0]], devenv.ZoneKey), e.labelOf(placed[leaders[1]], devenv.ZoneKey); z0 == z1 {
 		t.Fatalf("both leaders in zone %s", z0)
 	}
 }
@@ -53,7 +53,7 @@ func TestSpreadExampleManifest(t *testing.T) {
 func (e *env) applyExample(dir, file string) map[string][]string {
 	e.t.Helper()
 	t := e.t
-	root, err := testenv.RepoRoot()
+	root, err := devenv.RepoRoot()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -86,7 +86,7 @@ func (e *env) applyExample(dir, file string) map[string][]string {
 			if _, err := e.cp.Client.CoreV1().Pods(e.ns).Create(e.ctx, p, metav1.CreateOptions{}); err != nil {
 				t.Fatal(err)
 			}
-			g := p.Labels[testenv.PodGroupLabel]
+			g := p.Labels[devenv.PodGroupLabel]
 			groups[g] = append(groups[g], p.Name)
 		default:
 			t.Fatalf("unexpected kind %q in the example", meta.Kind)
@@ -101,7 +101,7 @@ func (e *env) applyExample(dir, file string) map[string][]string {
 func TestPartnersExampleManifest(t *testing.T) {
 	e := newEnv(t)
 	e.cliques(map[string]string{"c1": "zone-a", "c2": "zone-b", "c3": "zone-b"})
-	e.startScheduler(testenv.Profile{})
+	e.startScheduler(devenv.Profile{})
 	gangs := e.applyExample("partners", "prefill-decode.yaml")
 	if len(gangs) != 2 {
 		t.Fatalf("example has %d gangs, want 2", len(gangs))
@@ -117,12 +117,12 @@ func TestPartnersExampleManifest(t *testing.T) {
 		for _, p := range pods {
 			one[p] = got[p]
 		}
-		cliques[e.oneDomain(one, testenv.CliqueKey)] = true
+		cliques[e.oneDomain(one, devenv.CliqueKey)] = true
 	}
 	if len(cliques) != 2 {
 		t.Fatalf("both gangs in one clique: %v", got)
 	}
-	if z := e.oneDomain(got, testenv.ZoneKey); z != "zone-b" {
+	if z := e.oneDomain(got, devenv.ZoneKey); z != "zone-b" {
 		t.Fatalf("group in %s, want zone-b", z)
 	}
 }

@@ -9,7 +9,7 @@ import (
 
 	schedv1alpha1 "sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
 
-	"github.com/moirai-internal/ome-scheduler/test/testenv"
+	"github.com/moirai-internal/ome-scheduler/internal/devenv"
 )
 
 var pinned = map[string]string{"result": "pinned"}
@@ -19,7 +19,7 @@ func TestBestFitBetweenTwoDomains(t *testing.T) {
 	e := newEnv(t)
 	a := e.domain("a", 2, 1)
 	e.domain("b", 3, 1)
-	e.startScheduler(testenv.Profile{})
+	e.startScheduler(devenv.Profile{})
 	before := metric(t, "ome_scheduler_gang_pin_total", pinned)
 	e.podGroup("g", 2, domainKey, 60)
 	pods := e.gang("g", 2, 1, true)
@@ -42,15 +42,15 @@ func TestBestFitBetweenTwoDomains(t *testing.T) {
 func TestGateHoldsLoneMember(t *testing.T) {
 	e := newEnv(t)
 	e.domain("a", 2, 1)
-	e.startScheduler(testenv.Profile{})
+	e.startScheduler(devenv.Profile{})
 	e.podGroup("g", 2, domainKey, 60)
-	e.pod(testenv.PodSpec{Name: "g-0", Group: "g", GPUs: 1})
+	e.pod(devenv.PodSpec{Name: "g-0", Group: "g", GPUs: 1})
 	msg := e.message("g-0", "waiting for all PodGroup member templates for "+e.ns+"/g", 20*time.Second)
 	if !strings.Contains(msg, ": 1 of 2 members exist") {
 		t.Fatalf("M11 detail missing: %q", msg)
 	}
 	e.staysPending(4*time.Second, "g-0")
-	e.pod(testenv.PodSpec{Name: "g-1", Group: "g", GPUs: 1})
+	e.pod(devenv.PodSpec{Name: "g-1", Group: "g", GPUs: 1})
 	got := e.bound(30*time.Second, "g-0", "g-1")
 	e.oneDomain(got, domainKey)
 }
@@ -59,7 +59,7 @@ func TestGateHoldsLoneMember(t *testing.T) {
 func TestIncompleteGangNeverBinds(t *testing.T) {
 	e := newEnv(t)
 	e.domain("a", 4, 1)
-	e.startScheduler(testenv.Profile{})
+	e.startScheduler(devenv.Profile{})
 	e.podGroup("g", 4, domainKey, 60)
 	pods := e.gang("g", 2, 1, false)
 	e.message(pods[0], "waiting for all PodGroup member templates for "+e.ns+"/g: 2 of 4 members exist", 20*time.Second)
@@ -70,12 +70,12 @@ func TestIncompleteGangNeverBinds(t *testing.T) {
 func TestMissingTopologyKeyThenRepaired(t *testing.T) {
 	e := newEnv(t)
 	e.domain("a", 2, 1)
-	e.startScheduler(testenv.Profile{})
+	e.startScheduler(devenv.Profile{})
 	e.podGroup("g", 2, "", 60)
 	pods := e.gang("g", 2, 1, true)
 	e.message(pods[0], "PodGroup "+e.ns+"/g must declare ome.io/topology-key or the scheduler must configure topologyKey", 20*time.Second)
 	e.staysPending(2*time.Second, pods...)
-	e.updatePodGroup("g", func(pg *schedv1alpha1.PodGroup) { pg.Annotations = map[string]string{testenv.TopologyAnno: domainKey} })
+	e.updatePodGroup("g", func(pg *schedv1alpha1.PodGroup) { pg.Annotations = map[string]string{devenv.TopologyAnno: domainKey} })
 	got := e.bound(30*time.Second, pods...)
 	e.oneDomain(got, domainKey)
 }
@@ -85,10 +85,10 @@ func TestHeterogeneousGang(t *testing.T) {
 	e := newEnv(t)
 	e.domain("a", 2, 1)
 	e.domain("b", 2, 2)
-	e.startScheduler(testenv.Profile{})
+	e.startScheduler(devenv.Profile{})
 	e.podGroup("g", 2, domainKey, 60)
-	e.pod(testenv.PodSpec{Name: "small", Group: "g", GPUs: 1, Apart: true})
-	e.pod(testenv.PodSpec{Name: "large", Group: "g", GPUs: 2, Apart: true})
+	e.pod(devenv.PodSpec{Name: "small", Group: "g", GPUs: 1, Apart: true})
+	e.pod(devenv.PodSpec{Name: "large", Group: "g", GPUs: 2, Apart: true})
 	got := e.bound(30*time.Second, "small", "large")
 	if d := e.oneDomain(got, domainKey); d != "b" {
 		t.Fatalf("gang in %s, want b (a cannot hold the 2-unit member)", d)
@@ -100,11 +100,11 @@ func TestHeterogeneousGang(t *testing.T) {
 func TestFlexibleMemberLeavesConstrainedNode(t *testing.T) {
 	e := newEnv(t)
 	nodes := e.domain("a", 2, 1)
-	e.startScheduler(testenv.Profile{})
+	e.startScheduler(devenv.Profile{})
 	e.podGroup("g", 2, domainKey, 60)
 	// "a-flex" sorts first, so it is usually scheduled first.
-	e.pod(testenv.PodSpec{Name: "a-flex", Group: "g", GPUs: 1})
-	e.pod(testenv.PodSpec{Name: "b-pinned", Group: "g", GPUs: 1, NodeSelector: map[string]string{v1.LabelHostname: nodes[0]}})
+	e.pod(devenv.PodSpec{Name: "a-flex", Group: "g", GPUs: 1})
+	e.pod(devenv.PodSpec{Name: "b-pinned", Group: "g", GPUs: 1, NodeSelector: map[string]string{v1.LabelHostname: nodes[0]}})
 	got := e.bound(30*time.Second, "a-flex", "b-pinned")
 	if got["b-pinned"] != nodes[0] || got["a-flex"] != nodes[1] {
 		t.Fatalf("placement %v, want b-pinned on %s and a-flex on %s", got, nodes[0], nodes[1])
@@ -120,10 +120,10 @@ func TestSplitGangFailsClosed(t *testing.T) {
 	e.podGroup("g", 3, domainKey, 60)
 	e.bindMember("g-0", "g", a[0], 1)
 	e.bindMember("g-1", "g", b[0], 1)
-	e.startScheduler(testenv.Profile{})
+	e.startScheduler(devenv.Profile{})
 	refused0 := metric(t, placementTotal, splitRefused)
 	single0, split0 := metric(t, placementTotal, singleDomain), metric(t, placementTotal, splitOutcome)
-	e.pod(testenv.PodSpec{Name: "g-2", Group: "g", GPUs: 1})
+	e.pod(devenv.PodSpec{Name: "g-2", Group: "g", GPUs: 1})
 	e.message("g-2", "gang "+e.ns+"/g already has members in multiple topology domains", 20*time.Second)
 	if metric(t, placementTotal, splitRefused) <= refused0 {
 		t.Fatal("placement_total{split_refused} did not grow with M10")
@@ -139,7 +139,7 @@ func TestTwoGangsCompeteWithoutOvercommit(t *testing.T) {
 	e := newEnv(t)
 	e.domain("a", 3, 1)
 	e.domain("b", 4, 1)
-	e.startScheduler(testenv.Profile{})
+	e.startScheduler(devenv.Profile{})
 	e.podGroup("g1", 3, domainKey, 60)
 	e.podGroup("g2", 3, domainKey, 60)
 	p1 := e.gang("g1", 3, 1, true)
@@ -168,10 +168,10 @@ func TestRestartAdoptsBoundMembers(t *testing.T) {
 	e.podGroup("g", 3, domainKey, 60)
 	e.bindMember("g-0", "g", a[0], 1)
 	e.bindMember("g-1", "g", a[1], 1)
-	e.startScheduler(testenv.Profile{})
+	e.startScheduler(devenv.Profile{})
 	adopted := map[string]string{"result": "adopted"}
 	before := metric(t, "ome_scheduler_gang_pin_total", adopted)
-	e.pod(testenv.PodSpec{Name: "g-2", Group: "g", GPUs: 1})
+	e.pod(devenv.PodSpec{Name: "g-2", Group: "g", GPUs: 1})
 	got := e.bound(30*time.Second, "g-2")
 	if got["g-2"] != a[2] {
 		t.Fatalf("g-2 on %s, want %s (the free node of the adopted domain a)", got["g-2"], a[2])
@@ -187,7 +187,7 @@ func TestCapacityFreedLater(t *testing.T) {
 	a := e.domain("a", 2, 1)
 	e.occupy("busy-0", a[0], 1)
 	e.occupy("busy-1", a[1], 1)
-	e.startScheduler(testenv.Profile{})
+	e.startScheduler(devenv.Profile{})
 	noFit := map[string]string{"result": "no_fit"}
 	before := metric(t, "ome_scheduler_gang_pin_total", noFit)
 	e.podGroup("g", 2, domainKey, 60)
@@ -210,7 +210,7 @@ func TestSmallMembersShareANode(t *testing.T) {
 	e := newEnv(t)
 	a := e.domain("a", 2, 2)
 	e.occupy("busy", a[1], 2)
-	e.startScheduler(testenv.Profile{})
+	e.startScheduler(devenv.Profile{})
 	e.podGroup("g", 2, domainKey, 60)
 	pods := e.gang("g", 2, 1, false)
 	got := e.bound(30*time.Second, pods...)
@@ -231,7 +231,7 @@ func TestSmallMembersShareANode(t *testing.T) {
 func TestHoldAndReservedWake(t *testing.T) {
 	e := newEnv(t)
 	e.domain("a", 2, 2)
-	e.startScheduler(testenv.Profile{})
+	e.startScheduler(devenv.Profile{})
 	e.podGroup("holder", 2, domainKey, 120)
 	// holder-1 is gated but is a live unbound member: the gang plans, holder-0 waits at
 	// Permit on one node and the gang reserves one GPU on the other for holder-1.
@@ -242,7 +242,7 @@ func TestHoldAndReservedWake(t *testing.T) {
 	e.message(sp[0], "no domain has room for gang "+e.ns+"/second: every fitting domain is reserved for a forming gang", 20*time.Second)
 	e.message(sp[0], "Room is reserved for forming gangs: "+e.ns+"/holder reserves 1 members on 1 node of a.", 20*time.Second)
 	// A standalone pod cannot use the reserved GPU either.
-	e.pod(testenv.PodSpec{Name: "solo", GPUs: 2})
+	e.pod(devenv.PodSpec{Name: "solo", GPUs: 2})
 	e.message("solo", "node is reserved for a forming gang", 20*time.Second)
 	e.ungate("holder-1")
 	got := e.bound(15*time.Second, "holder-0", "holder-1")
@@ -295,8 +295,8 @@ func (g gateWatch) wait() {
 func (e *env) waitWithGatedSibling(group, waiter, gated string, apart bool) {
 	e.t.Helper()
 	gw := newGateWatch(e.t)
-	e.pod(testenv.PodSpec{Name: gated, Group: group, GPUs: 1, Apart: apart, Gates: []string{"example.com/later"}})
-	e.pod(testenv.PodSpec{Name: waiter, Group: group, GPUs: 1, Apart: apart})
+	e.pod(devenv.PodSpec{Name: gated, Group: group, GPUs: 1, Apart: apart, Gates: []string{"example.com/later"}})
+	e.pod(devenv.PodSpec{Name: waiter, Group: group, GPUs: 1, Apart: apart})
 	gw.wait()
 }
 
@@ -314,7 +314,7 @@ func TestCordonedAndTaintedDomains(t *testing.T) {
 		})
 	}
 	e.domain("c", 3, 1)
-	e.startScheduler(testenv.Profile{})
+	e.startScheduler(devenv.Profile{})
 	e.podGroup("g", 2, domainKey, 60)
 	pods := e.gang("g", 2, 1, true)
 	got := e.bound(30*time.Second, pods...)
@@ -328,7 +328,7 @@ func TestSurplusMemberJoinsDomain(t *testing.T) {
 	e := newEnv(t)
 	e.domain("a", 3, 1)
 	e.domain("b", 4, 1)
-	e.startScheduler(testenv.Profile{})
+	e.startScheduler(devenv.Profile{})
 	e.podGroup("g", 2, domainKey, 60)
 	pods := e.gang("g", 3, 1, true)
 	got := e.bound(30*time.Second, pods...)
@@ -343,13 +343,13 @@ func TestSurplusMemberJoinsDomain(t *testing.T) {
 func TestWorkerWaitsForLeaderAffinity(t *testing.T) {
 	e := newEnv(t)
 	e.domain("a", 2, 1)
-	e.startScheduler(testenv.Profile{})
+	e.startScheduler(devenv.Profile{})
 	e.podGroup("g", 2, domainKey, 60)
 	affinity := &v1.Affinity{PodAffinity: &v1.PodAffinity{RequiredDuringSchedulingIgnoredDuringExecution: []v1.PodAffinityTerm{{
 		LabelSelector: labelSelector("role", "leader"), TopologyKey: domainKey,
 	}}}}
-	e.pod(testenv.PodSpec{Name: "g-worker", Group: "g", GPUs: 1, Affinity: affinity, Labels: map[string]string{"role": "worker"}})
-	e.pod(testenv.PodSpec{Name: "g-leader", Group: "g", GPUs: 1, Labels: map[string]string{"role": "leader"}})
+	e.pod(devenv.PodSpec{Name: "g-worker", Group: "g", GPUs: 1, Affinity: affinity, Labels: map[string]string{"role": "worker"}})
+	e.pod(devenv.PodSpec{Name: "g-leader", Group: "g", GPUs: 1, Labels: map[string]string{"role": "leader"}})
 	e.message("g-worker", "waiting for gang sibling "+e.ns+"/g-leader to be placed", 20*time.Second)
 	got := e.bound(8*time.Second, "g-worker", "g-leader")
 	e.oneDomain(got, domainKey)
@@ -359,7 +359,7 @@ func TestWorkerWaitsForLeaderAffinity(t *testing.T) {
 func TestMembersBeforePodGroup(t *testing.T) {
 	e := newEnv(t)
 	e.domain("a", 2, 1)
-	e.startScheduler(testenv.Profile{})
+	e.startScheduler(devenv.Profile{})
 	pods := e.gang("g", 2, 1, true)
 	e.message(pods[0], "PodGroup "+e.ns+"/g not resolvable yet", 20*time.Second)
 	e.staysPending(3*time.Second, pods...)

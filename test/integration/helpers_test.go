@@ -12,7 +12,7 @@ import (
 
 	schedv1alpha1 "sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
 
-	"github.com/moirai-internal/ome-scheduler/test/testenv"
+	"github.com/moirai-internal/ome-scheduler/internal/devenv"
 )
 
 // domainKey is the topology label that defines the domains of the integration fixtures.
@@ -30,7 +30,7 @@ func (e *env) domain(value string, n int, gpus int64, extra ...map[string]string
 				labels[k] = v
 			}
 		}
-		out = append(out, e.node(testenv.NodeSpec{Name: fmt.Sprintf("%s-%d", value, i), GPUs: gpus, Labels: labels}))
+		out = append(out, e.node(devenv.NodeSpec{Name: fmt.Sprintf("%s-%d", value, i), GPUs: gpus, Labels: labels}))
 	}
 	return out
 }
@@ -38,7 +38,7 @@ func (e *env) domain(value string, n int, gpus int64, extra ...map[string]string
 // podGroup creates a PodGroup annotated with key (empty = no annotation).
 func (e *env) podGroup(name string, minMember int32, key string, timeout int32) *schedv1alpha1.PodGroup {
 	e.t.Helper()
-	pg, err := e.cp.PodGroups.SchedulingV1alpha1().PodGroups(e.ns).Create(e.ctx, testenv.NewPodGroup(e.ns, name, minMember, key, timeout), metav1.CreateOptions{})
+	pg, err := e.cp.PodGroups.SchedulingV1alpha1().PodGroups(e.ns).Create(e.ctx, devenv.NewPodGroup(e.ns, name, minMember, key, timeout), metav1.CreateOptions{})
 	if err != nil {
 		e.t.Fatalf("create PodGroup %s: %v", name, err)
 	}
@@ -52,7 +52,7 @@ func (e *env) gang(group string, n int, gpus int64, apart bool) []string {
 	var names []string
 	for i := 0; i < n; i++ {
 		name := fmt.Sprintf("%s-%d", group, i)
-		e.pod(testenv.PodSpec{Name: name, Group: group, GPUs: gpus, Apart: apart})
+		e.pod(devenv.PodSpec{Name: name, Group: group, GPUs: gpus, Apart: apart})
 		names = append(names, name)
 	}
 	return names
@@ -106,7 +106,7 @@ func (e *env) staysPending(d time.Duration, pods ...string) {
 	deadline := time.Now().Add(d)
 	for time.Now().Before(deadline) {
 		for _, p := range pods {
-			if n := testenv.NodeOf(e.ctx, e.cp.Client, e.ns, p); n != "" {
+			if n := devenv.NodeOf(e.ctx, e.cp.Client, e.ns, p); n != "" {
 				e.t.Fatalf("pod %s bound to %s, want it Pending", p, n)
 			}
 		}
@@ -117,8 +117,8 @@ func (e *env) staysPending(d time.Duration, pods ...string) {
 // occupy binds a GPU-requesting pod for another scheduler directly onto a node.
 func (e *env) occupy(name, node string, gpus int64) {
 	e.t.Helper()
-	e.pod(testenv.PodSpec{Name: name, GPUs: gpus, SchedulerName: "other-scheduler"})
-	if err := testenv.BindPod(e.ctx, e.cp.Client, e.ns, name, node); err != nil {
+	e.pod(devenv.PodSpec{Name: name, GPUs: gpus, SchedulerName: "other-scheduler"})
+	if err := devenv.BindPod(e.ctx, e.cp.Client, e.ns, name, node); err != nil {
 		e.t.Fatalf("bind %s to %s: %v", name, node, err)
 	}
 }
@@ -126,14 +126,14 @@ func (e *env) occupy(name, node string, gpus int64) {
 // bindMember binds a gang member directly (as if placed by an earlier scheduler process).
 func (e *env) bindMember(name, group, node string, gpus int64) {
 	e.t.Helper()
-	e.pod(testenv.PodSpec{Name: name, Group: group, GPUs: gpus})
-	if err := testenv.BindPod(e.ctx, e.cp.Client, e.ns, name, node); err != nil {
+	e.pod(devenv.PodSpec{Name: name, Group: group, GPUs: gpus})
+	if err := devenv.BindPod(e.ctx, e.cp.Client, e.ns, name, node); err != nil {
 		e.t.Fatalf("bind %s to %s: %v", name, node, err)
 	}
 }
 
 // deletePod deletes a pod gracefully, as a real cluster does: a bound pod stays Terminating,
-// on its node, until the fake kubelet finishes the deletion (testenv.DefaultMaxGrace).
+// on its node, until the fake kubelet finishes the deletion (devenv.DefaultMaxGrace).
 func (e *env) deletePod(name string) {
 	e.t.Helper()
 	if err := e.cp.Client.CoreV1().Pods(e.ns).Delete(e.ctx, name, metav1.DeleteOptions{}); err != nil {
@@ -155,7 +155,7 @@ func (e *env) deletePodNow(name string) {
 func (e *env) gone(timeout time.Duration, pods ...string) {
 	e.t.Helper()
 	for _, p := range pods {
-		if err := testenv.WaitGone(e.ctx, e.cp.Client, e.ns, p, timeout); err != nil {
+		if err := devenv.WaitGone(e.ctx, e.cp.Client, e.ns, p, timeout); err != nil {
 			e.t.Fatalf("pod %s still exists: %v", p, err)
 		}
 	}

@@ -11,7 +11,7 @@ import (
 
 	schedv1alpha1 "sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
 
-	"github.com/moirai-internal/ome-scheduler/test/testenv"
+	"github.com/moirai-internal/ome-scheduler/internal/devenv"
 )
 
 // A burst of 32 gangs converges: every gang in one domain, no node double-booked, every
@@ -21,7 +21,7 @@ func TestBurstOf32Gangs(t *testing.T) {
 	for d := 0; d < 16; d++ {
 		e.domain(fmt.Sprintf("d%02d", d), 4, 1)
 	}
-	e.startScheduler(testenv.Profile{})
+	e.startScheduler(devenv.Profile{})
 	var all []string
 	gangs := map[string][]string{}
 	for g := 0; g < 32; g++ {
@@ -33,7 +33,7 @@ func TestBurstOf32Gangs(t *testing.T) {
 		for g := 0; g < 32; g++ {
 			name := fmt.Sprintf("g%02d", g)
 			pod := fmt.Sprintf("%s-%d", name, i)
-			e.pod(testenv.PodSpec{Name: pod, Group: name, GPUs: 1, Apart: true})
+			e.pod(devenv.PodSpec{Name: pod, Group: name, GPUs: 1, Apart: true})
 			gangs[name] = append(gangs[name], pod)
 			all = append(all, pod)
 		}
@@ -56,17 +56,17 @@ func TestBurstOf32Gangs(t *testing.T) {
 func TestPermitTimeoutUnwindsThenRetrySucceeds(t *testing.T) {
 	e := newEnv(t)
 	e.domain("a", 2, 1)
-	e.startScheduler(testenv.Profile{})
+	e.startScheduler(devenv.Profile{})
 	unwinds := metric(t, "ome_scheduler_gang_unwind_total", nil)
 	e.podGroup("g", 2, domainKey, 6)
-	e.pod(testenv.PodSpec{Name: "g-1", Group: "g", GPUs: 1, Apart: true, Gates: []string{"example.com/later"}})
-	e.pod(testenv.PodSpec{Name: "g-0", Group: "g", GPUs: 1, Apart: true})
+	e.pod(devenv.PodSpec{Name: "g-1", Group: "g", GPUs: 1, Apart: true, Gates: []string{"example.com/later"}})
+	e.pod(devenv.PodSpec{Name: "g-0", Group: "g", GPUs: 1, Apart: true})
 	// Two timers end the wait at the gang's timeout, whichever fires first: kube-scheduler's
 	// Permit timeout, or the reservation's own expiry (which rejects the waiter as an unwind).
 	// Either way the attempt expired, so the domain rests for another timeout.
 	deadline := time.Now().Add(30 * time.Second)
 	for {
-		msgs := testenv.FailedSchedulingMessages(e.ctx, e.cp.Client, e.ns, "g-0")
+		msgs := devenv.FailedSchedulingMessages(e.ctx, e.cp.Client, e.ns, "g-0")
 		if slices.ContainsFunc(msgs, func(m string) bool {
 			return strings.Contains(m, "rejected due to timeout after waiting 6s at plugin OMEGangPack") ||
 				strings.Contains(m, "gang "+e.ns+"/g unwound after a member failed to schedule")
@@ -83,7 +83,7 @@ func TestPermitTimeoutUnwindsThenRetrySucceeds(t *testing.T) {
 	}
 	e.message("g-0", "domain a rests after the gang's reservation there expired", 6*time.Second)
 	// The hold lifted: a standalone pod may use the domain.
-	e.pod(testenv.PodSpec{Name: "solo", CPU: "1"})
+	e.pod(devenv.PodSpec{Name: "solo", CPU: "1"})
 	e.bound(20*time.Second, "solo")
 	e.ungate("g-1")
 	got := e.bound(30*time.Second, "g-0", "g-1")
@@ -96,7 +96,7 @@ func TestPermitTimeoutUnwindsThenRetrySucceeds(t *testing.T) {
 func TestPodGroupRecreatedMidFormation(t *testing.T) {
 	e := newEnv(t)
 	e.domain("a", 2, 1)
-	e.startScheduler(testenv.Profile{})
+	e.startScheduler(devenv.Profile{})
 	e.podGroup("g", 2, domainKey, 120)
 	e.waitWithGatedSibling("g", "g-0", "g-1", true)
 	if err := cp.PodGroups.SchedulingV1alpha1().PodGroups(e.ns).Delete(e.ctx, "g", metav1.DeleteOptions{}); err != nil {
@@ -106,9 +106,9 @@ func TestPodGroupRecreatedMidFormation(t *testing.T) {
 	e.ungate("g-1")
 	got := e.bound(30*time.Second, "g-0", "g-1")
 	e.oneDomain(got, domainKey)
-	msgs := strings.Join(testenv.FailedSchedulingMessages(e.ctx, cp.Client, e.ns, "g-0"), "\n")
+	msgs := strings.Join(devenv.FailedSchedulingMessages(e.ctx, cp.Client, e.ns, "g-0"), "\n")
 	if !strings.Contains(msgs, "gang "+e.ns+"/g unwound after a member failed to schedule") &&
-		!strings.Contains(strings.Join(testenv.FailedSchedulingMessages(e.ctx, cp.Client, e.ns, "g-1"), "\n"), "released commitment owned by a previous PodGroup instance "+e.ns+"/g") {
+		!strings.Contains(strings.Join(devenv.FailedSchedulingMessages(e.ctx, cp.Client, e.ns, "g-1"), "\n"), "released commitment owned by a previous PodGroup instance "+e.ns+"/g") {
 		t.Fatalf("no sign of the owner-change release in the events: %q", msgs)
 	}
 }
@@ -121,17 +121,17 @@ func TestTopologyKeyChangedMidFormation(t *testing.T) {
 	// Domains under domainKey: a (2 nodes). Under rackKey: r1 = a-0 + x-0, r2 = x-1 + x-2.
 	a := e.domain("a", 2, 1)
 	x := []string{
-		e.node(testenv.NodeSpec{Name: "x-0", GPUs: 1, Labels: map[string]string{rackKey: "r1"}}),
-		e.node(testenv.NodeSpec{Name: "x-1", GPUs: 1, Labels: map[string]string{rackKey: "r2"}}),
-		e.node(testenv.NodeSpec{Name: "x-2", GPUs: 1, Labels: map[string]string{rackKey: "r2"}}),
+		e.node(devenv.NodeSpec{Name: "x-0", GPUs: 1, Labels: map[string]string{rackKey: "r1"}}),
+		e.node(devenv.NodeSpec{Name: "x-1", GPUs: 1, Labels: map[string]string{rackKey: "r2"}}),
+		e.node(devenv.NodeSpec{Name: "x-2", GPUs: 1, Labels: map[string]string{rackKey: "r2"}}),
 	}
 	_ = x
 	e.updateNodeLabel(a[0], rackKey, "r1")
-	e.startScheduler(testenv.Profile{})
+	e.startScheduler(devenv.Profile{})
 	replans := metric(t, "ome_scheduler_gang_pin_total", map[string]string{"result": "topology_replan"})
 	e.podGroup("g", 2, domainKey, 120)
 	e.waitWithGatedSibling("g", "g-0", "g-1", true)
-	e.updatePodGroup("g", func(pg *schedv1alpha1.PodGroup) { pg.Annotations[testenv.TopologyAnno] = rackKey })
+	e.updatePodGroup("g", func(pg *schedv1alpha1.PodGroup) { pg.Annotations[devenv.TopologyAnno] = rackKey })
 	e.ungate("g-1")
 	got := e.bound(30*time.Second, "g-0", "g-1")
 	e.oneDomain(got, rackKey)
@@ -147,7 +147,7 @@ func TestNodeTopologyLabelsChangedMidFormation(t *testing.T) {
 	e := newEnv(t)
 	a := e.domain("a", 2, 1)
 	e.domain("b", 3, 1)
-	e.startScheduler(testenv.Profile{})
+	e.startScheduler(devenv.Profile{})
 	e.podGroup("g", 2, domainKey, 120)
 	e.waitWithGatedSibling("g", "g-0", "g-1", true)
 	for _, n := range a {

@@ -16,16 +16,16 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
-	"github.com/moirai-internal/ome-scheduler/test/testenv"
+	"github.com/moirai-internal/ome-scheduler/internal/devenv"
 )
 
-var cp *testenv.ControlPlane
+var cp *devenv.ControlPlane
 
 func TestMain(m *testing.M) {
-	testenv.QuietKlog()
+	devenv.QuietKlog()
 	flag.Parse()
 	var err error
-	cp, err = testenv.Start(testenv.Options{})
+	cp, err = devenv.Start(devenv.Options{})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "integration: cannot start the control plane:", err)
 		os.Exit(1)
@@ -37,12 +37,12 @@ func TestMain(m *testing.M) {
 
 // env is one test's world: its namespace, its nodes and its scheduler.
 type env struct {
-	cp    *testenv.ControlPlane
+	cp    *devenv.ControlPlane
 	t     *testing.T
 	ctx   context.Context
 	ns    string
 	nodes []string
-	sched *testenv.Scheduler
+	sched *devenv.Scheduler
 }
 
 var nsCleaner = regexp.MustCompile(`[^a-z0-9-]+`)
@@ -55,7 +55,7 @@ func newEnv(t *testing.T) *env {
 }
 
 // newEnvOn is newEnv on another control plane.
-func newEnvOn(t *testing.T, plane *testenv.ControlPlane) *env {
+func newEnvOn(t *testing.T, plane *devenv.ControlPlane) *env {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	name := strings.ToLower(t.Name())
@@ -65,7 +65,7 @@ func newEnvOn(t *testing.T, plane *testenv.ControlPlane) *env {
 	}
 	name = strings.Trim(name, "-") + fmt.Sprintf("-%d", time.Now().UnixNano()%100000)
 	e := &env{cp: plane, t: t, ctx: ctx, ns: name}
-	if err := testenv.CreateNamespace(ctx, plane.Client, name); err != nil {
+	if err := devenv.CreateNamespace(ctx, plane.Client, name); err != nil {
 		t.Fatalf("create namespace: %v", err)
 	}
 	t.Cleanup(func() {
@@ -82,9 +82,9 @@ func newEnvOn(t *testing.T, plane *testenv.ControlPlane) *env {
 }
 
 // startScheduler starts ome-scheduler with the profile (zero value = chart defaults).
-func (e *env) startScheduler(p testenv.Profile) {
+func (e *env) startScheduler(p devenv.Profile) {
 	e.t.Helper()
-	s, err := testenv.StartScheduler(e.ctx, e.cp, p)
+	s, err := devenv.StartScheduler(e.ctx, e.cp, p)
 	if err != nil {
 		e.t.Fatalf("start scheduler: %v", err)
 	}
@@ -99,10 +99,10 @@ func (e *env) stopScheduler() {
 }
 
 // node creates a Ready node whose name is prefixed with the namespace (nodes are global).
-func (e *env) node(s testenv.NodeSpec) string {
+func (e *env) node(s devenv.NodeSpec) string {
 	e.t.Helper()
 	s.Name = e.ns + "-" + s.Name
-	if _, err := testenv.CreateNode(e.ctx, e.cp.Client, s); err != nil {
+	if _, err := devenv.CreateNode(e.ctx, e.cp.Client, s); err != nil {
 		e.t.Fatal(err)
 	}
 	e.nodes = append(e.nodes, s.Name)
@@ -110,10 +110,10 @@ func (e *env) node(s testenv.NodeSpec) string {
 }
 
 // pod creates a pod in the test namespace.
-func (e *env) pod(s testenv.PodSpec) *v1.Pod {
+func (e *env) pod(s devenv.PodSpec) *v1.Pod {
 	e.t.Helper()
 	s.Namespace = e.ns
-	p, err := testenv.CreatePod(e.ctx, e.cp.Client, s)
+	p, err := devenv.CreatePod(e.ctx, e.cp.Client, s)
 	if err != nil {
 		e.t.Fatalf("create pod %s: %v", s.Name, err)
 	}
@@ -123,7 +123,7 @@ func (e *env) pod(s testenv.PodSpec) *v1.Pod {
 // bound waits until the pods are bound and returns pod → node.
 func (e *env) bound(timeout time.Duration, pods ...string) map[string]string {
 	e.t.Helper()
-	got, err := testenv.WaitForBound(e.ctx, e.cp.Client, e.ns, timeout, pods...)
+	got, err := devenv.WaitForBound(e.ctx, e.cp.Client, e.ns, timeout, pods...)
 	if err != nil {
 		e.t.Fatalf("%v (bound so far: %v)", err, got)
 	}
@@ -133,7 +133,7 @@ func (e *env) bound(timeout time.Duration, pods ...string) map[string]string {
 // message waits for a scheduling message containing substr for the pod.
 func (e *env) message(pod, substr string, timeout time.Duration) string {
 	e.t.Helper()
-	m, err := testenv.WaitForMessage(e.ctx, e.cp.Client, e.ns, pod, substr, timeout)
+	m, err := devenv.WaitForMessage(e.ctx, e.cp.Client, e.ns, pod, substr, timeout)
 	if err != nil {
 		e.t.Fatal(err)
 	}

@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/moirai-internal/ome-scheduler/test/testenv"
+	"github.com/moirai-internal/ome-scheduler/internal/devenv"
 )
 
 const packingArgs = `topologyKey: "topology.ome.io/domain"
@@ -20,8 +20,8 @@ func TestStandalonePackingPrefersPartlyUsedDomain(t *testing.T) {
 	a := e.domain("a", 2, 1)
 	e.domain("b", 2, 1)
 	e.occupy("busy", a[0], 1)
-	e.startScheduler(testenv.Profile{Args: packingArgs, PercentageOfNodesToScore: 100})
-	e.pod(testenv.PodSpec{Name: "solo", GPUs: 1})
+	e.startScheduler(devenv.Profile{Args: packingArgs, PercentageOfNodesToScore: 100})
+	e.pod(devenv.PodSpec{Name: "solo", GPUs: 1})
 	got := e.bound(20*time.Second, "solo")
 	if got["solo"] != a[1] {
 		t.Fatalf("solo on %s, want %s (the free node of the partly used domain a)", got["solo"], a[1])
@@ -33,7 +33,7 @@ func TestPackingNeverMovesAGang(t *testing.T) {
 	e := newEnv(t)
 	e.domain("a", 2, 1)
 	e.domain("b", 3, 1)
-	e.startScheduler(testenv.Profile{Args: packingArgs, PercentageOfNodesToScore: 100})
+	e.startScheduler(devenv.Profile{Args: packingArgs, PercentageOfNodesToScore: 100})
 	e.podGroup("g", 2, domainKey, 60)
 	pods := e.gang("g", 2, 1, true)
 	got := e.bound(20*time.Second, pods...)
@@ -47,11 +47,11 @@ func TestPackingNeverMovesAGang(t *testing.T) {
 func TestStandaloneOnUnlabelledNodes(t *testing.T) {
 	e := newEnv(t)
 	e.domain("a", 1, 1)
-	empty := e.node(testenv.NodeSpec{Name: "empty", GPUs: 1, Labels: map[string]string{domainKey: "", "pool": "plain"}})
-	none := e.node(testenv.NodeSpec{Name: "none", GPUs: 1, Labels: map[string]string{"pool": "plain"}})
-	e.startScheduler(testenv.Profile{Args: packingArgs, PercentageOfNodesToScore: 100})
-	e.pod(testenv.PodSpec{Name: "p0", GPUs: 1, NodeSelector: map[string]string{"pool": "plain"}})
-	e.pod(testenv.PodSpec{Name: "p1", GPUs: 1, NodeSelector: map[string]string{"pool": "plain"}})
+	empty := e.node(devenv.NodeSpec{Name: "empty", GPUs: 1, Labels: map[string]string{domainKey: "", "pool": "plain"}})
+	none := e.node(devenv.NodeSpec{Name: "none", GPUs: 1, Labels: map[string]string{"pool": "plain"}})
+	e.startScheduler(devenv.Profile{Args: packingArgs, PercentageOfNodesToScore: 100})
+	e.pod(devenv.PodSpec{Name: "p0", GPUs: 1, NodeSelector: map[string]string{"pool": "plain"}})
+	e.pod(devenv.PodSpec{Name: "p1", GPUs: 1, NodeSelector: map[string]string{"pool": "plain"}})
 	got := e.bound(20*time.Second, "p0", "p1")
 	if !(got["p0"] == empty && got["p1"] == none || got["p0"] == none && got["p1"] == empty) {
 		t.Fatalf("placement %v, want one pod on each of %s and %s", got, empty, none)
@@ -65,15 +65,15 @@ func TestStandaloneOnUnlabelledNodes(t *testing.T) {
 func TestStandalonePodsAreBatched(t *testing.T) {
 	e := newEnv(t)
 	e.domain("a", 6, 1)
-	e.startScheduler(testenv.Profile{PluginConfig: []testenv.PluginArgs{
+	e.startScheduler(devenv.Profile{PluginConfig: []devenv.PluginArgs{
 		{Name: "PodTopologySpread", Args: map[string]any{"defaultingType": "List"}},
 	}})
-	hintUsed := map[string]string{"profile": testenv.SchedulerName, "result": "hint_used"}
+	hintUsed := map[string]string{"profile": devenv.SchedulerName, "result": "hint_used"}
 	before, _ := lookupMetric(t, "scheduler_batch_attempts_total", hintUsed)
 	var pods []string
 	for i := 0; i < 6; i++ {
 		name := fmt.Sprintf("solo-%d", i)
-		e.pod(testenv.PodSpec{Name: name, GPUs: 1})
+		e.pod(devenv.PodSpec{Name: name, GPUs: 1})
 		pods = append(pods, name)
 	}
 	got := e.bound(30*time.Second, pods...)

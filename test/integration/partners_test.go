@@ -9,7 +9,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/moirai-internal/ome-scheduler/test/testenv"
+	"github.com/moirai-internal/ome-scheduler/internal/devenv"
 )
 
 // Partner placement groups on a real API server (chart defaults: placementGroupLabel
@@ -31,7 +31,7 @@ func (e *env) partner(name string, n int32, grp, size, groupKey string) []string
 // partnerGroup creates only the partner PodGroup of partner (no members).
 func (e *env) partnerGroup(name string, n int32, grp, size, groupKey string) {
 	e.t.Helper()
-	pg := testenv.NewPodGroup(e.ns, name, n, domainKey, 60)
+	pg := devenv.NewPodGroup(e.ns, name, n, domainKey, 60)
 	pg.Labels = map[string]string{groupLabel: grp}
 	pg.Annotations[groupLabel+"-size"] = size
 	if groupKey != "" {
@@ -61,7 +61,7 @@ func TestPartnerGroupFillsOneClique(t *testing.T) {
 	e.domain("c4", 4, 1)
 	e.domain("c2", 2, 1)
 	e.domain("c3", 3, 1)
-	e.startScheduler(testenv.Profile{})
+	e.startScheduler(devenv.Profile{})
 	before := metric(t, "ome_scheduler_placement_group_total", placedResult)
 	pods := append(e.partner("a", 2, "grp", "2", ""), e.partner("b", 2, "grp", "2", "")...)
 	got := e.bound(30*time.Second, pods...)
@@ -78,7 +78,7 @@ func TestPartnerGroupFillsOneClique(t *testing.T) {
 func TestPartnerGroupWaitsForMissingPartner(t *testing.T) {
 	e := newEnv(t)
 	e.domain("c4", 4, 1)
-	e.startScheduler(testenv.Profile{})
+	e.startScheduler(devenv.Profile{})
 	a := e.partner("a", 2, "grp", "2", "")
 	// a-1 plans with its gang complete: a is ready, b missing
 	e.message("a-1", fmt.Sprintf("waiting for placement group %s/grp: 1 of 2 PodGroups ready", e.ns), 20*time.Second)
@@ -94,7 +94,7 @@ func TestPartnerGroupNoCliqueHoldsBoth(t *testing.T) {
 	e := newEnv(t)
 	e.domain("c1", 3, 1)
 	e.domain("c2", 3, 1)
-	e.startScheduler(testenv.Profile{})
+	e.startScheduler(devenv.Profile{})
 	pods := append(e.partner("a", 2, "grp", "2", ""), e.partner("b", 2, "grp", "2", "")...)
 	e.message("a-0", fmt.Sprintf("no domain has room for placement group %s/grp: the best domain c1 has room for 3 of 4 members", e.ns), 20*time.Second)
 	e.staysPending(3*time.Second, pods...)
@@ -107,7 +107,7 @@ func TestPartnerGroupZoneOfCliques(t *testing.T) {
 	e.domain("c1", 2, 1, map[string]string{zoneKey: "z1"})
 	e.domain("c2", 2, 1, map[string]string{zoneKey: "z2"})
 	e.domain("c3", 2, 1, map[string]string{zoneKey: "z2"})
-	e.startScheduler(testenv.Profile{})
+	e.startScheduler(devenv.Profile{})
 	a := e.partner("a", 2, "grp", "2", zoneKey)
 	b := e.partner("b", 2, "grp", "2", zoneKey)
 	got := e.bound(30*time.Second, append(a, b...)...)
@@ -128,7 +128,7 @@ func TestPartnerGroupRestartRejoinsDomain(t *testing.T) {
 	e := newEnv(t)
 	e.domain("c4", 4, 1)
 	e.domain("c2", 2, 1)
-	e.startScheduler(testenv.Profile{})
+	e.startScheduler(devenv.Profile{})
 	a := e.partner("a", 2, "grp", "2", "")
 	b := e.partner("b", 2, "grp", "2", "")
 	got := e.bound(30*time.Second, append(a, b...)...)
@@ -140,7 +140,7 @@ func TestPartnerGroupRestartRejoinsDomain(t *testing.T) {
 		e.deletePodNow(p)
 	}
 	e.gone(20*time.Second, a...)
-	e.startScheduler(testenv.Profile{})
+	e.startScheduler(devenv.Profile{})
 	e.gang("a", 2, 1, false)
 	got = e.bound(30*time.Second, a...)
 	if d := e.oneDomain(got, domainKey); d != "c4" {
@@ -152,7 +152,7 @@ func TestPartnerGroupRestartRejoinsDomain(t *testing.T) {
 func TestPartnerGroupSizesDisagree(t *testing.T) {
 	e := newEnv(t)
 	e.domain("c4", 4, 1)
-	e.startScheduler(testenv.Profile{})
+	e.startScheduler(devenv.Profile{})
 	pods := append(e.partner("a", 2, "grp", "2", ""), e.partner("b", 2, "grp", "3", "")...)
 	want := fmt.Sprintf("placement group %s/grp: PodGroups disagree on ome.io/placement-group-size", e.ns)
 	e.message("a-0", want, 20*time.Second)
@@ -167,7 +167,7 @@ func TestPartnerGroupThreePartnersOfDifferentSizes(t *testing.T) {
 	e.domain("c3", 3, 1)
 	e.domain("c6", 6, 1)
 	e.domain("c8", 8, 1)
-	e.startScheduler(testenv.Profile{})
+	e.startScheduler(devenv.Profile{})
 	var pods []string
 	for i, n := range []int32{1, 2, 3} {
 		pods = append(pods, e.partner(fmt.Sprintf("p%d", i), n, "trio", "3", "")...)
@@ -183,11 +183,11 @@ func TestPartnerGroupThreePartnersOfDifferentSizes(t *testing.T) {
 func TestPartnerGroupDeletedPartnerUnwindsGroup(t *testing.T) {
 	e := newEnv(t)
 	e.domain("c4", 4, 1)
-	e.startScheduler(testenv.Profile{Args: strings.Replace(testenv.DefaultArgs, "gcIntervalSeconds: 60", "gcIntervalSeconds: 1", 1)})
+	e.startScheduler(devenv.Profile{Args: strings.Replace(devenv.DefaultArgs, "gcIntervalSeconds: 60", "gcIntervalSeconds: 1", 1)})
 	unwound := map[string]string{"result": "unwound"}
 	before := metric(t, "ome_scheduler_placement_group_total", unwound)
 	a := e.partner("a", 2, "grp", "2", "")
-	pg := testenv.NewPodGroup(e.ns, "b", 2, domainKey, 60)
+	pg := devenv.NewPodGroup(e.ns, "b", 2, domainKey, 60)
 	pg.Labels = map[string]string{groupLabel: "grp"}
 	pg.Annotations[groupLabel+"-size"] = "2"
 	if _, err := e.cp.PodGroups.SchedulingV1alpha1().PodGroups(e.ns).Create(e.ctx, pg, metav1.CreateOptions{}); err != nil {
@@ -195,13 +195,13 @@ func TestPartnerGroupDeletedPartnerUnwindsGroup(t *testing.T) {
 	}
 	waits := map[string]string{"result": "wait"}
 	base := metric(t, "ome_scheduler_gang_gate_total", waits)
-	e.pod(testenv.PodSpec{Name: "b-1", Group: "b", GPUs: 1, Gates: []string{"example.com/later"}})
-	e.pod(testenv.PodSpec{Name: "b-0", Group: "b", GPUs: 1})
+	e.pod(devenv.PodSpec{Name: "b-1", Group: "b", GPUs: 1, Gates: []string{"example.com/later"}})
+	e.pod(devenv.PodSpec{Name: "b-0", Group: "b", GPUs: 1})
 	// a-0, a-1 (a complete, b not) and b-0 wait at Permit
 	deadline := time.Now().Add(20 * time.Second)
 	for metric(t, "ome_scheduler_gang_gate_total", waits) < base+3 {
 		if time.Now().After(deadline) {
-			t.Fatalf("members never all waited at Permit: %v", testenv.FailedSchedulingMessages(e.ctx, e.cp.Client, e.ns, "a-0"))
+			t.Fatalf("members never all waited at Permit: %v", devenv.FailedSchedulingMessages(e.ctx, e.cp.Client, e.ns, "a-0"))
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
@@ -226,18 +226,18 @@ func TestPartnerGroupLeaderZoneSpread(t *testing.T) {
 	e.domain("a1", 4, 1, map[string]string{zoneKey: "z1"})
 	e.domain("a2", 4, 1, map[string]string{zoneKey: "z1"})
 	e.domain("b1", 4, 1, map[string]string{zoneKey: "z2"})
-	e.startScheduler(testenv.Profile{})
+	e.startScheduler(devenv.Profile{})
 	spread := spreadOn(zoneKey, "svc", v1.DoNotSchedule)
 	group := func(grp string) []string {
 		e.partnerGroup(grp+"-prefill", 2, grp, "2", "")
 		e.partnerGroup(grp+"-decode", 2, grp, "2", "")
 		leader := grp + "-prefill-0"
-		e.pod(testenv.PodSpec{Name: leader, Group: grp + "-prefill", GPUs: 1, Spread: spread,
+		e.pod(devenv.PodSpec{Name: leader, Group: grp + "-prefill", GPUs: 1, Spread: spread,
 			Labels: map[string]string{"app": "svc", "role": "leader"}})
 		pods := []string{leader}
 		for _, m := range [][2]string{{"prefill", "1"}, {"decode", "0"}, {"decode", "1"}} {
 			name := grp + "-" + m[0] + "-" + m[1]
-			e.pod(testenv.PodSpec{Name: name, Group: grp + "-" + m[0], GPUs: 1,
+			e.pod(devenv.PodSpec{Name: name, Group: grp + "-" + m[0], GPUs: 1,
 				Labels: map[string]string{"app": "svc", "role": "worker"}})
 			pods = append(pods, name)
 		}
@@ -255,7 +255,7 @@ func TestPartnerGroupLeaderZoneSpread(t *testing.T) {
 		// is planned with its group at PreFilter: the group is first pinned in a2, the spread
 		// filter vetoes it (gang reservation released ..., the partners unwound), then b1.
 		vetoes := 0
-		for _, m := range testenv.FailedSchedulingMessages(e.ctx, e.cp.Client, e.ns, pods[0]) {
+		for _, m := range devenv.FailedSchedulingMessages(e.ctx, e.cp.Client, e.ns, pods[0]) {
 			if strings.Contains(m, "gang reservation released after all candidate nodes were filtered") {
 				vetoes++
 			}
@@ -275,24 +275,24 @@ func TestPartnerGroupRestartMidFormation(t *testing.T) {
 	e := newEnv(t)
 	e.domain("c4", 4, 1)
 	e.domain("c2", 2, 1)
-	e.startScheduler(testenv.Profile{})
+	e.startScheduler(devenv.Profile{})
 	e.partnerGroup("a", 2, "grp", "2", "")
 	e.partnerGroup("b", 2, "grp", "2", "")
 	gw := newGateWatch(t)
-	e.pod(testenv.PodSpec{Name: "b-1", Group: "b", GPUs: 1, Gates: []string{"example.com/later"}})
+	e.pod(devenv.PodSpec{Name: "b-1", Group: "b", GPUs: 1, Gates: []string{"example.com/later"}})
 	pods := append(e.gang("a", 2, 1, false), "b-0", "b-1")
-	e.pod(testenv.PodSpec{Name: "b-0", Group: "b", GPUs: 1})
+	e.pod(devenv.PodSpec{Name: "b-0", Group: "b", GPUs: 1})
 	// a-0, a-1 and b-0 wait at Permit: the group is forming and holds c4
 	deadline := time.Now().Add(20 * time.Second)
 	for metric(t, "ome_scheduler_gang_gate_total", map[string]string{"result": "wait"}) < gw.base+3 {
 		if time.Now().After(deadline) {
-			t.Fatalf("members never all waited at Permit: %v", testenv.FailedSchedulingMessages(e.ctx, e.cp.Client, e.ns, "a-0"))
+			t.Fatalf("members never all waited at Permit: %v", devenv.FailedSchedulingMessages(e.ctx, e.cp.Client, e.ns, "a-0"))
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
 	e.staysPending(time.Second, pods...)
 	e.stopScheduler()
-	e.startScheduler(testenv.Profile{})
+	e.startScheduler(devenv.Profile{})
 	e.ungate("b-1")
 	got := e.bound(30*time.Second, pods...)
 	if d := e.oneDomain(got, domainKey); d != "c4" {
@@ -317,7 +317,7 @@ func TestPartnerGroupPreemptsOneGroupDomain(t *testing.T) {
 	for _, p := range []string{"a", "b"} {
 		for i := 0; i < 2; i++ {
 			n := fmt.Sprintf("%s-%d", p, i)
-			e.prioPod(testenv.PodSpec{Name: n, Group: p, GPUs: 1}, 10, false)
+			e.prioPod(devenv.PodSpec{Name: n, Group: p, GPUs: 1}, 10, false)
 			group = append(group, n)
 		}
 	}

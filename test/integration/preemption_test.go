@@ -13,7 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
 
-	"github.com/moirai-internal/ome-scheduler/test/testenv"
+	"github.com/moirai-internal/ome-scheduler/internal/devenv"
 )
 
 // Gang-aware, topology-aware preemption on a real API server, with the plugin argument
@@ -21,13 +21,13 @@ import (
 // Priority admission plugin, so the pods carry spec.priority directly.
 
 // preemptionProfile is the chart's configuration with preemption on.
-var preemptionProfile = testenv.Profile{Args: testenv.DefaultArgs + "\npreemption: true"}
+var preemptionProfile = devenv.Profile{Args: devenv.DefaultArgs + "\npreemption: true"}
 
 // prioPod creates a pod with spec.priority (and, when never, preemptionPolicy Never).
-func (e *env) prioPod(s testenv.PodSpec, priority int32, never bool) {
+func (e *env) prioPod(s devenv.PodSpec, priority int32, never bool) {
 	e.t.Helper()
 	s.Namespace = e.ns
-	p := testenv.NewPod(s)
+	p := devenv.NewPod(s)
 	p.Spec.Priority = ptr.To(priority)
 	if never {
 		p.Spec.PreemptionPolicy = ptr.To(v1.PreemptNever)
@@ -44,7 +44,7 @@ func (e *env) prioGang(group string, n int, priority int32, never bool) []string
 	var names []string
 	for i := 0; i < n; i++ {
 		name := fmt.Sprintf("%s-%d", group, i)
-		e.prioPod(testenv.PodSpec{Name: name, Group: group, GPUs: 1}, priority, never)
+		e.prioPod(devenv.PodSpec{Name: name, Group: group, GPUs: 1}, priority, never)
 		names = append(names, name)
 	}
 	return names
@@ -54,8 +54,8 @@ func (e *env) prioGang(group string, n int, priority int32, never bool) []string
 // to node directly, as another scheduler would.
 func (e *env) placedAt(name, group, node string, priority int32, labels map[string]string) {
 	e.t.Helper()
-	e.prioPod(testenv.PodSpec{Name: name, Group: group, GPUs: 1, Labels: labels, SchedulerName: "other-scheduler"}, priority, false)
-	if err := testenv.BindPod(e.ctx, e.cp.Client, e.ns, name, node); err != nil {
+	e.prioPod(devenv.PodSpec{Name: name, Group: group, GPUs: 1, Labels: labels, SchedulerName: "other-scheduler"}, priority, false)
+	if err := devenv.BindPod(e.ctx, e.cp.Client, e.ns, name, node); err != nil {
 		e.t.Fatalf("bind %s to %s: %v", name, node, err)
 	}
 }
@@ -240,7 +240,7 @@ func TestPreemptStandaloneEvictsWholeGang(t *testing.T) {
 	e.podGroup("low", 2, domainKey, 60)
 	e.startScheduler(preemptionProfile)
 	before := preemptions(t, "pod", "preempted")
-	e.prioPod(testenv.PodSpec{Name: "solo", GPUs: 1}, 100, false)
+	e.prioPod(devenv.PodSpec{Name: "solo", GPUs: 1}, 100, false)
 	e.bound(30*time.Second, "solo")
 	e.gone(10*time.Second, "low-0", "low-1")
 	// Both nodes are free once the gang is gone, so the pod may bind to either; the events
@@ -320,7 +320,7 @@ func TestPreemptCoschedulingDifferentPriority(t *testing.T) {
 						list *[]string
 					}{{"mid", 50, &mid}, {"hi", 100, &hi}} {
 						n := fmt.Sprintf("%s-%d", g.name, i)
-						e.prioPod(testenv.PodSpec{Name: n, Group: g.name, GPUs: 1}, g.prio, false)
+						e.prioPod(devenv.PodSpec{Name: n, Group: g.name, GPUs: 1}, g.prio, false)
 						*g.list = append(*g.list, n)
 					}
 				}
@@ -331,7 +331,7 @@ func TestPreemptCoschedulingDifferentPriority(t *testing.T) {
 			}
 			e.bound(40*time.Second, hi...)
 			for _, p := range mid {
-				if n := testenv.NodeOf(e.ctx, e.cp.Client, e.ns, p); n != "" && e.exists(p) {
+				if n := devenv.NodeOf(e.ctx, e.cp.Client, e.ns, p); n != "" && e.exists(p) {
 					pod, _ := e.cp.Client.CoreV1().Pods(e.ns).Get(e.ctx, p, metav1.GetOptions{})
 					if pod != nil && pod.DeletionTimestamp == nil {
 						t.Fatalf("mid member %s still bound to %s next to the high-priority gang", p, n)
@@ -360,14 +360,14 @@ func TestPreemptFormingGangWaitingAtPermit(t *testing.T) {
 	e.startScheduler(preemptionProfile)
 	e.podGroup("mid", 3, domainKey, 60)
 	gw := newGateWatch(t)
-	e.prioPod(testenv.PodSpec{Name: "mid-2", Group: "mid", GPUs: 1, Gates: []string{"example.com/later"}}, 50, false)
-	e.prioPod(testenv.PodSpec{Name: "mid-0", Group: "mid", GPUs: 1}, 50, false)
-	e.prioPod(testenv.PodSpec{Name: "mid-1", Group: "mid", GPUs: 1}, 50, false)
+	e.prioPod(devenv.PodSpec{Name: "mid-2", Group: "mid", GPUs: 1, Gates: []string{"example.com/later"}}, 50, false)
+	e.prioPod(devenv.PodSpec{Name: "mid-0", Group: "mid", GPUs: 1}, 50, false)
+	e.prioPod(devenv.PodSpec{Name: "mid-1", Group: "mid", GPUs: 1}, 50, false)
 	gw.wait()
 	hi := e.prioGang("hi", 3, 100, false)
 	e.bound(20*time.Second, hi...)
 	for _, p := range []string{"mid-0", "mid-1"} {
-		if n := testenv.NodeOf(e.ctx, e.cp.Client, e.ns, p); n != "" {
+		if n := devenv.NodeOf(e.ctx, e.cp.Client, e.ns, p); n != "" {
 			t.Fatalf("%s bound to %s next to the high-priority gang", p, n)
 		}
 	}

@@ -8,7 +8,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/component-base/metrics/legacyregistry"
 
-	"github.com/moirai-internal/ome-scheduler/test/testenv"
+	"github.com/moirai-internal/ome-scheduler/internal/devenv"
 )
 
 // Placement-quality metrics (docs/operations.md): every test reads the process registry
@@ -55,7 +55,7 @@ func TestQualityPlacedGangCountsOnce(t *testing.T) {
 	e := newEnv(t)
 	e.domain("qa", 2, 1)
 	e.domain("qb", 3, 1)
-	e.startScheduler(testenv.Profile{})
+	e.startScheduler(devenv.Profile{})
 	single0, split0 := metric(t, placementTotal, singleDomain), metric(t, placementTotal, splitOutcome)
 	count0, sum0 := metric(t, formationHist, nil), histogramSum(t, formationHist)
 	e.podGroup("g", 2, domainKey, 60)
@@ -88,7 +88,7 @@ func TestQualityHeldDomainGauges(t *testing.T) {
 	e := newEnv(t)
 	e.domain("qa", 2, 1)
 	e.domain("qb", 3, 1)
-	e.startScheduler(testenv.Profile{})
+	e.startScheduler(devenv.Profile{})
 	e.podGroup("g", 2, domainKey, 120)
 	e.waitWithGatedSibling("g", "g-0", "g-1", true)
 	for d, want := range map[string]float64{"qa": 1, "qb": 0} {
@@ -125,7 +125,7 @@ func TestQualityStrandedCapacity(t *testing.T) {
 	b := e.domain("qb", 2, 1)
 	e.occupy("busy-a", a[0], 1)
 	e.occupy("busy-b", b[0], 1)
-	e.startScheduler(testenv.Profile{})
+	e.startScheduler(devenv.Profile{})
 	e.podGroup("g", 2, domainKey, 60)
 	pods := e.gang("g", 2, 1, true)
 	e.message(pods[0], "no domain has room for gang "+e.ns+"/g", 20*time.Second)

@@ -10,7 +10,7 @@ import (
 
 	schedv1alpha1 "sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
 
-	"github.com/moirai-internal/ome-scheduler/test/testenv"
+	"github.com/moirai-internal/ome-scheduler/internal/devenv"
 )
 
 // Adoption waits while another forming gang reserves the room the adopted domain has left
@@ -22,12 +22,12 @@ func TestAdoptionWaitsForAnotherGangsHold(t *testing.T) {
 	e.podGroup("g1", 3, domainKey, 120)
 	e.bindMember("g1-0", "g1", a[0], 1)
 	e.bindMember("g1-1", "g1", a[1], 1)
-	e.startScheduler(testenv.Profile{})
+	e.startScheduler(devenv.Profile{})
 	e.podGroup("g2", 2, domainKey, 120)
 	e.waitWithGatedSibling("g2", "g2-0", "g2-1", true)
 	reserved := map[string]string{"result": "reserved"}
 	before := metric(t, "ome_scheduler_gang_pin_total", reserved)
-	e.pod(testenv.PodSpec{Name: "g1-2", Group: "g1", GPUs: 1})
+	e.pod(devenv.PodSpec{Name: "g1-2", Group: "g1", GPUs: 1})
 	e.message("g1-2", "adopted domain a for gang "+e.ns+"/g1 is reserved for another forming gang", 20*time.Second)
 	if metric(t, "ome_scheduler_gang_pin_total", reserved) <= before {
 		t.Fatal("pin_total{reserved} did not grow")
@@ -47,7 +47,7 @@ func TestReplacementsRejoinCommittedGang(t *testing.T) {
 	e := newEnv(t)
 	e.domain("a", 3, 1)
 	e.domain("b", 4, 1)
-	e.startScheduler(testenv.Profile{})
+	e.startScheduler(devenv.Profile{})
 	e.podGroup("g", 3, domainKey, 120)
 	pods := e.gang("g", 3, 1, true)
 	got := e.bound(20*time.Second, pods...)
@@ -62,10 +62,10 @@ func TestReplacementsRejoinCommittedGang(t *testing.T) {
 	// The gated replacement exists first, so g-r1's first attempt sees the gang complete (a
 	// gated pod never runs PreFilter itself, so it could not wake g-r1 before its gate lifts).
 	gw := newGateWatch(t)
-	e.pod(testenv.PodSpec{Name: "g-r2", Group: "g", GPUs: 1, Apart: true, Gates: []string{"example.com/later"}})
-	e.pod(testenv.PodSpec{Name: "g-r1", Group: "g", GPUs: 1, Apart: true})
+	e.pod(devenv.PodSpec{Name: "g-r2", Group: "g", GPUs: 1, Apart: true, Gates: []string{"example.com/later"}})
+	e.pod(devenv.PodSpec{Name: "g-r1", Group: "g", GPUs: 1, Apart: true})
 	if !gw.waited() {
-		t.Fatalf("g-r1 never waited at Permit; its messages: %q", testenv.FailedSchedulingMessages(e.ctx, cp.Client, e.ns, "g-r1"))
+		t.Fatalf("g-r1 never waited at Permit; its messages: %q", devenv.FailedSchedulingMessages(e.ctx, cp.Client, e.ns, "g-r1"))
 	}
 	e.staysPending(2*time.Second, "g-r1")
 	e.ungate("g-r2")
@@ -87,16 +87,16 @@ func TestFailedDomainsLap(t *testing.T) {
 	// A blocker on every node; the member refuses to share a node with one.
 	for i, n := range nodes {
 		name := fmt.Sprintf("blocker-%d", i)
-		e.pod(testenv.PodSpec{Name: name, SchedulerName: "other", Labels: map[string]string{"blocker": "yes"}})
-		if err := testenv.BindPod(e.ctx, cp.Client, e.ns, name, n); err != nil {
+		e.pod(devenv.PodSpec{Name: name, SchedulerName: "other", Labels: map[string]string{"blocker": "yes"}})
+		if err := devenv.BindPod(e.ctx, cp.Client, e.ns, name, n); err != nil {
 			t.Fatal(err)
 		}
 	}
-	e.startScheduler(testenv.Profile{})
+	e.startScheduler(devenv.Profile{})
 	failed := map[string]string{"trigger": "domain_failed"}
 	base := metric(t, "ome_scheduler_gang_activation_total", failed)
 	e.podGroup("g", 1, domainKey, 60)
-	e.pod(testenv.PodSpec{Name: "g-0", Group: "g", GPUs: 1, Affinity: &v1.Affinity{PodAntiAffinity: &v1.PodAntiAffinity{
+	e.pod(devenv.PodSpec{Name: "g-0", Group: "g", GPUs: 1, Affinity: &v1.Affinity{PodAntiAffinity: &v1.PodAntiAffinity{
 		RequiredDuringSchedulingIgnoredDuringExecution: []v1.PodAffinityTerm{{LabelSelector: labelSelector("blocker", "yes"), TopologyKey: v1.LabelHostname}},
 	}}})
 	e.message("g-0", "gang reservation released after all candidate nodes were filtered", 20*time.Second)
@@ -121,9 +121,9 @@ func TestFailedDomainsLap(t *testing.T) {
 func TestMinMemberChangeActivatesOnce(t *testing.T) {
 	e := newEnv(t)
 	e.domain("a", 2, 1)
-	e.startScheduler(testenv.Profile{})
+	e.startScheduler(devenv.Profile{})
 	e.podGroup("g", 2, domainKey, 60)
-	e.pod(testenv.PodSpec{Name: "g-0", Group: "g", GPUs: 1})
+	e.pod(devenv.PodSpec{Name: "g-0", Group: "g", GPUs: 1})
 	e.message("g-0", "waiting for all PodGroup member templates for "+e.ns+"/g", 20*time.Second)
 	change := map[string]string{"trigger": "podgroup_change"}
 	before := metric(t, "ome_scheduler_gang_activation_total", change)
@@ -142,7 +142,7 @@ func TestGCReleasesDeadGangs(t *testing.T) {
 	args := `podGroupTopologyKeyAnnotation: "ome.io/topology-key"
 defaultPermitTimeoutSeconds: 600
 gcIntervalSeconds: 1`
-	e.startScheduler(testenv.Profile{Args: args})
+	e.startScheduler(devenv.Profile{Args: args})
 	e.podGroup("g", 2, domainKey, 60)
 	pods := e.gang("g", 2, 1, true)
 	e.bound(20*time.Second, pods...)
@@ -158,7 +158,7 @@ gcIntervalSeconds: 1`
 // CRD absent at start: standalone pods schedule, gang pods park with "PodGroup ... not
 // resolvable yet"; after a late install the same process places the gang without a restart.
 func TestLateCRDInstall(t *testing.T) {
-	plane, err := testenv.Start(testenv.Options{WithoutCRD: true})
+	plane, err := devenv.Start(devenv.Options{WithoutCRD: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -170,9 +170,9 @@ defaultPermitTimeoutSeconds: 600
 podGroupSyncTimeoutSeconds: 2
 gcIntervalSeconds: 60`
 	start := time.Now()
-	e.startScheduler(testenv.Profile{Args: args})
+	e.startScheduler(devenv.Profile{Args: args})
 	t.Logf("scheduler started after %s", time.Since(start))
-	e.pod(testenv.PodSpec{Name: "solo", CPU: "1"})
+	e.pod(devenv.PodSpec{Name: "solo", CPU: "1"})
 	e.bound(30*time.Second, "solo")
 	pods := e.gang("g", 2, 1, true)
 	e.message(pods[0], "PodGroup "+e.ns+"/g not resolvable yet", 20*time.Second)
@@ -183,7 +183,7 @@ gcIntervalSeconds: 60`
 	t.Logf("CRD installed after %s", time.Since(start))
 	deadline := time.Now().Add(60 * time.Second)
 	for {
-		_, err := plane.PodGroups.SchedulingV1alpha1().PodGroups(e.ns).Create(e.ctx, testenv.NewPodGroup(e.ns, "g", 2, domainKey, 60), metav1.CreateOptions{})
+		_, err := plane.PodGroups.SchedulingV1alpha1().PodGroups(e.ns).Create(e.ctx, devenv.NewPodGroup(e.ns, "g", 2, domainKey, 60), metav1.CreateOptions{})
 		if err == nil {
 			break
 		}

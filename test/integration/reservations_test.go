@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/moirai-internal/ome-scheduler/test/testenv"
+	"github.com/moirai-internal/ome-scheduler/internal/devenv"
 )
 
 // Two gangs of 4 created at once, members interleaved, into one clique of 8 one-GPU nodes:
@@ -16,7 +16,7 @@ func TestTwoGangsFormConcurrentlyInOneClique(t *testing.T) {
 	e := newEnv(t)
 	e.domain("a", 8, 1)
 	e.domain("b", 8, 1)
-	e.startScheduler(testenv.Profile{})
+	e.startScheduler(devenv.Profile{})
 	reserved := map[string]string{"result": "reserved"}
 	before := metric(t, "ome_scheduler_gang_pin_total", reserved)
 	e.podGroup("x", 4, domainKey, 120)
@@ -25,7 +25,7 @@ func TestTwoGangsFormConcurrentlyInOneClique(t *testing.T) {
 	for i := 0; i < 4; i++ {
 		for _, g := range []string{"x", "y"} {
 			name := fmt.Sprintf("%s-%d", g, i)
-			e.pod(testenv.PodSpec{Name: name, Group: g, GPUs: 1})
+			e.pod(devenv.PodSpec{Name: name, Group: g, GPUs: 1})
 			all = append(all, name)
 		}
 	}

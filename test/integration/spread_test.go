@@ -9,7 +9,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/moirai-internal/ome-scheduler/test/testenv"
+	"github.com/moirai-internal/ome-scheduler/internal/devenv"
 )
 
 const rackKey = "topology.ome.io/rack"
@@ -25,14 +25,14 @@ func spreadOn(key, app string, when v1.UnsatisfiableConstraintAction) []v1.Topol
 // instance creates a leader+workers gang: the leader carries the spread constraint.
 func (e *env) instance(name, app string, workers int, spread []v1.TopologySpreadConstraint, gates ...string) []string {
 	e.t.Helper()
-	e.podGroup(name, int32(1+workers), testenv.CliqueKey, 120)
+	e.podGroup(name, int32(1+workers), devenv.CliqueKey, 120)
 	leader := name + "-leader"
-	e.pod(testenv.PodSpec{Name: leader, Group: name, GPUs: 1, Apart: true, Spread: spread, Gates: gates,
+	e.pod(devenv.PodSpec{Name: leader, Group: name, GPUs: 1, Apart: true, Spread: spread, Gates: gates,
 		Labels: map[string]string{"app": app, "role": "leader"}})
 	pods := []string{leader}
 	for i := 0; i < workers; i++ {
 		w := fmt.Sprintf("%s-worker-%d", name, i)
-		e.pod(testenv.PodSpec{Name: w, Group: name, GPUs: 1, Apart: true, Labels: map[string]string{"app": app, "role": "worker"}})
+		e.pod(devenv.PodSpec{Name: w, Group: name, GPUs: 1, Apart: true, Labels: map[string]string{"app": app, "role": "worker"}})
 		pods = append(pods, w)
 	}
 	return pods
@@ -44,8 +44,8 @@ func (e *env) cliques(zones map[string]string) map[string][]string {
 	out := map[string][]string{}
 	for c, z := range zones {
 		for i := 0; i < 2; i++ {
-			out[c] = append(out[c], e.node(testenv.NodeSpec{Name: fmt.Sprintf("%s-%d", c, i), GPUs: 1,
-				Labels: map[string]string{testenv.CliqueKey: c, testenv.ZoneKey: z}}))
+			out[c] = append(out[c], e.node(devenv.NodeSpec{Name: fmt.Sprintf("%s-%d", c, i), GPUs: 1,
+				Labels: map[string]string{devenv.CliqueKey: c, devenv.ZoneKey: z}}))
 		}
 	}
 	return out
@@ -53,7 +53,7 @@ func (e *env) cliques(zones map[string]string) map[string][]string {
 
 func (e *env) noMessage(pod, substr string) {
 	e.t.Helper()
-	for _, m := range testenv.FailedSchedulingMessages(e.ctx, e.cp.Client, e.ns, pod) {
+	for _, m := range devenv.FailedSchedulingMessages(e.ctx, e.cp.Client, e.ns, pod) {
 		if strings.Contains(m, substr) {
 			e.t.Fatalf("pod %s has message %q containing %q", pod, m, substr)
 		}
@@ -64,14 +64,14 @@ func (e *env) noMessage(pod, substr string) {
 func TestSpreadStandaloneInstancesAcrossZones(t *testing.T) {
 	e := newEnv(t)
 	e.cliques(map[string]string{"c1": "zone-a", "c2": "zone-b"})
-	e.startScheduler(testenv.Profile{})
+	e.startScheduler(devenv.Profile{})
 	for i := 0; i < 2; i++ {
-		e.pod(testenv.PodSpec{Name: fmt.Sprintf("solo-%d", i), GPUs: 1, Spread: spreadOn(testenv.ZoneKey, "qwen", v1.DoNotSchedule),
+		e.pod(devenv.PodSpec{Name: fmt.Sprintf("solo-%d", i), GPUs: 1, Spread: spreadOn(devenv.ZoneKey, "qwen", v1.DoNotSchedule),
 			Labels: map[string]string{"app": "qwen", "role": "leader"}})
 		e.bound(20*time.Second, fmt.Sprintf("solo-%d", i))
 	}
 	got := e.bound(time.Second, "solo-0", "solo-1")
-	if z0, z1 := e.labelOf(got["solo-0"], testenv.ZoneKey), e.labelOf(got["solo-1"], testenv.ZoneKey); z0 == z1 {
+	if z0, z1 := e.labelOf(got["solo-0"], devenv.ZoneKey), e.labelOf(got["solo-1"], devenv.ZoneKey); z0 == z1 {
 		t.Fatalf("both Instances in zone %s", z0)
 	}
 }
@@ -84,13 +84,13 @@ func TestSpreadStandaloneInstancesAcrossZones(t *testing.T) {
 func TestSpreadGangsAcrossZones(t *testing.T) {
 	e := newEnv(t)
 	e.cliques(map[string]string{"c1": "zone-a", "c2": "zone-a", "c3": "zone-a", "c4": "zone-b"})
-	e.startScheduler(testenv.Profile{})
+	e.startScheduler(devenv.Profile{})
 	afterFilter := map[string]string{"result": "pinned_after_filter"}
 	before := metric(t, "ome_scheduler_gang_pin_total", afterFilter)
-	spread := spreadOn(testenv.ZoneKey, "qwen", v1.DoNotSchedule)
+	spread := spreadOn(devenv.ZoneKey, "qwen", v1.DoNotSchedule)
 
 	zoneOf := func(placed map[string]string) string {
-		return e.labelOf(placed[firstKey(placed)], testenv.ZoneKey)
+		return e.labelOf(placed[firstKey(placed)], devenv.ZoneKey)
 	}
 	var instances [][]string
 	zones := map[string]int{}
@@ -106,7 +106,7 @@ func TestSpreadGangsAcrossZones(t *testing.T) {
 			pods = e.instance(fmt.Sprintf("i%d", i), "qwen", 1, spread)
 		}
 		got := e.bound(20*time.Second, pods...)
-		e.oneDomain(got, testenv.CliqueKey)
+		e.oneDomain(got, devenv.CliqueKey)
 		e.distinctNodes(got)
 		zones[zoneOf(got)]++
 		instances = append(instances, pods)
@@ -139,7 +139,7 @@ func TestSpreadGangsAcrossZones(t *testing.T) {
 	if z := zoneOf(got); z != "zone-b" {
 		t.Fatalf("4th Instance in %s, want zone-b", z)
 	}
-	e.oneDomain(got, testenv.CliqueKey)
+	e.oneDomain(got, devenv.CliqueKey)
 }
 
 // Spread on hostname with rack packing: the gang lands in the rack whose nodes keep the
@@ -148,21 +148,21 @@ func TestHostnameSpreadWithRackPacking(t *testing.T) {
 	e := newEnv(t)
 	var a []string
 	for i := 0; i < 2; i++ {
-		a = append(a, e.node(testenv.NodeSpec{Name: fmt.Sprintf("ra-%d", i), GPUs: 2, Labels: map[string]string{rackKey: "a"}}))
-		e.node(testenv.NodeSpec{Name: fmt.Sprintf("rb-%d", i), GPUs: 2, Labels: map[string]string{rackKey: "b"}})
+		a = append(a, e.node(devenv.NodeSpec{Name: fmt.Sprintf("ra-%d", i), GPUs: 2, Labels: map[string]string{rackKey: "a"}}))
+		e.node(devenv.NodeSpec{Name: fmt.Sprintf("rb-%d", i), GPUs: 2, Labels: map[string]string{rackKey: "b"}})
 	}
 	for i, n := range a {
-		e.pod(testenv.PodSpec{Name: fmt.Sprintf("old-%d", i), SchedulerName: "other", Labels: map[string]string{"app": "qwen", "role": "leader"}})
-		if err := testenv.BindPod(e.ctx, cp.Client, e.ns, fmt.Sprintf("old-%d", i), n); err != nil {
+		e.pod(devenv.PodSpec{Name: fmt.Sprintf("old-%d", i), SchedulerName: "other", Labels: map[string]string{"app": "qwen", "role": "leader"}})
+		if err := devenv.BindPod(e.ctx, cp.Client, e.ns, fmt.Sprintf("old-%d", i), n); err != nil {
 			t.Fatal(err)
 		}
 	}
-	e.startScheduler(testenv.Profile{})
+	e.startScheduler(devenv.Profile{})
 	unwinds := metric(t, "ome_scheduler_gang_unwind_total", nil)
 	e.podGroup("g", 2, rackKey, 60)
-	e.pod(testenv.PodSpec{Name: "g-leader", Group: "g", GPUs: 1, Apart: true, Spread: spreadOn(v1.LabelHostname, "qwen", v1.DoNotSchedule),
+	e.pod(devenv.PodSpec{Name: "g-leader", Group: "g", GPUs: 1, Apart: true, Spread: spreadOn(v1.LabelHostname, "qwen", v1.DoNotSchedule),
 		Labels: map[string]string{"app": "qwen", "role": "leader"}})
-	e.pod(testenv.PodSpec{Name: "g-worker", Group: "g", GPUs: 1, Apart: true, Labels: map[string]string{"app": "qwen", "role": "worker"}})
+	e.pod(devenv.PodSpec{Name: "g-worker", Group: "g", GPUs: 1, Apart: true, Labels: map[string]string{"app": "qwen", "role": "worker"}})
 	got := e.bound(20*time.Second, "g-leader", "g-worker")
 	if d := e.oneDomain(got, rackKey); d != "b" {
 		t.Fatalf("gang in rack %s, want b", d)
@@ -190,21 +190,21 @@ func TestPreferredSpreadBreaksBestFitTies(t *testing.T) {
 		wantZone string
 	}{
 		{"default", "", "zone-b"},
-		{"stock", testenv.DefaultArgs + "\ngangSoftSpread: false", "zone-a"},
+		{"stock", devenv.DefaultArgs + "\ngangSoftSpread: false", "zone-a"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			e := newEnv(t)
 			c := e.cliques(map[string]string{"c1": "zone-a", "c2": "zone-a", "c3": "zone-b"})
 			// An existing Instance of the component in zone-a, on c1.
-			e.pod(testenv.PodSpec{Name: "old-leader", SchedulerName: "other", Labels: map[string]string{"app": "qwen", "role": "leader"}, GPUs: 1})
-			if err := testenv.BindPod(e.ctx, cp.Client, e.ns, "old-leader", c["c1"][0]); err != nil {
+			e.pod(devenv.PodSpec{Name: "old-leader", SchedulerName: "other", Labels: map[string]string{"app": "qwen", "role": "leader"}, GPUs: 1})
+			if err := devenv.BindPod(e.ctx, cp.Client, e.ns, "old-leader", c["c1"][0]); err != nil {
 				t.Fatal(err)
 			}
-			e.startScheduler(testenv.Profile{Args: tc.args})
-			pods := e.instance("i1", "qwen", 1, spreadOn(testenv.ZoneKey, "qwen", v1.ScheduleAnyway))
+			e.startScheduler(devenv.Profile{Args: tc.args})
+			pods := e.instance("i1", "qwen", 1, spreadOn(devenv.ZoneKey, "qwen", v1.ScheduleAnyway))
 			got := e.bound(20*time.Second, pods...)
-			e.oneDomain(got, testenv.CliqueKey)
-			if z := e.labelOf(got[pods[0]], testenv.ZoneKey); z != tc.wantZone {
+			e.oneDomain(got, devenv.CliqueKey)
+			if z := e.labelOf(got[pods[0]], devenv.ZoneKey); z != tc.wantZone {
 				t.Fatalf("Instance in %s, want %s", z, tc.wantZone)
 			}
 		})

@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/moirai-internal/ome-scheduler/test/testenv"
+	"github.com/moirai-internal/ome-scheduler/internal/devenv"
 )
 
 // Multi-tenant limits on a real API server.
@@ -15,7 +15,7 @@ import (
 func TestTopologyKeyAllowlist(t *testing.T) {
 	e := newEnv(t)
 	e.domain("a", 2, 1, map[string]string{"kubernetes.io/os": "linux"})
-	e.startScheduler(testenv.Profile{Args: testenv.DefaultArgs + "\nallowedTopologyKeys: [\"" + domainKey + "\"]"})
+	e.startScheduler(devenv.Profile{Args: devenv.DefaultArgs + "\nallowedTopologyKeys: [\"" + domainKey + "\"]"})
 	e.podGroup("os", 2, "kubernetes.io/os", 60)
 	e.gang("os", 2, 1, true)
 	want := "PodGroup " + e.ns + "/os names topology key kubernetes.io/os, which the scheduler does not allow (allowed: " + domainKey + ")"
@@ -32,7 +32,7 @@ func TestHoldCapPerNamespace(t *testing.T) {
 	e := newEnv(t)
 	e.domain("a", 2, 1)
 	e.domain("b", 2, 1)
-	e.startScheduler(testenv.Profile{Args: testenv.DefaultArgs + "\nmaxHoldsPerNamespace: 1"})
+	e.startScheduler(devenv.Profile{Args: devenv.DefaultArgs + "\nmaxHoldsPerNamespace: 1"})
 	e.podGroup("x", 2, domainKey, 120)
 	e.waitWithGatedSibling("x", "x-0", "x-1", true)
 	e.podGroup("y", 2, domainKey, 120)
@@ -52,17 +52,17 @@ func TestClusterWideKeyDoesNotHoldTheCluster(t *testing.T) {
 	e := newEnv(t)
 	e.domain("a", 2, 1, map[string]string{"kubernetes.io/os": "linux"})
 	e.domain("b", 3, 1, map[string]string{"kubernetes.io/os": "linux"})
-	e.startScheduler(testenv.Profile{})
+	e.startScheduler(devenv.Profile{})
 	e.podGroup("os", 2, "kubernetes.io/os", 8)
 	e.waitWithGatedSibling("os", "os-0", "os-1", true) // never ungated
 	e.podGroup("other", 2, domainKey, 60)
-	e.pod(testenv.PodSpec{Name: "solo", GPUs: 1})
+	e.pod(devenv.PodSpec{Name: "solo", GPUs: 1})
 	got := e.bound(20*time.Second, append(e.gang("other", 2, 1, true), "solo")...)
 	e.distinctNodes(got)
 	e.staysPending(time.Second, "os-0", "os-1")
 	// Its reservation ends at the gang's timeout and the domain rests: the gang does not
 	// reserve it again at once, and the node kept for os-1 can be used.
 	e.message("os-0", "no domain has room for gang "+e.ns+"/os: domain linux rests after the gang's reservation there expired", 30*time.Second)
-	e.pod(testenv.PodSpec{Name: "late", GPUs: 1})
+	e.pod(devenv.PodSpec{Name: "late", GPUs: 1})
 	e.bound(20*time.Second, "late")
 }

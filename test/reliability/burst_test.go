@@ -8,7 +8,7 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/moirai-internal/ome-scheduler/test/testenv"
+	"github.com/moirai-internal/ome-scheduler/internal/devenv"
 )
 
 // Hundreds of gangs created member-first, their members in random order, the PodGroups
@@ -17,7 +17,7 @@ func TestBurstOfHundredsOfGangsMemberFirst(t *testing.T) {
 	w := newWorld(t)
 	const gangs, size = 200, 2
 	w.domains(100, 4)
-	w.scheduler("sched", testenv.Profile{})
+	w.scheduler("sched", devenv.Profile{})
 	type member struct{ gang, pod string }
 	var members []member
 	for g := 0; g < gangs; g++ {
@@ -29,11 +29,11 @@ func TestBurstOfHundredsOfGangsMemberFirst(t *testing.T) {
 	rng.Shuffle(len(members), func(i, j int) { members[i], members[j] = members[j], members[i] })
 	start := time.Now()
 	for _, m := range members {
-		mustPod(t, w, testenv.PodSpec{Namespace: w.ns, Name: m.pod, Group: m.gang, GPUs: 1, Apart: true})
+		mustPod(t, w, devenv.PodSpec{Namespace: w.ns, Name: m.pod, Group: m.gang, GPUs: 1, Apart: true})
 	}
 	order := rng.Perm(gangs)
 	for _, g := range order {
-		if _, err := w.cp.PodGroups.SchedulingV1alpha1().PodGroups(w.ns).Create(w.ctx, testenv.NewPodGroup(w.ns, fmt.Sprintf("g%03d", g), size, domainKey, 120), metav1.CreateOptions{}); err != nil {
+		if _, err := w.cp.PodGroups.SchedulingV1alpha1().PodGroups(w.ns).Create(w.ctx, devenv.NewPodGroup(w.ns, fmt.Sprintf("g%03d", g), size, domainKey, 120), metav1.CreateOptions{}); err != nil {
 			t.Fatal(err)
 		}
 	}

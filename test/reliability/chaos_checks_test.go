@@ -12,10 +12,10 @@ import (
 
 	schedv1alpha1 "sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
 
-	"github.com/moirai-internal/ome-scheduler/test/testenv"
+	"github.com/moirai-internal/ome-scheduler/internal/devenv"
 )
 
-// The chaos scenario's invariants, checked every second on top of testenv.Violations (one
+// The chaos scenario's invariants, checked every second on top of devenv.Violations (one
 // domain per gang, no node double-booked):
 //
 //   - no gang short: a gang with bound live members but fewer than minMember is a violation
@@ -87,7 +87,7 @@ func (o *observation) setPods(pods []v1.Pod) {
 	o.pods = pods
 	for i := range o.pods {
 		p := &o.pods[i]
-		if g := p.Labels[testenv.PodGroupLabel]; g != "" && liveBound(p) {
+		if g := p.Labels[devenv.PodGroupLabel]; g != "" && liveBound(p) {
 			o.bound[g] = append(o.bound[g], p)
 		}
 	}
@@ -120,7 +120,7 @@ func preemptedAt(p *v1.Pod) (time.Time, bool) {
 func (c *chaos) invariants() {
 	c.w.t.Helper()
 	// Partial binding is judged by shortGangs, which knows what the chaos deleted.
-	v, err := testenv.Violations(c.w.ctx, c.w.cp.Client, c.w.cp.PodGroups, domainKey, 0, c.w.ns)
+	v, err := devenv.Violations(c.w.ctx, c.w.cp.Client, c.w.cp.PodGroups, domainKey, 0, c.w.ns)
 	if err != nil {
 		c.fail("check invariants: %v", err)
 	}
@@ -241,7 +241,7 @@ func (c *chaos) partlyEvicted(o *observation) []string {
 	for i := range o.pods {
 		p := &o.pods[i]
 		if at, ok := preemptedAt(p); ok && c.victims[string(p.UID)] == nil {
-			c.victims[string(p.UID)] = &victim{name: p.Name, gang: p.Labels[testenv.PodGroupLabel], prio: c.prio[p.Name], at: at}
+			c.victims[string(p.UID)] = &victim{name: p.Name, gang: p.Labels[devenv.PodGroupLabel], prio: c.prio[p.Name], at: at}
 		}
 	}
 	var out []string

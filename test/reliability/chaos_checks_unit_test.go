@@ -11,7 +11,7 @@ import (
 
 	schedv1alpha1 "sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
 
-	"github.com/moirai-internal/ome-scheduler/test/testenv"
+	"github.com/moirai-internal/ome-scheduler/internal/devenv"
 )
 
 // The chaos checks on hand-made observations (no cluster): what they report and, as
@@ -25,7 +25,7 @@ func ago(sec int) time.Time { return checkNow.Add(-time.Duration(sec) * time.Sec
 // member is a live pod of gang g created at created and bound at bound (never when zero).
 func member(name, g string, created, bound time.Time) v1.Pod {
 	p := v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, UID: types.UID(name), CreationTimestamp: metav1.NewTime(created),
-		Labels: map[string]string{testenv.PodGroupLabel: g}}}
+		Labels: map[string]string{devenv.PodGroupLabel: g}}}
 	if !bound.IsZero() {
 		p.Spec.NodeName = "n-" + name
 		p.Status.Conditions = append(p.Status.Conditions, v1.PodCondition{Type: v1.PodScheduled, Status: v1.ConditionTrue, LastTransitionTime: metav1.NewTime(bound)})
@@ -54,7 +54,7 @@ func checkWorld(t *testing.T, cut time.Time, pods ...v1.Pod) (*chaos, *observati
 	c.groupOf["grp-a"], c.groupOf["grp-b"] = grp, grp
 	o := &observation{now: checkNow, pgs: map[string]*schedv1alpha1.PodGroup{}, nodes: map[string]*v1.Node{}, bound: map[string][]*v1.Pod{}}
 	for g, n := range map[string]int32{"g": 3, "grp-a": 1, "grp-b": 1} {
-		o.pgs[g] = testenv.NewPodGroup("rel", g, n, domainKey, 20)
+		o.pgs[g] = devenv.NewPodGroup("rel", g, n, domainKey, 20)
 	}
 	for _, p := range pods {
 		if p.Spec.NodeName != "" {

@@ -10,7 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
-	"github.com/moirai-internal/ome-scheduler/test/testenv"
+	"github.com/moirai-internal/ome-scheduler/internal/devenv"
 )
 
 // The chaos operations on pods and PodGroups. Every deletion is graceful: a bound pod stays
@@ -28,9 +28,9 @@ func zoneSpread() []v1.TopologySpreadConstraint {
 }
 
 // createPod creates a pod of the chaos namespace at the priority class prio.
-func (c *chaos) createPod(s testenv.PodSpec, prio int) error {
+func (c *chaos) createPod(s devenv.PodSpec, prio int) error {
 	s.Namespace = c.w.ns
-	p := testenv.NewPod(s)
+	p := devenv.NewPod(s)
 	pc := chaosPriorities[prio]
 	p.Spec.PriorityClassName, p.Spec.Priority = pc.Name, ptr.To(pc.Value)
 	if _, err := c.w.cp.Client.CoreV1().Pods(c.w.ns).Create(c.w.ctx, p, metav1.CreateOptions{}); err != nil {
@@ -44,7 +44,7 @@ func (c *chaos) createPod(s testenv.PodSpec, prio int) error {
 func (c *chaos) createMember(g *chaosGang) {
 	name := fmt.Sprintf("%s-%d", g.name, g.next)
 	g.next++
-	s := testenv.PodSpec{Name: name, Group: g.name, GPUs: 1, Apart: true}
+	s := devenv.PodSpec{Name: name, Group: g.name, GPUs: 1, Apart: true}
 	leader := g.spread && g.leader == ""
 	if g.spread {
 		s.Labels = map[string]string{"app": spreadApp, "role": "worker"}
@@ -61,7 +61,7 @@ func (c *chaos) createMember(g *chaosGang) {
 }
 
 func (c *chaos) createPodGroup(g *chaosGang, minMember int) {
-	pg := testenv.NewPodGroup(c.w.ns, g.name, int32(minMember), domainKey, 20)
+	pg := devenv.NewPodGroup(c.w.ns, g.name, int32(minMember), domainKey, 20)
 	if grp := g.group; grp != nil {
 		pg.Labels = map[string]string{groupLabel: grp.name}
 		pg.Annotations[groupLabel+"-size"] = strconv.Itoa(grp.size)
@@ -281,7 +281,7 @@ func (c *chaos) finishGang() {
 func (c *chaos) newStandalone() {
 	c.seq++
 	name := fmt.Sprintf("s%03d", c.seq)
-	if c.createPod(testenv.PodSpec{Name: name, GPUs: 1}, c.rng.Intn(len(chaosPriorities))) == nil {
+	if c.createPod(devenv.PodSpec{Name: name, GPUs: 1}, c.rng.Intn(len(chaosPriorities))) == nil {
 		c.standalone = append(c.standalone, name)
 		c.count("new_standalone")
 	}

@@ -9,7 +9,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 
-	"github.com/moirai-internal/ome-scheduler/test/testenv"
+	"github.com/moirai-internal/ome-scheduler/internal/devenv"
 )
 
 // The chaos operations on nodes: only free nodes (and, for relabels and re-creation, only
@@ -118,7 +118,7 @@ func (c *chaos) recreateFreeNode() {
 		return
 	}
 	_ = wait.PollUntilContextTimeout(c.w.ctx, 50*time.Millisecond, 5*time.Second, true, func(ctx context.Context) (bool, error) {
-		_, err := testenv.CreateNode(ctx, c.w.cp.Client, testenv.NodeSpec{Name: n.Name, GPUs: 1, Labels: n.Labels})
+		_, err := devenv.CreateNode(ctx, c.w.cp.Client, devenv.NodeSpec{Name: n.Name, GPUs: 1, Labels: n.Labels})
 		return err == nil, nil
 	})
 	c.count("recreate_node")

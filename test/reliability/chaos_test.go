@@ -16,7 +16,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 
-	"github.com/moirai-internal/ome-scheduler/test/testenv"
+	"github.com/moirai-internal/ome-scheduler/internal/devenv"
 )
 
 // chaosDuration is how long TestChaosDuringFormation injects faults: OME_SOAK_DURATION
@@ -49,7 +49,7 @@ func chaosSeed(t *testing.T) int64 {
 // the domains in zone-a, the rest in zone-b.
 const (
 	chaosDomains, chaosPerDomain = 10, 3
-	chaosZoneKey                 = testenv.ZoneKey
+	chaosZoneKey                 = devenv.ZoneKey
 	// groupLabel is the chart's placementGroupLabel.
 	groupLabel = "ome.io/placement-group"
 )
@@ -84,7 +84,7 @@ func TestChaosDuringFormation(t *testing.T) {
 	w := newWorld(t)
 	for d := 0; d < chaosDomains; d++ {
 		for i := 0; i < chaosPerDomain; i++ {
-			if _, err := testenv.CreateNode(w.ctx, w.cp.Client, testenv.NodeSpec{Name: fmt.Sprintf("d%02d-%d", d, i), GPUs: 1, Labels: chaosNodeLabels(d)}); err != nil {
+			if _, err := devenv.CreateNode(w.ctx, w.cp.Client, devenv.NodeSpec{Name: fmt.Sprintf("d%02d-%d", d, i), GPUs: 1, Labels: chaosNodeLabels(d)}); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -94,8 +94,8 @@ func TestChaosDuringFormation(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	args := strings.Replace(testenv.DefaultArgs, "gcIntervalSeconds: 60\n", "", 1) + "\ngcIntervalSeconds: 2\npreemption: true"
-	w.scheduler("sched", testenv.Profile{Args: args})
+	args := strings.Replace(devenv.DefaultArgs, "gcIntervalSeconds: 60\n", "", 1) + "\ngcIntervalSeconds: 2\npreemption: true"
+	w.scheduler("sched", devenv.Profile{Args: args})
 	seed := chaosSeed(t)
 	t.Logf("chaos seed %d (OME_CHAOS_SEED=%d replays the operations)", seed, seed)
 	c := newChaos(w, seed)
@@ -116,11 +116,11 @@ func TestChaosDuringFormation(t *testing.T) {
 	c.uncordonAll()
 	err := wait.PollUntilContextTimeout(w.ctx, time.Second, 90*time.Second, true, func(ctx context.Context) (bool, error) {
 		c.invariants()
-		v, err := testenv.Violations(ctx, w.cp.Client, w.cp.PodGroups, domainKey, time.Nanosecond, w.ns)
+		v, err := devenv.Violations(ctx, w.cp.Client, w.cp.PodGroups, domainKey, time.Nanosecond, w.ns)
 		return err == nil && len(v) == 0, nil
 	})
 	if err != nil {
-		v, _ := testenv.Violations(w.ctx, w.cp.Client, w.cp.PodGroups, domainKey, time.Nanosecond, w.ns)
+		v, _ := devenv.Violations(w.ctx, w.cp.Client, w.cp.PodGroups, domainKey, time.Nanosecond, w.ns)
 		c.fail("gangs still partially bound after settling:\n%s", strings.Join(v, "\n"))
 	}
 	c.unexplainedVictims()

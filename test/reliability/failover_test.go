@@ -10,7 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 
-	"github.com/moirai-internal/ome-scheduler/test/testenv"
+	"github.com/moirai-internal/ome-scheduler/internal/devenv"
 )
 
 // Two replicas with leader election; the leader is SIGKILLed in the middle of a burst of 16
@@ -19,10 +19,10 @@ import (
 func TestLeaderFailoverMidBurst(t *testing.T) {
 	w := newWorld(t)
 	w.domains(20, 3)
-	p := testenv.Profile{LeaderElect: true, LeaseNamespace: "ome", LeaseDuration: 6 * time.Second}
+	p := devenv.Profile{LeaderElect: true, LeaseNamespace: "ome", LeaseDuration: 6 * time.Second}
 	r1 := w.scheduler("replica-1", p)
 	r2 := w.scheduler("replica-2", p)
-	var first *testenv.Process
+	var first *devenv.Process
 	if err := wait.PollUntilContextTimeout(w.ctx, 200*time.Millisecond, 30*time.Second, true, func(context.Context) (bool, error) {
 		first = leader(r1, r2)
 		return first != nil, nil
@@ -56,13 +56,13 @@ func TestLeaderFailoverMidBurst(t *testing.T) {
 func TestRestartDuringPermitWait(t *testing.T) {
 	w := newWorld(t)
 	w.domains(2, 2)
-	p := testenv.Profile{}
+	p := devenv.Profile{}
 	old := w.scheduler("first", p)
-	if _, err := w.cp.PodGroups.SchedulingV1alpha1().PodGroups(w.ns).Create(w.ctx, testenv.NewPodGroup(w.ns, "g", 2, domainKey, 300), metav1.CreateOptions{}); err != nil {
+	if _, err := w.cp.PodGroups.SchedulingV1alpha1().PodGroups(w.ns).Create(w.ctx, devenv.NewPodGroup(w.ns, "g", 2, domainKey, 300), metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	mustPod(t, w, testenv.PodSpec{Namespace: w.ns, Name: "g-1", Group: "g", GPUs: 1, Apart: true, Gates: []string{"example.com/later"}})
-	mustPod(t, w, testenv.PodSpec{Namespace: w.ns, Name: "g-0", Group: "g", GPUs: 1, Apart: true})
+	mustPod(t, w, devenv.PodSpec{Namespace: w.ns, Name: "g-1", Group: "g", GPUs: 1, Apart: true, Gates: []string{"example.com/later"}})
+	mustPod(t, w, devenv.PodSpec{Namespace: w.ns, Name: "g-0", Group: "g", GPUs: 1, Apart: true})
 	waitLog(t, old, `"gangpack.pinGang.result"`)
 	time.Sleep(500 * time.Millisecond) // g-0 now waits at Permit
 	old.Kill()
@@ -88,7 +88,7 @@ func TestAPIServerBrieflyUnreachable(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	proxy, err := testenv.NewProxy(api.Host)
+	proxy, err := devenv.NewProxy(api.Host)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -96,7 +96,7 @@ func TestAPIServerBrieflyUnreachable(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	w.schedulerVia("sched", testenv.Profile{}, kc)
+	w.schedulerVia("sched", devenv.Profile{}, kc)
 	for g := 0; g < 4; g++ {
 		w.gang(fmt.Sprintf("a%02d", g), 2, 120)
 	}
@@ -118,18 +118,18 @@ func TestAPIServerBrieflyUnreachable(t *testing.T) {
 	w.waitBound(16, 90*time.Second, 60*time.Second)
 }
 
-func mustPod(t *testing.T, w *world, s testenv.PodSpec) {
+func mustPod(t *testing.T, w *world, s devenv.PodSpec) {
 	t.Helper()
-	if _, err := testenv.CreatePod(w.ctx, w.cp.Client, s); err != nil {
+	if _, err := devenv.CreatePod(w.ctx, w.cp.Client, s); err != nil {
 		t.Fatal(err)
 	}
 }
 
 // waitLog waits until the process log contains substr.
-func waitLog(t *testing.T, p *testenv.Process, substr string) {
+func waitLog(t *testing.T, p *devenv.Process, substr string) {
 	t.Helper()
 	if err := wait.PollUntilContextTimeout(t.Context(), 100*time.Millisecond, 30*time.Second, true, func(context.Context) (bool, error) {
-		lines, _ := testenv.GrepFile(p.LogPath, substr)
+		lines, _ := devenv.GrepFile(p.LogPath, substr)
 		return len(lines) > 0, nil
 	}); err != nil {
 		t.Fatalf("%s never logged %s", p.LogPath, substr)

@@ -1,7 +1,7 @@
 // Package reliability runs ome-scheduler as real processes (the built binary) against a real
 // etcd and kube-apiserver and injects faults: leader failover by SIGKILL, restarts during
 // Permit waits, API server restarts and chaos during gang formation. Every scenario checks
-// the invariants of testenv.Violations: each gang in one domain, no node double-booked, no
+// the invariants of devenv.Violations: each gang in one domain, no node double-booked, no
 // gang left partially bound past its timeout.
 package reliability
 
@@ -17,7 +17,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 
-	"github.com/moirai-internal/ome-scheduler/test/testenv"
+	"github.com/moirai-internal/ome-scheduler/internal/devenv"
 )
 
 const domainKey = "topology.ome.io/domain"
@@ -26,22 +26,22 @@ const domainKey = "topology.ome.io/domain"
 type world struct {
 	t   *testing.T
 	ctx context.Context
-	cp  *testenv.ControlPlane
+	cp  *devenv.ControlPlane
 	ns  string
 }
 
 func newWorld(t *testing.T) *world {
 	t.Helper()
-	cp, err := testenv.Start(testenv.Options{})
+	cp, err := devenv.Start(devenv.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(cp.Stop)
 	w := &world{t: t, ctx: t.Context(), cp: cp, ns: "rel"}
-	if err := testenv.CreateNamespace(w.ctx, cp.Client, w.ns); err != nil {
+	if err := devenv.CreateNamespace(w.ctx, cp.Client, w.ns); err != nil {
 		t.Fatal(err)
 	}
-	if err := testenv.CreateNamespace(w.ctx, cp.Client, "ome"); err != nil {
+	if err := devenv.CreateNamespace(w.ctx, cp.Client, "ome"); err != nil {
 		t.Fatal(err)
 	}
 	return w
@@ -50,19 +50,19 @@ func newWorld(t *testing.T) *world {
 // scheduler starts one bin/ome-scheduler replica with the profile; the process is killed at
 // cleanup, and its log printed if the test failed (the whole log is kept in $OME_KEEP_LOGS
 // when set).
-func (w *world) scheduler(name string, p testenv.Profile) *testenv.Process {
+func (w *world) scheduler(name string, p devenv.Profile) *devenv.Process {
 	w.t.Helper()
 	return w.schedulerVia(name, p, w.cp.KubeConfigPath)
 }
 
 // schedulerVia is scheduler with another kubeconfig (for example through a Proxy).
-func (w *world) schedulerVia(name string, p testenv.Profile, kubeconfig string) *testenv.Process {
+func (w *world) schedulerVia(name string, p devenv.Profile, kubeconfig string) *devenv.Process {
 	w.t.Helper()
 	cfg := filepath.Join(w.cp.Dir, name+".yaml")
 	if err := os.WriteFile(cfg, []byte(p.Render(kubeconfig)), 0o600); err != nil {
 		w.t.Fatal(err)
 	}
-	proc, _, err := testenv.StartSchedulerProcess(w.ctx, w.cp.Dir, name, cfg, kubeconfig, "--v=4")
+	proc, _, err := devenv.StartSchedulerProcess(w.ctx, w.cp.Dir, name, cfg, kubeconfig, "--v=4")
 	if err != nil {
 		w.t.Fatal(err)
 	}
@@ -91,7 +91,7 @@ func (w *world) domains(n, per int) {
 	w.t.Helper()
 	for d := 0; d < n; d++ {
 		for i := 0; i < per; i++ {
-			if _, err := testenv.CreateNode(w.ctx, w.cp.Client, testenv.NodeSpec{Name: fmt.Sprintf("d%02d-%d", d, i), GPUs: 1,
+			if _, err := devenv.CreateNode(w.ctx, w.cp.Client, devenv.NodeSpec{Name: fmt.Sprintf("d%02d-%d", d, i), GPUs: 1,
 				Labels: map[string]string{domainKey: fmt.Sprintf("d%02d", d)}}); err != nil {
 				w.t.Fatal(err)
 			}
@@ -102,13 +102,13 @@ func (w *world) domains(n, per int) {
 // gang creates a PodGroup and its members (required anti-affinity, 1 GPU each).
 func (w *world) gang(name string, size int, timeout int32) []string {
 	w.t.Helper()
-	if _, err := w.cp.PodGroups.SchedulingV1alpha1().PodGroups(w.ns).Create(w.ctx, testenv.NewPodGroup(w.ns, name, int32(size), domainKey, timeout), metav1.CreateOptions{}); err != nil {
+	if _, err := w.cp.PodGroups.SchedulingV1alpha1().PodGroups(w.ns).Create(w.ctx, devenv.NewPodGroup(w.ns, name, int32(size), domainKey, timeout), metav1.CreateOptions{}); err != nil {
 		w.t.Fatal(err)
 	}
 	var pods []string
 	for i := 0; i < size; i++ {
 		p := fmt.Sprintf("%s-%d", name, i)
-		if _, err := testenv.CreatePod(w.ctx, w.cp.Client, testenv.PodSpec{Namespace: w.ns, Name: p, Group: name, GPUs: 1, Apart: true}); err != nil {
+		if _, err := devenv.CreatePod(w.ctx, w.cp.Client, devenv.PodSpec{Namespace: w.ns, Name: p, Group: name, GPUs: 1, Apart: true}); err != nil {
 			w.t.Fatal(err)
 		}
 		pods = append(pods, p)
@@ -119,7 +119,7 @@ func (w *world) gang(name string, size int, timeout int32) []string {
 // invariants fails the test on any violation.
 func (w *world) invariants(partialGrace time.Duration) {
 	w.t.Helper()
-	v, err := testenv.Violations(w.ctx, w.cp.Client, w.cp.PodGroups, domainKey, partialGrace, w.ns)
+	v, err := devenv.Violations(w.ctx, w.cp.Client, w.cp.PodGroups, domainKey, partialGrace, w.ns)
 	if err != nil {
 		w.t.Fatalf("check invariants: %v", err)
 	}
@@ -157,7 +157,7 @@ func (w *world) waitBound(want int, timeout time.Duration, partialGrace time.Dur
 }
 
 // leader returns which of the processes holds the Lease, from their logs.
-func leader(procs ...*testenv.Process) *testenv.Process {
+func leader(procs ...*devenv.Process) *devenv.Process {
 	for _, p := range procs {
 		b, _ := os.ReadFile(p.LogPath)
 		if strings.Contains(strings.ToLower(string(b)), "successfully acquired lease") && !p.Exited() {

@@ -2,18 +2,17 @@ package sidebyside
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
-	"sync"
 	"testing"
 	"time"
 
+	"golang.org/x/sync/errgroup"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/moirai-internal/ome-scheduler/test/testenv"
+	"github.com/moirai-internal/ome-scheduler/internal/devenv"
 )
 
 const (
@@ -28,7 +27,7 @@ const (
 func runScenario(t *testing.T, sc scenario) (result, error) {
 	t.Helper()
 	res := result{scenario: sc, pods: sc.pods()}
-	cp, err := testenv.Start(testenv.Options{WithoutCRD: sc.sched == stock, WithoutKubelet: !sc.kubelet})
+	cp, err := devenv.Start(devenv.Options{WithoutCRD: sc.sched == stock, WithoutKubelet: !sc.kubelet})
 	if err != nil {
 		return res, err
 	}
@@ -81,7 +80,7 @@ func runScenario(t *testing.T, sc scenario) (result, error) {
 
 // createNodes creates the nodes concurrently: node i in clique i/SBS_CLIQUE. It returns each
 // node's clique.
-func createNodes(ctx context.Context, cp *testenv.ControlPlane, sc scenario) (map[string]string, error) {
+func createNodes(ctx context.Context, cp *devenv.ControlPlane, sc scenario) (map[string]string, error) {
 	names := make([]string, sc.nodes)
 	cliqueOf := make(map[string]string, sc.nodes)
 	for i := range names {
@@ -89,8 +88,8 @@ func createNodes(ctx context.Context, cp *testenv.ControlPlane, sc scenario) (ma
 		cliqueOf[names[i]] = fmt.Sprintf("clique-%04d", i/sc.clique)
 	}
 	err := parallel(ctx, sc.nodes, func(ctx context.Context, i int) error {
-		_, err := testenv.CreateNode(ctx, cp.Client, testenv.NodeSpec{
-			Name: names[i], GPUs: int64(sc.gpusPerNode), Labels: map[string]string{testenv.CliqueKey: cliqueOf[names[i]]},
+		_, err := devenv.CreateNode(ctx, cp.Client, devenv.NodeSpec{
+			Name: names[i], GPUs: int64(sc.gpusPerNode), Labels: map[string]string{devenv.CliqueKey: cliqueOf[names[i]]},
 		})
 		return err
 	})
@@ -100,14 +99,14 @@ func createNodes(ctx context.Context, cp *testenv.ControlPlane, sc scenario) (ma
 // createBacklog creates the namespace, the PodGroups (ome only) and every pod: one GPU,
 // 100m CPU and 128Mi each, with schedulerName ome-scheduler (the stock configuration's one
 // profile has that name too). Only ome's pods carry the PodGroup label.
-func createBacklog(ctx context.Context, cp *testenv.ControlPlane, sc scenario) error {
-	if err := testenv.CreateNamespace(ctx, cp.Client, namespace); err != nil {
+func createBacklog(ctx context.Context, cp *devenv.ControlPlane, sc scenario) error {
+	if err := devenv.CreateNamespace(ctx, cp.Client, namespace); err != nil {
 		return err
 	}
 	gangs := sc.pods() / sc.gang
 	if sc.sched == ome {
 		err := parallel(ctx, gangs, func(ctx context.Context, i int) error {
-			pg := testenv.NewPodGroup(namespace, gangName(i), int32(sc.gang), "", 0)
+			pg := devenv.NewPodGroup(namespace, gangName(i), int32(sc.gang), "", 0)
 			_, err := cp.PodGroups.SchedulingV1alpha1().PodGroups(namespace).Create(ctx, pg, metav1.CreateOptions{})
 			return err
 		})
@@ -117,12 +116,12 @@ func createBacklog(ctx context.Context, cp *testenv.ControlPlane, sc scenario) e
 	}
 	return parallel(ctx, gangs*sc.gang, func(ctx context.Context, i int) error {
 		g := gangName(i / sc.gang)
-		s := testenv.PodSpec{Namespace: namespace, Name: fmt.Sprintf("%s-%d", g, i%sc.gang), GPUs: 1, CPU: "100m",
+		s := devenv.PodSpec{Namespace: namespace, Name: fmt.Sprintf("%s-%d", g, i%sc.gang), GPUs: 1, CPU: "100m",
 			Labels: map[string]string{gangLabel: g}}
 		if sc.sched == ome {
 			s.Group = g
 		}
-		pod := testenv.NewPod(s)
+		pod := devenv.NewPod(s)
 		pod.Spec.Containers[0].Resources.Requests["memory"] = resource.MustParse("128Mi")
 		_, err := cp.Client.CoreV1().Pods(namespace).Create(ctx, pod, metav1.CreateOptions{})
 		return err
@@ -131,39 +130,18 @@ func createBacklog(ctx context.Context, cp *testenv.ControlPlane, sc scenario) e
 
 func gangName(i int) string { return fmt.Sprintf("gang-%05d", i) }
 
-// parallel calls fn(0..n-1) on `workers` goroutines and returns the first error.
+// parallel calls fn(0..n-1) on at most `workers` goroutines and returns the first error. It
+// starts no further call once one has failed or ctx is done, and reports ctx's error then.
 func parallel(ctx context.Context, n int, fn func(context.Context, int) error) error {
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	next := make(chan int)
-	var wg sync.WaitGroup
-	var mu sync.Mutex
-	var first error
-	for range min(workers, n) {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := range next {
-				if err := fn(ctx, i); err != nil {
-					mu.Lock()
-					if first == nil {
-						first = err
-						cancel()
-					}
-					mu.Unlock()
-				}
-			}
-		}()
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(workers)
+	for i := 0; i < n && gctx.Err() == nil; i++ {
+		g.Go(func() error { return fn(gctx, i) })
 	}
-	for i := 0; i < n && ctx.Err() == nil; i++ {
-		next <- i
+	if err := g.Wait(); err != nil {
+		return err
 	}
-	close(next)
-	wg.Wait()
-	if first == nil && ctx.Err() != nil && !errors.Is(ctx.Err(), context.Canceled) {
-		first = ctx.Err()
-	}
-	return first
+	return ctx.Err()
 }
 
 // saveLog copies the scheduler's log to the output directory.

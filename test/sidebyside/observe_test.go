@@ -12,7 +12,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
 
-	"github.com/moirai-internal/ome-scheduler/test/testenv"
+	"github.com/moirai-internal/ome-scheduler/internal/devenv"
 )
 
 // binds watches the backlog's pods and records when each was first seen bound.
@@ -86,7 +86,7 @@ func (b *binds) bound() int {
 }
 
 // wait waits until every pod is bound, the timeout passes or the scheduler exits.
-func (b *binds) wait(ctx context.Context, timeout time.Duration, p *testenv.Process) error {
+func (b *binds) wait(ctx context.Context, timeout time.Duration, p *devenv.Process) error {
 	deadline := time.NewTimer(timeout)
 	defer deadline.Stop()
 	tick := time.NewTicker(time.Second)

@@ -1,6 +1,7 @@
 package sidebyside
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"io"
@@ -8,35 +9,37 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"regexp"
-	"strconv"
 	"strings"
 	"sync"
 	"syscall"
 	"time"
 
+	"github.com/google/pprof/profile"
+	dto "github.com/prometheus/client_model/go"
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
+	"github.com/prometheus/procfs"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"sigs.k8s.io/yaml"
 
-	"github.com/moirai-internal/ome-scheduler/test/procstat"
-	"github.com/moirai-internal/ome-scheduler/test/testenv"
+	"github.com/moirai-internal/ome-scheduler/internal/devenv"
 )
 
 // schedProc is a scheduler child process and its RSS sampler.
 type schedProc struct {
-	proc     *testenv.Process
+	proc     *devenv.Process
 	port     int
 	started  time.Time
 	client   *http.Client
 	mu       sync.Mutex
-	maxRSS   int64 // KiB, the largest VmRSS sampled
+	maxRSS   uint64 // bytes, the largest VmRSS sampled
 	done     chan struct{}
 	stopOnce sync.Once
 }
 
 // startScheduler writes the case's configuration and runs bin/ome-scheduler with it, then
 // waits until its secure port answers /healthz. VmRSS is sampled every 200 ms from the start.
-func startScheduler(ctx context.Context, cp *testenv.ControlPlane, sc scenario) (*schedProc, error) {
+func startScheduler(ctx context.Context, cp *devenv.ControlPlane, sc scenario) (*schedProc, error) {
 	cfg, err := schedulerConfig(sc.sched, cp.KubeConfigPath)
 	if err != nil {
 		return nil, err
@@ -45,11 +48,11 @@ func startScheduler(ctx context.Context, cp *testenv.ControlPlane, sc scenario) 
 	if err := os.WriteFile(path, cfg, 0o600); err != nil {
 		return nil, err
 	}
-	port, err := testenv.FreePort()
+	port, err := devenv.FreePort()
 	if err != nil {
 		return nil, err
 	}
-	client, err := testenv.MetricsClient(cp.Config)
+	client, err := devenv.MetricsClient(cp.Config)
 	if err != nil {
 		return nil, err
 	}
@@ -58,7 +61,7 @@ func startScheduler(ctx context.Context, cp *testenv.ControlPlane, sc scenario) 
 		"--authentication-kubeconfig=" + cp.KubeConfigPath, "--authorization-kubeconfig=" + cp.KubeConfigPath}
 	// SBS_SCHED_ARGS: extra flags for both schedulers (e.g. --feature-gates=...).
 	args = append(args, strings.Fields(os.Getenv("SBS_SCHED_ARGS"))...)
-	p.proc, err = testenv.StartProcessEnv(cp.Dir, "ome-scheduler", "scheduler-"+sc.sched, sc.schedEnv, args...)
+	p.proc, err = devenv.StartProcessEnv(cp.Dir, "ome-scheduler", "scheduler-"+sc.sched, sc.schedEnv, args...)
 	if err != nil {
 		return nil, err
 	}
@@ -94,9 +97,9 @@ leaderElection:
   leaderElect: false
 profiles:
   - schedulerName: %s
-`, kubeconfig, testenv.SchedulerName)), nil
+`, kubeconfig, devenv.SchedulerName)), nil
 	}
-	b, err := testenv.Profile{Args: testenv.DefaultArgs + "\ntopologyKey: " + testenv.CliqueKey}.RenderConfig(kubeconfig)
+	b, err := devenv.Profile{Args: devenv.DefaultArgs + "\ntopologyKey: " + devenv.CliqueKey}.RenderConfig(kubeconfig)
 	if err != nil {
 		return nil, err
 	}
@@ -112,9 +115,9 @@ func (p *schedProc) sample() {
 	tick := time.NewTicker(200 * time.Millisecond)
 	defer tick.Stop()
 	for {
-		if kib := procstat.StatusKiB(p.proc.Cmd.Process.Pid, "VmRSS"); kib > 0 {
+		if rss := p.status().VmRSS; rss > 0 {
 			p.mu.Lock()
-			p.maxRSS = max(p.maxRSS, kib)
+			p.maxRSS = max(p.maxRSS, rss)
 			p.mu.Unlock()
 		}
 		select {
@@ -153,16 +156,39 @@ func (p *schedProc) get(ctx context.Context, path string) ([]byte, error) {
 	return b, nil
 }
 
+// status reads the scheduler's /proc/<pid>/status; the zero value when unavailable.
+func (p *schedProc) status() procfs.ProcStatus {
+	proc, err := procfs.NewProc(p.proc.Cmd.Process.Pid)
+	if err != nil {
+		return procfs.ProcStatus{}
+	}
+	st, _ := proc.NewStatus()
+	return st
+}
+
+// cpuSeconds is the scheduler's user + system CPU time from /proc/<pid>/stat; 0 when
+// unavailable.
+func (p *schedProc) cpuSeconds() float64 {
+	proc, err := procfs.NewProc(p.proc.Cmd.Process.Pid)
+	if err != nil {
+		return 0
+	}
+	st, err := proc.Stat()
+	if err != nil {
+		return 0
+	}
+	return st.CPUTime()
+}
+
 // measure reads the process's peak RSS and CPU time, then takes a heap profile (after a GC),
 // saves it as heap_<case>.pb.gz and keeps `go tool pprof -top` of its in-use space, and
 // reads the live heap from go_memstats_heap_alloc_bytes.
 func (p *schedProc) measure(ctx context.Context, res *result) error {
-	pid := p.proc.Cmd.Process.Pid
-	res.hwmMiB = float64(procstat.StatusKiB(pid, "VmHWM")) / 1024
+	res.hwmMiB = float64(p.status().VmHWM) / (1 << 20)
 	p.mu.Lock()
-	res.sampledMiB = float64(p.maxRSS) / 1024
+	res.sampledMiB = float64(p.maxRSS) / (1 << 20)
 	p.mu.Unlock()
-	res.cpuSec = cpuSeconds(pid)
+	res.cpuSec = p.cpuSeconds()
 	if res.heapDump {
 		if err := saveHeapDumps(ctx, p.proc.Cmd.Process, res); err != nil {
 			return err
@@ -183,14 +209,15 @@ func (p *schedProc) measure(ctx context.Context, res *result) error {
 		return fmt.Errorf("go tool pprof: %w: %s", err, out)
 	}
 	res.heapTop = string(out)
-	if m := pprofTotal.FindStringSubmatch(res.heapTop); m != nil {
-		res.heapMiB = pprofMiB(m[1])
+	if mib, err := inuseMiB(heap); err == nil {
+		res.heapMiB = mib
 	}
 	// The profile's total is a sampled estimate; the runtime's own figure, right after the
 	// profile's GC, is exact.
 	if metrics, err := p.get(ctx, "/metrics"); err == nil {
-		res.heapMiB = metricValue(metrics, "go_memstats_heap_alloc_bytes") / (1 << 20)
-		res.goroutines = int(metricValue(metrics, "go_goroutines"))
+		fams := parseMetrics(metrics)
+		res.heapMiB = gaugeValue(fams, "go_memstats_heap_alloc_bytes") / (1 << 20)
+		res.goroutines = int(gaugeValue(fams, "go_goroutines"))
 		_ = os.WriteFile(filepath.Join(res.out, "metrics_"+res.name()+".txt"), metrics, 0o644)
 	}
 	// What is still running once the backlog is bound (what holds memory, often).
@@ -200,12 +227,18 @@ func (p *schedProc) measure(ctx context.Context, res *result) error {
 	return nil
 }
 
-// metricValue returns the value of an unlabelled metric in a Prometheus text exposition.
-func metricValue(text []byte, name string) float64 {
-	for _, l := range strings.Split(string(text), "\n") {
-		if v, ok := strings.CutPrefix(l, name+" "); ok {
-			f, _ := strconv.ParseFloat(strings.TrimSpace(v), 64)
-			return f
+// parseMetrics parses a Prometheus text exposition; what precedes a parse error is kept.
+func parseMetrics(text []byte) map[string]*dto.MetricFamily {
+	p := expfmt.NewTextParser(model.LegacyValidation)
+	fams, _ := p.TextToMetricFamilies(bytes.NewReader(text))
+	return fams
+}
+
+// gaugeValue returns the value of an unlabelled gauge; 0 when it is absent.
+func gaugeValue(fams map[string]*dto.MetricFamily, name string) float64 {
+	for _, m := range fams[name].GetMetric() {
+		if len(m.GetLabel()) == 0 {
+			return m.GetGauge().GetValue()
 		}
 	}
 	return 0
@@ -235,33 +268,25 @@ func saveHeapDumps(ctx context.Context, proc *os.Process, res *result) error {
 	return nil
 }
 
-// pprofTotal finds the profile's total in pprof's "Showing nodes accounting for …" line.
-var pprofTotal = regexp.MustCompile(`of ([0-9.]+[kMG]?B) total`)
-
-func pprofMiB(s string) float64 {
-	units := map[string]float64{"kB": 1.0 / 1024, "MB": 1, "GB": 1024, "B": 1.0 / (1 << 20)}
-	for _, u := range []string{"kB", "MB", "GB", "B"} {
-		if v, ok := strings.CutSuffix(s, u); ok {
-			f, _ := strconv.ParseFloat(v, 64)
-			return f * units[u]
+// inuseMiB is a heap profile's total in-use space (the sum of its inuse_space samples, the
+// total `go tool pprof -top -sample_index=inuse_space` reports), in MiB.
+func inuseMiB(heap []byte) (float64, error) {
+	prof, err := profile.ParseData(heap)
+	if err != nil {
+		return 0, err
+	}
+	idx := -1
+	for i, st := range prof.SampleType {
+		if st.Type == "inuse_space" {
+			idx = i
 		}
 	}
-	return 0
-}
-
-// cpuSeconds is the process's user + system CPU time from /proc/<pid>/stat (USER_HZ = 100).
-func cpuSeconds(pid int) float64 {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return 0
+	if idx < 0 {
+		return 0, fmt.Errorf("heap profile has no inuse_space samples")
 	}
-	// Fields after the parenthesised command name: state is field 3, utime 14, stime 15.
-	i := strings.LastIndexByte(string(b), ')')
-	fs := strings.Fields(string(b)[i+1:])
-	if len(fs) < 13 {
-		return 0
+	var total int64
+	for _, s := range prof.Sample {
+		total += s.Value[idx]
 	}
-	u, _ := strconv.ParseFloat(fs[11], 64)
-	s, _ := strconv.ParseFloat(fs[12], 64)
-	return (u + s) / 100
+	return float64(total) / (1 << 20), nil
 }

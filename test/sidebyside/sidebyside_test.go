@@ -30,7 +30,7 @@ import (
 	"k8s.io/klog/v2"
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
-	"github.com/moirai-internal/ome-scheduler/test/testenv"
+	"github.com/moirai-internal/ome-scheduler/internal/devenv"
 )
 
 // The two schedulers compared.
@@ -76,7 +76,7 @@ func TestSideBySide(t *testing.T) {
 	if os.Getenv("OME_SIDEBYSIDE") != "1" {
 		t.Skip("set OME_SIDEBYSIDE=1 (make sidebyside) to run the side-by-side benchmark")
 	}
-	testenv.QuietKlog()
+	devenv.QuietKlog()
 	ctrllog.SetLogger(klog.NewKlogr())
 	p, err := readParams()
 	if err != nil {
@@ -146,7 +146,7 @@ func readParams() (params, error) {
 		return p, fmt.Errorf("SBS_TIMEOUT: %w", err)
 	}
 	if p.out = os.Getenv("SBS_OUT"); p.out == "" {
-		bin, err := testenv.BinDir()
+		bin, err := devenv.BinDir()
 		if err != nil {
 			return p, err
 		}

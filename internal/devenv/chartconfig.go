@@ -1,23 +1,13 @@
-package testenv
+package devenv
 
 import (
-	"bytes"
+	"context"
 	"errors"
 	"fmt"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"strings"
 	"sync"
 
 	"sigs.k8s.io/yaml"
-)
-
-// The release the chart is rendered as: the name and namespace the chart's README installs.
-const (
-	chartRelease     = "ome-scheduler"
-	chartNamespace   = "ome"
-	chartKubeVersion = "1.35.0"
 )
 
 var (
@@ -28,7 +18,7 @@ var (
 
 // ChartSchedulerConfig returns the KubeSchedulerConfiguration that charts/ome-scheduler
 // renders with its default values (data key config.yaml of its ConfigMap), as rendered by
-// `bin/helm template ome-scheduler charts/ome-scheduler --namespace ome`. helm runs once per
+// HelmTemplate with the defaults (release ome-scheduler in namespace ome). helm runs once per
 // process; the result is shared, so callers must not modify the returned slice.
 func ChartSchedulerConfig() ([]byte, error) {
 	chartOnce.Do(func() {
@@ -41,34 +31,11 @@ func ChartSchedulerConfig() ([]byte, error) {
 }
 
 func renderChartConfig() ([]byte, error) {
-	helm, err := Bin("helm")
+	out, err := HelmTemplate(context.Background(), HelmRender{})
 	if err != nil {
 		return nil, err
 	}
-	root, err := RepoRoot()
-	if err != nil {
-		return nil, err
-	}
-	home, err := os.MkdirTemp("", "testenv-helm-")
-	if err != nil {
-		return nil, err
-	}
-	defer os.RemoveAll(home)
-	cmd := exec.Command(helm, "template", chartRelease, filepath.Join(root, "charts", "ome-scheduler"),
-		"--namespace", chartNamespace, "--kube-version", chartKubeVersion)
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	// Keep helm away from any user configuration or cluster.
-	cmd.Env = append(os.Environ(),
-		"HELM_CONFIG_HOME="+filepath.Join(home, "config"),
-		"HELM_CACHE_HOME="+filepath.Join(home, "cache"),
-		"HELM_DATA_HOME="+filepath.Join(home, "data"),
-		"KUBECONFIG="+filepath.Join(home, "no-kubeconfig"),
-	)
-	if err := cmd.Run(); err != nil {
-		return nil, fmt.Errorf("%s template: %w: %s", helm, err, strings.TrimSpace(stderr.String()))
-	}
-	return configFromManifests(stdout.Bytes())
+	return configFromManifests(out)
 }
 
 // configFromManifests finds the ConfigMap carrying config.yaml among rendered manifests.

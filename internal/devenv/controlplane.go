@@ -1,11 +1,10 @@
-// Package testenv runs a real local control plane (etcd + kube-apiserver through envtest,
+// Package devenv runs a real local control plane (etcd + kube-apiserver through envtest,
 // optionally kube-controller-manager) and the ome-scheduler against it. It serves the
 // integration tests, the end-to-end tests, the benchmarks and `make demo`.
-package testenv
+package devenv
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -26,64 +25,6 @@ import (
 
 	pgclientset "sigs.k8s.io/scheduler-plugins/pkg/generated/clientset/versioned"
 )
-
-// RepoRoot returns the repository root (the directory holding go.mod), found by walking up
-// from the working directory.
-func RepoRoot() (string, error) {
-	dir, err := os.Getwd()
-	if err != nil {
-		return "", err
-	}
-	for {
-		if b, err := os.ReadFile(filepath.Join(dir, "go.mod")); err == nil && len(b) > 0 && isOurModule(b) {
-			return dir, nil
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			return "", errors.New("repository root (go.mod of ome-scheduler) not found above the working directory")
-		}
-		dir = parent
-	}
-}
-
-func isOurModule(gomod []byte) bool {
-	const m = "module github.com/moirai-internal/ome-scheduler\n"
-	return len(gomod) >= len(m) && string(gomod[:len(m)]) == m
-}
-
-// BinDir returns where the tool binaries live: $OME_BIN_DIR, else <repo>/bin.
-func BinDir() (string, error) {
-	if d := os.Getenv("OME_BIN_DIR"); d != "" {
-		return d, nil
-	}
-	root, err := RepoRoot()
-	if err != nil {
-		return "", err
-	}
-	return filepath.Join(root, "bin"), nil
-}
-
-// Bin returns the path of a tool binary and fails clearly when it has not been built.
-func Bin(name string) (string, error) {
-	dir, err := BinDir()
-	if err != nil {
-		return "", err
-	}
-	p := filepath.Join(dir, name)
-	if _, err := os.Stat(p); err != nil {
-		return "", fmt.Errorf("%s not found in %s: run `make tools` (or `make build`) first", name, dir)
-	}
-	return p, nil
-}
-
-// CRDFile is the PodGroup CRD shipped in manifests/ (copied from the scheduler-plugins module).
-func CRDFile() (string, error) {
-	root, err := RepoRoot()
-	if err != nil {
-		return "", err
-	}
-	return filepath.Join(root, "manifests", "crds", "scheduling.x-k8s.io_podgroups.yaml"), nil
-}
 
 // ControlPlane is a running etcd + kube-apiserver.
 type ControlPlane struct {

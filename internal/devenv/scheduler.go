@@ -1,4 +1,4 @@
-package testenv
+package devenv
 
 import (
 	"context"
@@ -64,7 +64,7 @@ type PluginArgs struct {
 func (p Profile) Render(kubeconfig string) string {
 	b, err := p.RenderConfig(kubeconfig)
 	if err != nil {
-		panic(fmt.Sprintf("testenv: %v", err))
+		panic(fmt.Sprintf("devenv: %v", err))
 	}
 	return string(b)
 }
