@@ -1,7 +1,6 @@
 package gangpack
 
 import (
-	"sort"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
@@ -10,6 +9,7 @@ import (
 
 	"github.com/moirai-internal/ome-scheduler/pkg/plugins/gangpack/internal/gang"
 	"github.com/moirai-internal/ome-scheduler/pkg/plugins/gangpack/internal/metrics"
+	"github.com/moirai-internal/ome-scheduler/pkg/plugins/gangpack/internal/quality"
 )
 
 // Observation at admission (gang_placement_total{single_domain|split} and the formation
@@ -24,7 +24,7 @@ func (gs *GangPack) gangAdmitted(logger klog.Logger, cs fwk.CycleState, pod *v1.
 		return
 	}
 	placed := gs.placedDomains(pod, pin, nodeName)
-	if placementOutcome(placed, pin.Domain) == metrics.OutcomeSplit {
+	if quality.PlacementOutcome(placed, pin.Domain) == metrics.OutcomeSplit {
 		metrics.PlacementTotal.WithLabelValues(metrics.OutcomeSplit).Inc()
 		logger.Error(nil, "Gang admitted with members outside its pinned domain", "gang", pin.Gang.Key,
 			"topologyKey", pin.Gang.TopologyKey, "domain", pin.Domain, "placed", placed)
@@ -32,7 +32,7 @@ func (gs *GangPack) gangAdmitted(logger klog.Logger, cs fwk.CycleState, pod *v1.
 		metrics.PlacementTotal.WithLabelValues(metrics.OutcomeSingleDomain).Inc()
 	}
 	if start, ok := gs.formationStart(pin.Gang); ok {
-		metrics.FormationDuration.Observe(formationSeconds(start, time.Now()))
+		metrics.FormationDuration.Observe(quality.FormationSeconds(start, time.Now()))
 	}
 }
 
@@ -54,20 +54,6 @@ func (gs *GangPack) placedDomains(pod *v1.Pod, pin *pinState, nodeName string) m
 	return out
 }
 
-// placementOutcome is single_domain when every member's domain is the pinned domain (which is
-// never empty), else split.
-func placementOutcome(placed map[string]string, pinned string) string {
-	if pinned == "" {
-		return metrics.OutcomeSplit
-	}
-	for _, d := range placed {
-		if d != pinned {
-			return metrics.OutcomeSplit
-		}
-	}
-	return metrics.OutcomeSingleDomain
-}
-
 // formationStart is the creation time of the gang's minMember-th oldest live member (the
 // newest when fewer exist).
 func (gs *GangPack) formationStart(g gang.Info) (time.Time, bool) {
@@ -75,36 +61,5 @@ func (gs *GangPack) formationStart(g gang.Info) (time.Time, bool) {
 	if err != nil {
 		return time.Time{}, false
 	}
-	return nthCreated(pods, g.MinMember)
-}
-
-// nthCreated returns the creation time of the n-th oldest live pod, or of the
-// newest live pod when fewer than n exist; ok is false without live pods.
-func nthCreated(pods []*v1.Pod, n int) (time.Time, bool) {
-	var ts []time.Time
-	for _, p := range pods {
-		if gang.Live(p) {
-			ts = append(ts, p.CreationTimestamp.Time)
-		}
-	}
-	if len(ts) == 0 {
-		return time.Time{}, false
-	}
-	sort.Slice(ts, func(i, j int) bool { return ts[i].Before(ts[j]) })
-	if n < 1 {
-		n = 1
-	}
-	if n > len(ts) {
-		n = len(ts)
-	}
-	return ts[n-1], true
-}
-
-// formationSeconds is now − start in seconds, never negative (clock skew between the API
-// server, which stamps creationTimestamp with one-second resolution, and the scheduler).
-func formationSeconds(start, now time.Time) float64 {
-	if d := now.Sub(start).Seconds(); d > 0 {
-		return d
-	}
-	return 0
+	return quality.NthCreated(pods, g.MinMember)
 }

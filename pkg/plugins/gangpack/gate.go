@@ -10,6 +10,7 @@ import (
 	"github.com/moirai-internal/ome-scheduler/pkg/plugins/gangpack/internal/gang"
 	"github.com/moirai-internal/ome-scheduler/pkg/plugins/gangpack/internal/metrics"
 	"github.com/moirai-internal/ome-scheduler/pkg/plugins/gangpack/internal/msg"
+	"github.com/moirai-internal/ome-scheduler/pkg/plugins/gangpack/internal/quality"
 )
 
 // gate decides whether the gang may be planned now: its placed members are in one domain,
@@ -18,7 +19,7 @@ import (
 func (p *planner) gate() *fwk.Status {
 	key := p.info.Key
 	if p.split() {
-		countSplitRefused()
+		quality.CountSplitRefused()
 		return fwk.NewStatus(fwk.UnschedulableAndUnresolvable, msg.Split(key))
 	}
 	if st := p.collectTemplates(); st != nil {

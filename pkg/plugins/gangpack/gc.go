@@ -29,8 +29,8 @@ func (pl *GangPack) gcOnce(logger klog.Logger) {
 	}
 	pl.ledger.Prune(logger, liveGangs)
 	pl.pruneGroups()
-	pl.quality.pruneParked(pl.gangPending)
-	pl.quality.forgetStaleKeys(pl.ledger, time.Now())
+	pl.quality.PruneParked(pl.gangPending)
+	pl.quality.ForgetStaleKeys(pl.ledger, time.Now())
 	synced := pl.podGroups != nil && pl.podGroups.synced()
 	for _, c := range pl.ledger.Pins() {
 		stale := false

@@ -23,6 +23,7 @@ func TestLayout(t *testing.T) {
 		"msg":     nil,
 		"metrics": nil,
 		"ledger":  {"gang", "msg", "metrics"},
+		"quality": {"gang", "metrics"},
 	}
 	dirs, err := os.ReadDir("internal")
 	if err != nil {

@@ -20,6 +20,7 @@ import (
 	"github.com/moirai-internal/ome-scheduler/pkg/plugins/gangpack/internal/ledger"
 	"github.com/moirai-internal/ome-scheduler/pkg/plugins/gangpack/internal/metrics"
 	"github.com/moirai-internal/ome-scheduler/pkg/plugins/gangpack/internal/msg"
+	"github.com/moirai-internal/ome-scheduler/pkg/plugins/gangpack/internal/quality"
 )
 
 // Name is the plugin's name in the scheduler configuration.
@@ -47,11 +48,11 @@ type GangPack struct {
 	ctx    context.Context
 	logger klog.Logger
 
-	quality   *qualityTracker // per-domain series and pending gangs of the quality gauges
-	domains   *domainIndex    // topology key → domain → node names, from node events (nil: scan)
-	preempted *preemptions    // victims each preemptor waits on
-	evicting  *evictions      // victims whose eviction calls are under way
-	plans     *planCache      // per-domain plans of recent gang signatures (plancache.go)
+	quality   *quality.Tracker // per-domain series and pending gangs of the quality gauges
+	domains   *domainIndex     // topology key → domain → node names, from node events (nil: scan)
+	preempted *preemptions     // victims each preemptor waits on
+	evicting  *evictions       // victims whose eviction calls are under way
+	plans     *planCache       // per-domain plans of recent gang signatures (plancache.go)
 }
 
 var (
@@ -135,12 +136,12 @@ func newPlugin(ctx context.Context, args *Args, h fwk.Handle, ml *gang.Members) 
 		handle:    h,
 		ctx:       ctx,
 		logger:    klog.FromContext(ctx),
-		quality:   newQualityTracker(),
+		quality:   quality.New(),
 		preempted: newPreemptions(),
 		evicting:  newEvictions(),
 		plans:     newPlanCache(),
 	}
-	pl.ledger = ledger.New(ctx, h, ml, func(l *ledger.Ledger) { pl.quality.refreshHeld(l) })
+	pl.ledger = ledger.New(ctx, h, ml, func(l *ledger.Ledger) { pl.quality.HeldChanged(l) })
 	return pl
 }
 

@@ -1,8 +1,9 @@
 package ledger
 
 import (
-	"github.com/moirai-internal/ome-scheduler/pkg/plugins/gangpack/internal/gang"
 	v1 "k8s.io/api/core/v1"
+
+	"github.com/moirai-internal/ome-scheduler/pkg/plugins/gangpack/internal/gang"
 )
 
 // representative returns the gang's representative for wake-ups on freed room (see

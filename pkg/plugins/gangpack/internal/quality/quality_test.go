@@ -1,4 +1,4 @@
-package gangpack
+package quality
 
 import (
 	"reflect"
@@ -29,24 +29,24 @@ func TestMemberRooms(t *testing.T) {
 		gpuNode("c0", "c", 1, false),
 		gpuNode("x", "", 4, true), // unlabelled: in no domain
 	}
-	if got, want := memberRooms(&oneGPU, nodes), map[string]int{"a": 1, "b": 8, "c": 0}; !reflect.DeepEqual(got, want) {
-		t.Fatalf("memberRooms = %v, want %v", got, want)
+	if got, want := MemberRooms(&oneGPU, nodes), map[string]int{"a": 1, "b": 8, "c": 0}; !reflect.DeepEqual(got, want) {
+		t.Fatalf("MemberRooms = %v, want %v", got, want)
 	}
 	apartGang := oneGPU
 	apartGang.Apart = true
-	if got, want := memberRooms(&apartGang, nodes), map[string]int{"a": 1, "b": 1, "c": 0}; !reflect.DeepEqual(got, want) {
-		t.Fatalf("memberRooms(apart) = %v, want %v", got, want)
+	if got, want := MemberRooms(&apartGang, nodes), map[string]int{"a": 1, "b": 1, "c": 0}; !reflect.DeepEqual(got, want) {
+		t.Fatalf("MemberRooms(apart) = %v, want %v", got, want)
 	}
 	if oneGPU.Need != 2 {
-		t.Fatal("memberRooms modified the gang")
+		t.Fatal("MemberRooms modified the gang")
 	}
 	// The fragmentation fixture of the integration test: 1 free GPU in each of two domains.
 	frag := []topology.Node{gpuNode("a0", "a", 0, false), gpuNode("a1", "a", 1, true), gpuNode("b0", "b", 0, false), gpuNode("b1", "b", 1, true)}
-	rooms := memberRooms(&apartGang, frag)
+	rooms := MemberRooms(&apartGang, frag)
 	if _, largest, _ := topology.Largest(rooms); largest != 1 {
 		t.Fatalf("largest room %d, want 1", largest)
 	}
-	if got := strandedUnits(rooms, freeUnits(frag, gpu), 2); got != 2 {
+	if got := StrandedUnits(rooms, FreeUnits(frag, gpu), 2); got != 2 {
 		t.Fatalf("stranded %d, want 2", got)
 	}
 }
@@ -66,23 +66,23 @@ func TestPrimaryResource(t *testing.T) {
 		{[]topology.Resources{{"kubernetes.io/batteries": 3, "requests.example.com/x": 9}}, "", false},
 	}
 	for _, c := range cases {
-		got, ok := primaryResource(c.shapes)
+		got, ok := PrimaryResource(c.shapes)
 		if got != c.want || ok != c.ok {
-			t.Errorf("primaryResource(%v) = %q,%v; want %q,%v", c.shapes, got, ok, c.want, c.ok)
+			t.Errorf("PrimaryResource(%v) = %q,%v; want %q,%v", c.shapes, got, ok, c.want, c.ok)
 		}
 	}
 }
 
 func TestFreeAndStrandedUnits(t *testing.T) {
 	nodes := []topology.Node{gpuNode("a0", "a", 3, true), gpuNode("a1", "a", -1, true), gpuNode("b0", "b", 0, false), gpuNode("u", "", 5, true)}
-	if got, want := freeUnits(nodes, gpu), map[string]int64{"a": 3, "b": 0}; !reflect.DeepEqual(got, want) {
-		t.Fatalf("freeUnits = %v, want %v (negative free clamps to 0, unlabelled ignored)", got, want)
+	if got, want := FreeUnits(nodes, gpu), map[string]int64{"a": 3, "b": 0}; !reflect.DeepEqual(got, want) {
+		t.Fatalf("FreeUnits = %v, want %v (negative free clamps to 0, unlabelled ignored)", got, want)
 	}
 	rooms := map[string]int{"a": 3, "b": 1, "c": 0}
 	free := map[string]int64{"a": 3, "b": 1, "c": 2}
 	for threshold, want := range map[int]int64{0: 0, 1: 2, 2: 3, 4: 6} {
-		if got := strandedUnits(rooms, free, threshold); got != want {
-			t.Errorf("strandedUnits(threshold %d) = %d, want %d", threshold, got, want)
+		if got := StrandedUnits(rooms, free, threshold); got != want {
+			t.Errorf("StrandedUnits(threshold %d) = %d, want %d", threshold, got, want)
 		}
 	}
 }
@@ -101,8 +101,8 @@ func TestPlacementOutcome(t *testing.T) {
 		{map[string]string{"g-0": ""}, "", metrics.OutcomeSplit},
 	}
 	for _, c := range cases {
-		if got := placementOutcome(c.placed, c.pinned); got != c.want {
-			t.Errorf("placementOutcome(%v, %q) = %s, want %s", c.placed, c.pinned, got, c.want)
+		if got := PlacementOutcome(c.placed, c.pinned); got != c.want {
+			t.Errorf("PlacementOutcome(%v, %q) = %s, want %s", c.placed, c.pinned, got, c.want)
 		}
 	}
 }
@@ -120,62 +120,62 @@ func TestNthCreated(t *testing.T) {
 	failed := func(p *v1.Pod) { p.Status.Phase = v1.PodFailed }
 	pods := []*v1.Pod{pod("c", 30), pod("a", 10), pod("old", 1, deleted), pod("done", 2, failed), pod("b", 20), pod("d", 40)}
 	for n, want := range map[int]int{0: 10, 1: 10, 2: 20, 3: 30, 4: 40, 9: 40} {
-		got, ok := nthCreated(pods, n)
+		got, ok := NthCreated(pods, n)
 		if !ok || !got.Equal(t0.Add(time.Duration(want)*time.Second)) {
-			t.Errorf("nthCreated(n=%d) = %v,%v; want +%ds", n, got, ok, want)
+			t.Errorf("NthCreated(n=%d) = %v,%v; want +%ds", n, got, ok, want)
 		}
 	}
-	if _, ok := nthCreated([]*v1.Pod{pod("x", 1, deleted)}, 1); ok {
-		t.Error("nthCreated without live pods reported a time")
+	if _, ok := NthCreated([]*v1.Pod{pod("x", 1, deleted)}, 1); ok {
+		t.Error("NthCreated without live pods reported a time")
 	}
-	if got := formationSeconds(t0.Add(time.Second), t0); got != 0 {
+	if got := FormationSeconds(t0.Add(time.Second), t0); got != 0 {
 		t.Errorf("negative duration = %v, want 0", got)
 	}
-	if got := formationSeconds(t0, t0.Add(1500*time.Millisecond)); got != 1.5 {
+	if got := FormationSeconds(t0, t0.Add(1500*time.Millisecond)); got != 1.5 {
 		t.Errorf("duration = %v, want 1.5", got)
 	}
 }
 
 func TestSmallestNeed(t *testing.T) {
-	q := newQualityTracker()
+	q := New()
 	alive := map[string]bool{"ns/small": true, "ns/big": true, "ns/gone": false, "ns/other": true}
 	pending := func(g string) bool { return alive[g] }
-	q.park("k", "ns/big", 6)
-	q.park("k", "ns/gone", 1)
-	q.park("other-key", "ns/other", 1)
-	if got := q.smallestNeed("k", "ns/me", 4, pending); got != 4 {
+	q.Pending("k", "ns/big", 6)
+	q.Pending("k", "ns/gone", 1)
+	q.Pending("other-key", "ns/other", 1)
+	if got := q.SmallestNeed("k", "ns/me", 4, pending); got != 4 {
 		t.Fatalf("smallestNeed = %d, want 4 (gone gangs ignored, other keys ignored)", got)
 	}
 	if _, ok := q.parked["k"]["ns/gone"]; ok {
 		t.Fatal("a gang without pending members stayed parked")
 	}
-	q.park("k", "ns/small", 2)
-	if got := q.smallestNeed("k", "ns/me", 4, pending); got != 2 {
+	q.Pending("k", "ns/small", 2)
+	if got := q.SmallestNeed("k", "ns/me", 4, pending); got != 2 {
 		t.Fatalf("smallestNeed = %d, want 2", got)
 	}
 	// The gang being planned uses its current need, not the one it was parked with.
-	if got := q.smallestNeed("k", "ns/small", 3, pending); got != 3 {
+	if got := q.SmallestNeed("k", "ns/small", 3, pending); got != 3 {
 		t.Fatalf("smallestNeed for the parked gang itself = %d, want 3", got)
 	}
-	q.unpark("ns/small")
-	if got := q.smallestNeed("k", "ns/me", 4, pending); got != 4 {
+	q.Bound("ns/small")
+	if got := q.SmallestNeed("k", "ns/me", 4, pending); got != 4 {
 		t.Fatalf("after unpark smallestNeed = %d, want 4", got)
 	}
-	q.unpark("ns/other")
+	q.Bound("ns/other")
 	if _, ok := q.parked["other-key"]; ok {
 		t.Fatal("empty key map kept")
 	}
 	// A gone gang with a larger need cannot change the answer: smallestNeed does not look at
 	// it, the GC prune forgets it; pending gangs stay parked.
 	alive["ns/gone-big"] = false
-	q.park("k", "ns/gone-big", 9)
-	if got := q.smallestNeed("k", "ns/me", 4, pending); got != 4 {
+	q.Pending("k", "ns/gone-big", 9)
+	if got := q.SmallestNeed("k", "ns/me", 4, pending); got != 4 {
 		t.Fatalf("smallestNeed with a larger gone gang = %d, want 4", got)
 	}
 	if _, ok := q.parked["k"]["ns/gone-big"]; !ok {
 		t.Fatal("smallestNeed checked a gang whose need could not matter")
 	}
-	q.pruneParked(pending)
+	q.PruneParked(pending)
 	if _, ok := q.parked["k"]["ns/gone-big"]; ok {
 		t.Fatal("pruneParked kept a gang without pending members")
 	}
@@ -213,10 +213,10 @@ func series(t *testing.T, name, key, label string) map[string]float64 {
 func TestQualityTrackerSeries(t *testing.T) {
 	metrics.Register()
 	const key = "unit.test/quality"
-	q := newQualityTracker()
+	q := New()
 	s := placement.NewStore()
 
-	q.record(s, key, map[string]int{"a": 2, "b": 3, "c": 0}, 3, gpu, true, 5)
+	q.Record(s, key, map[string]int{"a": 2, "b": 3, "c": 0}, 3, gpu, true, 5)
 	if got, want := series(t, "ome_scheduler_domain_member_room", key, "domain"), map[string]float64{"a": 2, "b": 3, "c": 0}; !reflect.DeepEqual(got, want) {
 		t.Fatalf("member_room = %v, want %v", got, want)
 	}
@@ -234,14 +234,14 @@ func TestQualityTrackerSeries(t *testing.T) {
 	if !res.OK || res.Commitment.Domain != "a" {
 		t.Fatalf("choose: %+v", res)
 	}
-	q.refreshHeld(s)
+	q.HeldChanged(s)
 	if got, want := series(t, "ome_scheduler_domain_held", key, "domain"), map[string]float64{"a": 1, "b": 0, "c": 0}; !reflect.DeepEqual(got, want) {
 		t.Fatalf("held after pin = %v, want %v", got, want)
 	}
 
 	// Domains a and c vanish from the latest planning: their member_room series go; a's held
 	// series stays while a forming gang holds it, then goes on release.
-	q.record(s, key, map[string]int{"b": 1, "d": 4}, 4, "", false, 0)
+	q.Record(s, key, map[string]int{"b": 1, "d": 4}, 4, "", false, 0)
 	if got, want := series(t, "ome_scheduler_domain_member_room", key, "domain"), map[string]float64{"b": 1, "d": 4}; !reflect.DeepEqual(got, want) {
 		t.Fatalf("member_room after shrink = %v, want %v", got, want)
 	}
@@ -252,7 +252,7 @@ func TestQualityTrackerSeries(t *testing.T) {
 		t.Fatalf("stranded changed by a planning without extended resources: %v", got)
 	}
 	s.Release("ns/g", placement.AnyID, nil)
-	q.refreshHeld(s)
+	q.HeldChanged(s)
 	if got, want := series(t, "ome_scheduler_domain_held", key, "domain"), map[string]float64{"b": 0, "d": 0}; !reflect.DeepEqual(got, want) {
 		t.Fatalf("held after release = %v, want %v", got, want)
 	}
@@ -263,18 +263,18 @@ func TestQualityTrackerSeries(t *testing.T) {
 func TestQualityTrackerForgetsStaleKeys(t *testing.T) {
 	metrics.Register()
 	const key = "unit.test/stale"
-	q := newQualityTracker()
+	q := New()
 	s := placement.NewStore()
-	q.record(s, key, map[string]int{"a": 1}, 1, "example.com/old", true, 2)
-	q.record(s, key, map[string]int{"a": 1}, 1, gpu, true, 3)
+	q.Record(s, key, map[string]int{"a": 1}, 1, "example.com/old", true, 2)
+	q.Record(s, key, map[string]int{"a": 1}, 1, gpu, true, 3)
 	if got, want := series(t, "ome_scheduler_stranded_capacity", key, "resource"), map[string]float64{gpu: 3}; !reflect.DeepEqual(got, want) {
 		t.Fatalf("stranded = %v, want %v (the old resource's series deleted)", got, want)
 	}
-	q.forgetStaleKeys(s, time.Now())
+	q.ForgetStaleKeys(s, time.Now())
 	if len(series(t, "ome_scheduler_domain_member_room", key, "domain")) != 1 {
 		t.Fatal("a key planned just now lost its series")
 	}
-	q.forgetStaleKeys(s, time.Now().Add(keyRetention+time.Second))
+	q.ForgetStaleKeys(s, time.Now().Add(keyRetention+time.Second))
 	for _, name := range []string{"ome_scheduler_domain_member_room", "ome_scheduler_domain_held", "ome_scheduler_stranded_capacity", "ome_scheduler_largest_placeable_gang"} {
 		if got := series(t, name, key, "topology_key"); len(got) != 0 {
 			t.Errorf("%s still has series for the stale key: %v", name, got)

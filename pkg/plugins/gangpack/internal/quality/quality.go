@@ -1,4 +1,4 @@
-package gangpack
+package quality
 
 // Placement quality as a first-class signal (ALPHA metrics listed in docs/reference.md).
 // Everything here is observation only: no function in this file changes a scheduling
@@ -20,7 +20,6 @@ import (
 	"time"
 
 	v1 "k8s.io/api/core/v1"
-	"k8s.io/client-go/tools/cache"
 	v1helper "k8s.io/kubernetes/pkg/apis/core/v1/helper"
 
 	"github.com/moirai-internal/ome-scheduler/pkg/placement"
@@ -29,10 +28,10 @@ import (
 	"github.com/moirai-internal/ome-scheduler/pkg/topology"
 )
 
-func countSplitRefused() { metrics.PlacementTotal.WithLabelValues(metrics.OutcomeSplitRefused).Inc() }
+func CountSplitRefused() { metrics.PlacementTotal.WithLabelValues(metrics.OutcomeSplitRefused).Inc() }
 
-// qualityTracker remembers which per-domain series exist and which gangs are pending.
-type qualityTracker struct {
+// Tracker remembers which per-domain series exist and which gangs are pending.
+type Tracker struct {
 	mu sync.Mutex
 	// known: topology key → domain → member room of the latest planning over all nodes (the
 	// member_room series, set only when they change).
@@ -54,8 +53,8 @@ type qualityTracker struct {
 // keyRetention is how long the series of a topology key outlive its last planning.
 const keyRetention = 10 * time.Minute
 
-func newQualityTracker() *qualityTracker {
-	return &qualityTracker{
+func New() *Tracker {
+	return &Tracker{
 		known:     map[string]map[string]int{},
 		held:      map[placement.DomainRef]struct{}{},
 		parked:    map[string]map[string]int{},
@@ -66,7 +65,7 @@ func newQualityTracker() *qualityTracker {
 }
 
 // refreshHeld sets domain_held from the pin store.
-func (q *qualityTracker) refreshHeld(store heldDomains) {
+func (q *Tracker) HeldChanged(store Held) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	q.refreshHeldLocked(store)
@@ -75,7 +74,7 @@ func (q *qualityTracker) refreshHeld(store heldDomains) {
 // refreshHeldLocked follows the store's held domains: a domain that became held gets 1, one
 // that stopped being held gets 0 while it is known and loses its series otherwise. It touches
 // only the domains whose state changed: it runs on every pin, drain and release.
-func (q *qualityTracker) refreshHeldLocked(store heldDomains) {
+func (q *Tracker) refreshHeldLocked(store Held) {
 	now := map[placement.DomainRef]struct{}{}
 	for _, ref := range store.HeldDomainRefs() {
 		now[ref] = struct{}{}
@@ -92,7 +91,7 @@ func (q *qualityTracker) refreshHeldLocked(store heldDomains) {
 }
 
 // unheld sets the series of a domain no longer held: 0 while the domain is known, else gone.
-func (q *qualityTracker) unheld(ref placement.DomainRef) {
+func (q *Tracker) unheld(ref placement.DomainRef) {
 	if _, known := q.known[ref.Key][ref.Value]; known {
 		metrics.DomainHeld.WithLabelValues(ref.Key, ref.Value).Set(0)
 		return
@@ -101,39 +100,16 @@ func (q *qualityTracker) unheld(ref placement.DomainRef) {
 }
 
 // forgetDomain drops the series of a domain that left the known set, unless it is held.
-func (q *qualityTracker) forgetDomain(key, d string) {
+func (q *Tracker) forgetDomain(key, d string) {
 	metrics.DomainMemberRoom.DeleteLabelValues(key, d)
 	if _, held := q.held[placement.DomainRef{Key: key, Value: d}]; !held {
 		metrics.DomainHeld.DeleteLabelValues(key, d)
 	}
 }
 
-// recordQuality sets member_room, largest_placeable_gang and stranded_capacity for the gang's
-// topology key from one planning over all nodes.
-func (p *planner) recordQuality(nodes []topology.Node) {
-	resource, hasResource := primaryResource(p.gang.Shapes)
-	var free map[string]int64
-	if hasResource {
-		free = freeUnits(nodes, resource)
-	}
-	p.recordQualityOf(memberRooms(&p.gang, nodes), free, resource, hasResource)
-}
-
-// recordQualityOf sets the gauges from each domain's member room and free units.
-func (p *planner) recordQualityOf(rooms map[string]int, free map[string]int64, resource string, hasResource bool) {
-	key := p.info.TopologyKey
-	_, largest, _ := topology.Largest(rooms)
-	var stranded int64
-	if hasResource {
-		threshold := p.pl.quality.smallestNeed(key, p.info.Key, p.need, p.pl.gangPending)
-		stranded = strandedUnits(rooms, free, threshold)
-	}
-	p.pl.quality.record(p.pl.ledger, key, rooms, largest, resource, hasResource, stranded)
-}
-
-// record sets the gauges of one planning over all nodes under key, deletes the member_room
+// Record sets the gauges of one planning over all nodes under key, deletes the member_room
 // series of domains that planning no longer saw, and refreshes the held series.
-func (q *qualityTracker) record(store heldDomains, key string, rooms map[string]int, largest int, resource string, hasResource bool, stranded int64) {
+func (q *Tracker) Record(store Held, key string, rooms map[string]int, largest int, resource string, hasResource bool, stranded int64) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	if sameMap(rooms, q.rooms[key]) { // the plan cache's planning of last time: series unchanged
@@ -168,7 +144,7 @@ func sameMap(a, b map[string]int) bool {
 }
 
 // finishRecord sets the per-key gauges of a planning and refreshes the held series.
-func (q *qualityTracker) finishRecord(store heldDomains, key string, largest int, resource string, hasResource bool, stranded int64) {
+func (q *Tracker) finishRecord(store Held, key string, largest int, resource string, hasResource bool, stranded int64) {
 	q.seen[key] = time.Now()
 	metrics.LargestPlaceableGang.WithLabelValues(key).Set(float64(largest))
 	if hasResource {
@@ -183,7 +159,7 @@ func (q *qualityTracker) finishRecord(store heldDomains, key string, largest int
 
 // forgetStaleKeys deletes every series of the topology keys no planning recorded for
 // keyRetention (GC): tenant-chosen keys and resource names do not pile up as series.
-func (q *qualityTracker) forgetStaleKeys(store heldDomains, now time.Time) {
+func (q *Tracker) ForgetStaleKeys(store Held, now time.Time) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	for key, at := range q.seen {
@@ -206,12 +182,7 @@ func (q *qualityTracker) forgetStaleKeys(store heldDomains, now time.Time) {
 	q.refreshHeldLocked(store)
 }
 
-// recordPending records the gang as pending after "no domain has room".
-func (p *planner) recordPending() {
-	p.pl.quality.park(p.info.TopologyKey, p.info.Key, p.need)
-}
-
-func (q *qualityTracker) park(key, gang string, need int) {
+func (q *Tracker) Pending(key, gang string, need int) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	m, ok := q.parked[key]
@@ -222,14 +193,7 @@ func (q *qualityTracker) park(key, gang string, need int) {
 	m[gang] = need
 }
 
-// memberBound is the PostBind hook: a gang whose member binds is no longer pending.
-func (gs *GangPack) memberBound(pod *v1.Pod) {
-	if gang, _, ok := gang.Of(pod); ok {
-		gs.quality.unpark(gang)
-	}
-}
-
-func (q *qualityTracker) unpark(gang string) {
+func (q *Tracker) Bound(gang string) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	for key, m := range q.parked {
@@ -245,7 +209,7 @@ func (q *qualityTracker) unpark(gang string) {
 // answer, so only those are checked for live unbound members, smallest first; checked gangs
 // without any are forgotten (pruneParked forgets the rest). With hundreds of gangs parked,
 // checking every one on every planning made each PreFilter scan them all.
-func (q *qualityTracker) smallestNeed(key, gang string, need int, pending func(gang string) bool) int {
+func (q *Tracker) SmallestNeed(key, gang string, need int, pending func(gang string) bool) int {
 	q.mu.Lock()
 	var smaller []parkedGang
 	for g, n := range q.parked[key] {
@@ -269,14 +233,14 @@ func (q *qualityTracker) smallestNeed(key, gang string, need int, pending func(g
 	return need
 }
 
-// parkedGang is one entry of qualityTracker.parked, copied out of the lock.
+// parkedGang is one entry of Tracker.parked, copied out of the lock.
 type parkedGang struct {
 	key, gang string
 	need      int
 }
 
 // forget drops a parked gang if it is still parked with that need.
-func (q *qualityTracker) forget(key, gang string, need int) {
+func (q *Tracker) forget(key, gang string, need int) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	if m := q.parked[key]; m != nil && m[gang] == need {
@@ -288,7 +252,7 @@ func (q *qualityTracker) forget(key, gang string, need int) {
 }
 
 // pruneParked forgets parked gangs without live unbound members (GC).
-func (q *qualityTracker) pruneParked(pending func(gang string) bool) {
+func (q *Tracker) PruneParked(pending func(gang string) bool) {
 	q.mu.Lock()
 	var all []parkedGang
 	for key, m := range q.parked {
@@ -304,18 +268,11 @@ func (q *qualityTracker) pruneParked(pending func(gang string) bool) {
 	}
 }
 
-// gangPending reports whether the gang still has live unbound members (true when unknown).
-func (gs *GangPack) gangPending(gang string) bool {
-	ns, name, _ := cache.SplitMetaNamespaceKey(gang)
-	pods, err := gs.members.LiveUnbound(ns, name, "")
-	return err != nil || len(pods) > 0
-}
-
-// memberRooms is, per domain, the sum over its nodes of the node's member room (topology.NodeRoom)
+// MemberRooms is, per domain, the sum over its nodes of the node's member room (topology.NodeRoom)
 // with no per-node cap at the gang's need, and without the "can the whole gang
 // form here" condition of the planner's room: how many members of this gang's shape the
 // domain's nodes can take.
-func memberRooms(g *topology.Gang, nodes []topology.Node) map[string]int {
+func MemberRooms(g *topology.Gang, nodes []topology.Node) map[string]int {
 	uncapped := *g
 	uncapped.Need = math.MaxInt32
 	out := map[string]int{}
@@ -329,9 +286,9 @@ func memberRooms(g *topology.Gang, nodes []topology.Node) map[string]int {
 	return out
 }
 
-// primaryResource returns the extended resource with the largest per-member request among
+// PrimaryResource returns the extended resource with the largest per-member request among
 // the shapes (ties by name); ok is false when no shape requests an extended resource.
-func primaryResource(shapes []topology.Resources) (string, bool) {
+func PrimaryResource(shapes []topology.Resources) (string, bool) {
 	best, bestQ := "", int64(0)
 	for _, s := range shapes {
 		for r, q := range s {
@@ -346,8 +303,8 @@ func primaryResource(shapes []topology.Resources) (string, bool) {
 	return best, best != ""
 }
 
-// freeUnits sums allocatable − requested of resource (clamped at 0 per node) per domain.
-func freeUnits(nodes []topology.Node, resource string) map[string]int64 {
+// FreeUnits sums allocatable − requested of resource (clamped at 0 per node) per domain.
+func FreeUnits(nodes []topology.Node, resource string) map[string]int64 {
 	out := map[string]int64{}
 	for i := range nodes {
 		n := &nodes[i]
@@ -363,8 +320,8 @@ func freeUnits(nodes []topology.Node, resource string) map[string]int64 {
 	return out
 }
 
-// strandedUnits sums the free units of the domains whose room is below threshold.
-func strandedUnits(rooms map[string]int, free map[string]int64, threshold int) int64 {
+// StrandedUnits sums the free units of the domains whose room is below threshold.
+func StrandedUnits(rooms map[string]int, free map[string]int64, threshold int) int64 {
 	var sum int64
 	for d, r := range rooms {
 		if r < threshold {
@@ -374,7 +331,52 @@ func strandedUnits(rooms map[string]int, free map[string]int64, threshold int) i
 	return sum
 }
 
-// heldDomains is the pin store's one reading the gauges need: the domains forming gangs hold.
-type heldDomains interface {
+// Held is the pin store's one reading the gauges need: the domains forming gangs hold.
+type Held interface {
 	HeldDomainRefs() []placement.DomainRef
+}
+
+// PlacementOutcome is single_domain when every member's domain is the pinned domain (which is
+// never empty), else split.
+func PlacementOutcome(placed map[string]string, pinned string) string {
+	if pinned == "" {
+		return metrics.OutcomeSplit
+	}
+	for _, d := range placed {
+		if d != pinned {
+			return metrics.OutcomeSplit
+		}
+	}
+	return metrics.OutcomeSingleDomain
+}
+
+// NthCreated returns the creation time of the n-th oldest live pod, or of the
+// newest live pod when fewer than n exist; ok is false without live pods.
+func NthCreated(pods []*v1.Pod, n int) (time.Time, bool) {
+	var ts []time.Time
+	for _, p := range pods {
+		if gang.Live(p) {
+			ts = append(ts, p.CreationTimestamp.Time)
+		}
+	}
+	if len(ts) == 0 {
+		return time.Time{}, false
+	}
+	sort.Slice(ts, func(i, j int) bool { return ts[i].Before(ts[j]) })
+	if n < 1 {
+		n = 1
+	}
+	if n > len(ts) {
+		n = len(ts)
+	}
+	return ts[n-1], true
+}
+
+// FormationSeconds is now − start in seconds, never negative (clock skew between the API
+// server, which stamps creationTimestamp with one-second resolution, and the scheduler).
+func FormationSeconds(start, now time.Time) float64 {
+	if d := now.Sub(start).Seconds(); d > 0 {
+		return d
+	}
+	return 0
 }
