@@ -226,7 +226,7 @@ func (c *checker) checkHolds(label string) {
 			if pg := s.podGroup(strings.TrimPrefix(cm.Gang, testNS+"/")); pg != nil && pg.Spec.ScheduleTimeoutSeconds != nil {
 				limit = time.Duration(*pg.Spec.ScheduleTimeoutSeconds) * time.Second
 			}
-			seen = [2]time.Time{s.now, s.now.Add(min(limit, maxPermitWait))}
+			seen = [2]time.Time{s.now, s.now.Add(min(limit, gang.MaxPermitWait))}
 			c.holds[id] = seen
 		}
 		if s.now.After(seen[1]) {

@@ -82,7 +82,7 @@ func (s *sim) addGang(e composeEvent) {
 		}
 		if group != "" {
 			pg.Labels = map[string]string{testGroupLabel: group}
-			pg.Annotations = map[string]string{testGroupLabel + groupSizeSuffix: "2", testGroupLabel + groupTopologySuffix: testZoneKey}
+			pg.Annotations = map[string]string{testGroupLabel + gang.GroupSizeSuffix: "2", testGroupLabel + gang.GroupTopologySuffix: testZoneKey}
 		}
 		s.pgs = append(s.pgs, pg)
 		if err := s.pgIdx.Add(pg); err != nil {
@@ -182,7 +182,7 @@ func (s *sim) schedOne(sp *simPod, pick int) {
 		s.admitted(sp)
 	case fwk.Wait:
 		sp.waiter = s.h.register(sp.pod)
-		sp.deadline = s.now.Add(min(timeout, maxPermitWait))
+		sp.deadline = s.now.Add(min(timeout, gang.MaxPermitWait))
 	default:
 		s.unassume(sp)
 		s.pl.Unreserve(s.ctx, cs, sp.pod, node)

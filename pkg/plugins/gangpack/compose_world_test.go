@@ -140,7 +140,7 @@ type syncedInformer struct{ cache.SharedIndexInformer }
 
 func (syncedInformer) HasSynced() bool { return true }
 
-func composeArgs() *Args {
+func composeArgs() *gang.Args {
 	a := testArgs()
 	a.PlacementGroupLabel = testGroupLabel
 	a.Preemption = true

@@ -121,11 +121,11 @@ func (pl *GangPack) hintKeys(target *v1.Pod) []string {
 		if pl.podGroups != nil {
 			pg, _ = pl.podGroups.get(target.Namespace, name)
 		}
-		key := topologyKeyOf(pl.args, pg)
+		key := gang.TopologyKeyOf(pl.args, pg)
 		if key == "" {
 			return nil
 		}
-		if gk := groupKeyOf(pl.args, target, pg); gk != "" && gk != key {
+		if gk := gang.GroupKeyOf(pl.args, target, pg); gk != "" && gk != key {
 			return []string{key, gk}
 		}
 		return []string{key}

@@ -180,7 +180,7 @@ type world struct {
 
 // newWorld builds a plugin over the nodes and pods (pods with spec.nodeName sit on their
 // node in the snapshot) and the PodGroups.
-func newWorld(t testing.TB, args *Args, nodes []*v1.Node, pods []*v1.Pod, pgs ...*schedv1alpha1.PodGroup) *world {
+func newWorld(t testing.TB, args *gang.Args, nodes []*v1.Node, pods []*v1.Pod, pgs ...*schedv1alpha1.PodGroup) *world {
 	t.Helper()
 	_, ctx := ktesting.NewTestContext(t)
 	ctx, cancel := context.WithCancel(ctx)
@@ -212,8 +212,8 @@ func newWorld(t testing.TB, args *Args, nodes []*v1.Node, pods []*v1.Pod, pgs ..
 	return w
 }
 
-func testArgs() *Args {
-	return &Args{TopologyKey: testKey, PodGroupTopologyKeyAnnotation: "ome.io/topology-key",
+func testArgs() *gang.Args {
+	return &gang.Args{TopologyKey: testKey, PodGroupTopologyKeyAnnotation: "ome.io/topology-key",
 		DefaultPermitTimeoutSeconds: ptr.To[int64](600), GCIntervalSeconds: ptr.To[int64](60)}
 }
 

@@ -1,10 +1,6 @@
 package gangpack
 
 import (
-	v1 "k8s.io/api/core/v1"
-	"k8s.io/client-go/tools/cache"
-
-	"github.com/moirai-internal/ome-scheduler/pkg/plugins/gangpack/internal/gang"
 	"github.com/moirai-internal/ome-scheduler/pkg/plugins/gangpack/internal/quality"
 	"github.com/moirai-internal/ome-scheduler/pkg/topology"
 )
@@ -26,7 +22,7 @@ func (p *planner) recordQualityOf(rooms map[string]int, free map[string]int64, r
 	_, largest, _ := topology.Largest(rooms)
 	var stranded int64
 	if hasResource {
-		threshold := p.pl.quality.SmallestNeed(key, p.info.Key, p.need, p.pl.gangPending)
+		threshold := p.pl.quality.SmallestNeed(key, p.info.Key, p.need, p.pl.members.GangPending)
 		stranded = quality.StrandedUnits(rooms, free, threshold)
 	}
 	p.pl.quality.Record(p.pl.ledger, key, rooms, largest, resource, hasResource, stranded)
@@ -35,18 +31,4 @@ func (p *planner) recordQualityOf(rooms map[string]int, free map[string]int64, r
 // recordPending records the gang as pending after "no domain has room".
 func (p *planner) recordPending() {
 	p.pl.quality.Pending(p.info.TopologyKey, p.info.Key, p.need)
-}
-
-// memberBound is the PostBind hook: a gang whose member binds is no longer pending.
-func (gs *GangPack) memberBound(pod *v1.Pod) {
-	if gang, _, ok := gang.Of(pod); ok {
-		gs.quality.Bound(gang)
-	}
-}
-
-// gangPending reports whether the gang still has live unbound members (true when unknown).
-func (gs *GangPack) gangPending(gang string) bool {
-	ns, name, _ := cache.SplitMetaNamespaceKey(gang)
-	pods, err := gs.members.LiveUnbound(ns, name, "")
-	return err != nil || len(pods) > 0
 }

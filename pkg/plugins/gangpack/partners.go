@@ -2,12 +2,10 @@ package gangpack
 
 import (
 	"sort"
-	"strconv"
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
 
@@ -30,76 +28,11 @@ import (
 //   - partners_anchor.go: the group domain pinned and placed partners fix;
 //   - partners_permit.go: the cross-partner Permit gate, group records and cascading unwinds.
 
-// Annotation suffixes appended to placementGroupLabel.
-const (
-	groupSizeSuffix     = "-size"
-	groupTopologySuffix = "-topology-key"
-	// maxGroupSize bounds the partners of one group: the group planner tries every order of
-	// partners that share nodes (n!), and a PodGroup is tenant input. Measured on 20
-	// infeasible one-domain groups: 4 partners 9 ms, 6 partners 260 ms, 8 partners 26 s.
-	maxGroupSize = 4
-)
-
-// groupNameOf returns the gang's group name: the label on the PodGroup, else on the pod. A
-// nil pg (the PodGroup is gone) carries no label, so the pod's label names the group.
-func groupNameOf(args *Args, pod *v1.Pod, pg *schedv1alpha1.PodGroup) string {
-	l := args.PlacementGroupLabel
-	if l == "" {
-		return ""
-	}
-	if pg != nil && pg.Labels[l] != "" {
-		return pg.Labels[l]
-	}
-	if pod != nil {
-		return pod.Labels[l]
-	}
-	return ""
-}
-
-// groupKeyOf is the group key a partner's PodGroup names in its annotation; "" when the gang
-// is not a partner or the group key is the gang's own.
-func groupKeyOf(args *Args, pod *v1.Pod, pg *schedv1alpha1.PodGroup) string {
-	if pg == nil || groupNameOf(args, pod, pg) == "" {
-		return ""
-	}
-	return pg.Annotations[args.PlacementGroupLabel+groupTopologySuffix]
-}
-
-// interpretGroup reads the gang's placement group from its PodGroup; nil when the gang is
-// not a partner. ownKey is the gang's topology key (the default group key).
-func interpretGroup(args *Args, pod *v1.Pod, pg *schedv1alpha1.PodGroup, ownKey string) (*gang.GroupRef, *fwk.Status) {
-	name := groupNameOf(args, pod, pg)
-	if name == "" {
-		return nil, nil
-	}
-	g := &gang.GroupRef{Key: pg.Namespace + "/" + name, Namespace: pg.Namespace, Name: name, TopologyKey: ownKey}
-	sizeAnn := args.PlacementGroupLabel + groupSizeSuffix
-	size, err := strconv.Atoi(pg.Annotations[sizeAnn])
-	if err != nil || size < 2 {
-		return nil, fwk.NewStatus(fwk.Unschedulable, msg.GroupSize(g.Key, sizeAnn))
-	}
-	if size > maxGroupSize {
-		return nil, fwk.NewStatus(fwk.Unschedulable, msg.GroupSizeTooLarge(g.Key, sizeAnn, maxGroupSize))
-	}
-	g.Size = size
-	keyAnn := args.PlacementGroupLabel + groupTopologySuffix
-	if k := pg.Annotations[keyAnn]; k != "" {
-		if msgs := validation.IsQualifiedName(k); len(msgs) > 0 {
-			return nil, fwk.NewStatus(fwk.Unschedulable, msg.GroupKeyInvalid(g.Key, keyAnn, k))
-		}
-		if !args.KeyAllowed(k) {
-			return nil, fwk.NewStatus(fwk.Unschedulable, msg.KeyNotAllowed(pg.Namespace, pg.Name, k, args.AllowedTopologyKeys, args.TopologyKey))
-		}
-		g.TopologyKey, g.ExplicitKey = k, true
-	}
-	return g, nil
-}
-
 // partner is one gang of a placement group as the gate saw it.
 type partner struct {
 	pg   *schedv1alpha1.PodGroup
 	info gang.Info // valid when ok
-	ok   bool      // the PodGroup is valid (interpretPodGroup passed)
+	ok   bool      // the PodGroup is valid (gang.Interpret passed)
 }
 
 // partnerPodGroups lists the group's PodGroups: those labelled with the group, and those
@@ -151,25 +84,25 @@ func (pl *GangPack) partners(self gang.Info) ([]partner, *fwk.Status) {
 		probe := &v1.Pod{}
 		probe.Namespace = pg.Namespace
 		probe.Labels = map[string]string{pl.args.PlacementGroupLabel: g.Name}
-		info, st := interpretPodGroup(pl.args, probe, pg)
+		info, st := gang.Interpret(pl.args, probe, pg)
 		if st != nil && info.Group == nil {
 			// an invalid partner still tells whether it agrees on the group
-			info.Group, _ = interpretGroup(pl.args, probe, pg, topologyKeyOf(pl.args, pg))
+			info.Group, _ = gang.InterpretGroup(pl.args, probe, pg, gang.TopologyKeyOf(pl.args, pg))
 		}
 		if info.Group == nil || info.Group.Name != g.Name {
 			// its pods carry the label but its PodGroup names another group
-			return nil, fwk.NewStatus(fwk.Unschedulable, msg.GroupDisagree(g.Key, pl.args.PlacementGroupLabel+groupSizeSuffix))
+			return nil, fwk.NewStatus(fwk.Unschedulable, msg.GroupDisagree(g.Key, pl.args.PlacementGroupLabel+gang.GroupSizeSuffix))
 		}
 		if info.Group.Size != g.Size {
-			return nil, fwk.NewStatus(fwk.Unschedulable, msg.GroupDisagree(g.Key, pl.args.PlacementGroupLabel+groupSizeSuffix))
+			return nil, fwk.NewStatus(fwk.Unschedulable, msg.GroupDisagree(g.Key, pl.args.PlacementGroupLabel+gang.GroupSizeSuffix))
 		}
 		if info.Group.TopologyKey != g.TopologyKey {
-			return nil, fwk.NewStatus(fwk.Unschedulable, msg.GroupDisagree(g.Key, pl.args.PlacementGroupLabel+groupTopologySuffix))
+			return nil, fwk.NewStatus(fwk.Unschedulable, msg.GroupDisagree(g.Key, pl.args.PlacementGroupLabel+gang.GroupTopologySuffix))
 		}
 		out = append(out, partner{pg: pg, info: info, ok: st == nil})
 	}
 	if len(out) > g.Size {
-		return nil, fwk.NewStatus(fwk.Unschedulable, msg.GroupTooMany(g.Key, pl.args.PlacementGroupLabel+groupSizeSuffix, len(out), g.Size))
+		return nil, fwk.NewStatus(fwk.Unschedulable, msg.GroupTooMany(g.Key, pl.args.PlacementGroupLabel+gang.GroupSizeSuffix, len(out), g.Size))
 	}
 	return out, nil
 }

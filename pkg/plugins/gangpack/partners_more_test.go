@@ -11,6 +11,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	fwk "k8s.io/kube-scheduler/framework"
 
+	"github.com/moirai-internal/ome-scheduler/pkg/plugins/gangpack/internal/gang"
 	"github.com/moirai-internal/ome-scheduler/pkg/plugins/gangpack/internal/msg"
 )
 
@@ -164,14 +165,14 @@ func FuzzPlacementGroupInterpretation(f *testing.F) {
 			pg.Labels = nil
 			pod.Labels[testGroupLabel] = name
 		}
-		g, st := interpretGroup(groupArgs(), pod, pg, testKey)
+		g, st := gang.InterpretGroup(groupArgs(), pod, pg, testKey)
 		switch {
 		case st == nil && g == nil:
 			if name != "" {
 				t.Fatalf("group %q ignored", name)
 			}
 		case st == nil:
-			if g.Size < 2 || g.Size > maxGroupSize || g.TopologyKey == "" || g.Key != "ns/"+name {
+			if g.Size < 2 || g.Size > gang.MaxGroupSize || g.TopologyKey == "" || g.Key != "ns/"+name {
 				t.Fatalf("accepted an invalid group: %+v", g)
 			}
 		case !strings.HasPrefix(st.Message(), "placement group ns/"+name+": "):
@@ -227,7 +228,7 @@ func TestPartnerGroupWakesOnReasonChange(t *testing.T) {
 		t.Errorf("same reason: %q, activated %v (want none)", st.Message(), w.h.activated)
 	}
 	good := bad.DeepCopy()
-	good.Annotations[testGroupLabel+groupSizeSuffix] = "2"
+	good.Annotations[testGroupLabel+gang.GroupSizeSuffix] = "2"
 	if err := w.pgs.Update(good); err != nil {
 		t.Fatal(err)
 	}

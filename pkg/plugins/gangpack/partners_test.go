@@ -27,7 +27,7 @@ const (
 	testZoneKey    = "example.com/zone"
 )
 
-func groupArgs() *Args {
+func groupArgs() *gang.Args {
 	a := testArgs()
 	a.PlacementGroupLabel = testGroupLabel
 	return a
@@ -38,9 +38,9 @@ func groupArgs() *Args {
 func partnerPG(name string, minMember int32, grp, size, groupKey string) *schedv1alpha1.PodGroup {
 	pg := podGroup(name, minMember)
 	pg.Labels = map[string]string{testGroupLabel: grp}
-	pg.Annotations = map[string]string{testGroupLabel + groupSizeSuffix: size}
+	pg.Annotations = map[string]string{testGroupLabel + gang.GroupSizeSuffix: size}
 	if groupKey != "" {
-		pg.Annotations[testGroupLabel+groupTopologySuffix] = groupKey
+		pg.Annotations[testGroupLabel+gang.GroupTopologySuffix] = groupKey
 	}
 	return pg
 }

@@ -33,7 +33,7 @@ const PodGroupLabel = gang.Label
 // the state that lives across scheduling cycles. Each extension point is a file of its own
 // that reads the cycle, asks the ledger, and answers the framework.
 type GangPack struct {
-	args      *Args
+	args      *gang.Args
 	podGroups *podGroupReader
 	// registerPodGroupEvents is true when the PodGroup resource was served at construction.
 	registerPodGroupEvents bool
@@ -76,7 +76,7 @@ var profiles sync.Map
 // New builds the plugin: it validates the arguments, wires the PodGroup informer and the
 // member index, and starts garbage collection.
 func New(ctx context.Context, obj runtime.Object, h fwk.Handle) (fwk.Plugin, error) {
-	args, err := DecodeArgs(obj)
+	args, err := gang.DecodeArgs(obj)
 	if err != nil {
 		return nil, err
 	}
@@ -129,7 +129,7 @@ func New(ctx context.Context, obj runtime.Object, h fwk.Handle) (fwk.Plugin, err
 	return pl, nil
 }
 
-func newPlugin(ctx context.Context, args *Args, h fwk.Handle, ml *gang.Members) *GangPack {
+func newPlugin(ctx context.Context, args *gang.Args, h fwk.Handle, ml *gang.Members) *GangPack {
 	pl := &GangPack{
 		args:      args,
 		members:   ml,
@@ -147,3 +147,6 @@ func newPlugin(ctx context.Context, args *Args, h fwk.Handle, ml *gang.Members) 
 
 // Name returns the plugin name.
 func (pl *GangPack) Name() string { return Name }
+
+// Args are the plugin's arguments (docs/reference.md lists them).
+type Args = gang.Args

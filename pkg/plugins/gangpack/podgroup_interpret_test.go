@@ -11,11 +11,13 @@ import (
 	fwk "k8s.io/kube-scheduler/framework"
 	"k8s.io/utils/ptr"
 
+	"github.com/moirai-internal/ome-scheduler/pkg/plugins/gangpack/internal/gang"
+
 	schedv1alpha1 "sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
 )
 
-func chartArgs() *Args {
-	return &Args{
+func chartArgs() *gang.Args {
+	return &gang.Args{
 		PodGroupTopologyKeyAnnotation:  "ome.io/topology-key",
 		UnsupportedPlacementGroupLabel: "ome.io/placement-group",
 		DefaultPermitTimeoutSeconds:    ptr.To[int64](600),
@@ -52,7 +54,7 @@ func TestInterpretPodGroup(t *testing.T) {
 	hugeDefault.DefaultPermitTimeoutSeconds = ptr.To[int64](9223372036)
 	for _, tc := range []struct {
 		name    string
-		args    *Args
+		args    *gang.Args
 		pod     *v1.Pod
 		pg      *schedv1alpha1.PodGroup
 		code    fwk.Code
@@ -83,7 +85,7 @@ func TestInterpretPodGroup(t *testing.T) {
 		{"PodGroup timeout just under the cap", noFallback, member(nil), group(2, key, nil, ptr.To[int32](899)), fwk.Success, "", "nvidia.com/gpu.clique", 899 * time.Second},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			info, st := interpretPodGroup(tc.args, tc.pod, tc.pg)
+			info, st := gang.Interpret(tc.args, tc.pod, tc.pg)
 			if st.Code() != tc.code || st.Message() != tc.msg {
 				t.Fatalf("status %v %q, want %v %q", st.Code(), st.Message(), tc.code, tc.msg)
 			}
@@ -97,7 +99,7 @@ func TestInterpretPodGroup(t *testing.T) {
 	}
 }
 
-// knownPrefixes are the texts interpretPodGroup may return.
+// knownPrefixes are the texts gang.Interpret may return.
 var knownPrefixes = []string{
 	"PodGroup ns/g must declare a positive minMember",
 	"PodGroup ns/g must declare ",
@@ -127,7 +129,7 @@ func FuzzPodGroupInterpretation(f *testing.F) {
 		if labelGroup {
 			groupLabels["ome.io/placement-group"] = ""
 		}
-		info, st := interpretPodGroup(args, member(podLabels), group(min, map[string]string{"ome.io/topology-key": annotation}, groupLabels, tp))
+		info, st := gang.Interpret(args, member(podLabels), group(min, map[string]string{"ome.io/topology-key": annotation}, groupLabels, tp))
 		if st.IsSuccess() {
 			if info.MinMember <= 0 || info.TopologyKey == "" || info.Timeout <= 0 {
 				t.Fatalf("accepted an invalid gang: %+v", info)

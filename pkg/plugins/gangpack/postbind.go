@@ -5,6 +5,8 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	fwk "k8s.io/kube-scheduler/framework"
+
+	"github.com/moirai-internal/ome-scheduler/pkg/plugins/gangpack/internal/gang"
 )
 
 // PostBind forgets the member's attempt record, drops it from the reservation-blocked set and
@@ -16,4 +18,11 @@ func (pl *GangPack) PostBind(_ context.Context, cs fwk.CycleState, pod *v1.Pod, 
 		pl.ledger.MemberBound(pod, 0, false)
 	}
 	pl.memberBound(pod)
+}
+
+// memberBound is the PostBind hook: a gang whose member binds is no longer pending.
+func (gs *GangPack) memberBound(pod *v1.Pod) {
+	if gang, _, ok := gang.Of(pod); ok {
+		gs.quality.Bound(gang)
+	}
 }

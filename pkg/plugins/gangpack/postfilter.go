@@ -2,11 +2,14 @@ package gangpack
 
 import (
 	"context"
+	"strings"
 
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
 
+	"github.com/moirai-internal/ome-scheduler/pkg/plugins/gangpack/internal/gang"
 	"github.com/moirai-internal/ome-scheduler/pkg/plugins/gangpack/internal/ledger"
 	"github.com/moirai-internal/ome-scheduler/pkg/plugins/gangpack/internal/metrics"
 	"github.com/moirai-internal/ome-scheduler/pkg/plugins/gangpack/internal/msg"
@@ -81,4 +84,38 @@ func (pl *GangPack) reservedRefusals(m fwk.NodeToStatusReader) []string {
 		}
 	}
 	return out
+}
+
+// maxExplained caps how many reserving gangs a wait message names.
+const maxExplained = 3
+
+// explainReserved names the forming gangs whose reservations refused the pod, with the room
+// each reserves, for PostFilter's message (empty when no reservation was the reason): the
+// nodes Filter refused as reserved, or, when PreFilter found every fitting domain reserved,
+// every other forming gang.
+func (pl *GangPack) explainReserved(pod *v1.Pod, statuses fwk.NodeToStatusReader, refused []string) string {
+	own, _, _ := gang.Of(pod)
+	gangs := sets.New[string]()
+	if st := statuses.Get(""); st != nil && (strings.HasSuffix(st.Message(), msg.ReservedSuffix) || strings.Contains(st.Message(), msg.AdoptReservedInfix)) {
+		for _, c := range pl.ledger.Pins() {
+			if c.Forming() && c.Gang != own && len(c.Reserved) > 0 {
+				gangs.Insert(c.Gang)
+			}
+		}
+	} else {
+		for _, n := range refused {
+			gangs.Insert(pl.ledger.ReservedOn(n, own).Gangs...)
+		}
+	}
+	if gangs.Len() == 0 {
+		return ""
+	}
+	var parts []string
+	names := sets.List(gangs)
+	for _, g := range names[:min(len(names), maxExplained)] {
+		if c, ok := pl.ledger.Commitment(g); ok {
+			parts = append(parts, msg.GangReserves(g, c.Reserved.Members(), len(c.Reserved), c.Domain))
+		}
+	}
+	return msg.ReservedBy(parts, len(names)-len(parts))
 }

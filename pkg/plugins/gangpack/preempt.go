@@ -202,7 +202,7 @@ func (pl *GangPack) gangLacksRoom(logger klog.Logger, pr *preemptor) (bool, *wai
 	if err != nil || pg == nil {
 		return false, nil
 	}
-	info, st := interpretPodGroup(pl.args, pr.pod, pg)
+	info, st := gang.Interpret(pl.args, pr.pod, pg)
 	if st != nil {
 		return false, nil
 	}

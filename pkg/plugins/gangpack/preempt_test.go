@@ -20,6 +20,7 @@ import (
 	"k8s.io/kubernetes/pkg/scheduler/framework"
 	"k8s.io/utils/ptr"
 
+	"github.com/moirai-internal/ome-scheduler/pkg/plugins/gangpack/internal/gang"
 	"github.com/moirai-internal/ome-scheduler/pkg/plugins/gangpack/internal/metrics"
 
 	schedv1alpha1 "sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
@@ -38,7 +39,7 @@ func newPreemptWorld(t *testing.T, nodes []*v1.Node, pods []*v1.Pod, pgs ...*sch
 }
 
 // newPreemptWorldArgs is newPreemptWorld with the given arguments (preemption turned on).
-func newPreemptWorldArgs(t *testing.T, args *Args, nodes []*v1.Node, pods []*v1.Pod, pgs ...*schedv1alpha1.PodGroup) *preemptWorld {
+func newPreemptWorldArgs(t *testing.T, args *gang.Args, nodes []*v1.Node, pods []*v1.Pod, pgs ...*schedv1alpha1.PodGroup) *preemptWorld {
 	t.Helper()
 	metrics.Register()
 	args.Preemption = true

@@ -169,7 +169,7 @@ func (pl *GangPack) groupUnitOf() func(*v1.Pod) string {
 		if err != nil {
 			pg = nil // not found: the pod's label decides
 		}
-		if v := groupNameOf(pl.args, q, pg); v != "" {
+		if v := gang.GroupNameOf(pl.args, q, pg); v != "" {
 			g = "group:" + q.Namespace + "/" + v
 		}
 		seen[key] = g

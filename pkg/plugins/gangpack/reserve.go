@@ -7,7 +7,10 @@ import (
 	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
 
+	"github.com/moirai-internal/ome-scheduler/pkg/placement"
 	"github.com/moirai-internal/ome-scheduler/pkg/plugins/gangpack/internal/gang"
+	"github.com/moirai-internal/ome-scheduler/pkg/plugins/gangpack/internal/metrics"
+	"github.com/moirai-internal/ome-scheduler/pkg/plugins/gangpack/internal/msg"
 )
 
 // Reserve records the member's node, pins a deferred plan to the selected node's domain, then
@@ -66,4 +69,27 @@ func markFormed(cs fwk.CycleState) {
 func formed(cs fwk.CycleState) bool {
 	_, ok := readState[*formedState](cs, formedStateKey)
 	return ok
+}
+
+// pinDeferred pins the deferred plan to the domain of the node the filters left (Reserve).
+func (pl *GangPack) pinDeferred(logger klog.Logger, cs fwk.CycleState, pod *v1.Pod, plan *deferredState, nodeName string) (*pinState, *fwk.Status) {
+	domain := ""
+	if ni, err := pl.handle.SnapshotSharedLister().NodeInfos().Get(nodeName); err == nil && ni.Node() != nil {
+		domain = ni.Node().Labels[plan.Gang.TopologyKey]
+	}
+	dp, ok := plan.Planned[domain]
+	if !ok || dp.Room < plan.Need {
+		return nil, fwk.NewStatus(fwk.Error, msg.OutsideDeferredPlan)
+	}
+	c, outcome := pl.ledger.Pin(placement.PinRequest{Gang: plan.Gang.Key, Owner: plan.Gang.UID, Key: plan.Gang.TopologyKey,
+		Domain: domain, Reserved: plan.Reserve[domain], Capacity: pl.snapshotCapacity(), Remaining: plan.Need, SoleFit: len(plan.Planned) < 2, MinMember: plan.Gang.MinMember}, plan.Gang, "")
+	if outcome != placement.Pinned {
+		return nil, fwk.NewStatus(fwk.Error, msg.DomainUnavailable)
+	}
+	metrics.CountPin(metrics.PinPinnedAfterFilter)
+	pin := &pinState{Gang: plan.Gang, Domain: domain, ID: c.ID, SoleFit: c.SoleFit}
+	cs.Write(pinStateKey, pin)
+	logger.V(4).Info("gangpack.pinGang.result", "pod", klog.KObj(pod), "gang", plan.Gang.Key, "topologyKey", plan.Gang.TopologyKey,
+		"domain", domain, "source", metrics.PinPinnedAfterFilter, "need", plan.Need, "remaining", c.Remaining, "candidates", len(dp.Candidates))
+	return pin, nil
 }

@@ -14,6 +14,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/moirai-internal/ome-scheduler/pkg/placement"
+	"github.com/moirai-internal/ome-scheduler/pkg/plugins/gangpack/internal/gang"
 	"github.com/moirai-internal/ome-scheduler/pkg/plugins/gangpack/internal/msg"
 )
 
@@ -60,13 +61,13 @@ func TestTopologyKeyAllowlist(t *testing.T) {
 func TestAllowedTopologyKeysValidation(t *testing.T) {
 	args := testArgs()
 	args.AllowedTopologyKeys = []string{"example.com/rack", "not a key"}
-	if err := ValidateArgs(args); err == nil || !strings.Contains(err.Error(), `allowedTopologyKeys: "not a key" is not a valid node label key`) {
-		t.Fatalf("ValidateArgs = %v", err)
+	if err := gang.ValidateArgs(args); err == nil || !strings.Contains(err.Error(), `allowedTopologyKeys: "not a key" is not a valid node label key`) {
+		t.Fatalf("gang.ValidateArgs = %v", err)
 	}
 	args = testArgs()
 	args.MaxHoldsPerNamespace = ptr.To[int64](-1)
-	if err := ValidateArgs(args); err == nil || err.Error() != "maxHoldsPerNamespace must be between 0 and 1000000" {
-		t.Fatalf("ValidateArgs = %v", err)
+	if err := gang.ValidateArgs(args); err == nil || err.Error() != "maxHoldsPerNamespace must be between 0 and 1000000" {
+		t.Fatalf("gang.ValidateArgs = %v", err)
 	}
 }
 
@@ -161,9 +162,9 @@ func BenchmarkPlanManyShapes(b *testing.B) {
 
 // The preemption switch is accepted (the chart renders it).
 func TestPreemptionArgumentAccepted(t *testing.T) {
-	args, err := DecodeArgs(&runtime.Unknown{ContentType: runtime.ContentTypeJSON,
+	args, err := gang.DecodeArgs(&runtime.Unknown{ContentType: runtime.ContentTypeJSON,
 		Raw: []byte(`{"gcIntervalSeconds":60,"preemption":true}`)})
 	if err != nil || !args.Preemption {
-		t.Fatalf("DecodeArgs = %+v, %v; want preemption true accepted", args, err)
+		t.Fatalf("gang.DecodeArgs = %+v, %v; want preemption true accepted", args, err)
 	}
 }

@@ -113,3 +113,11 @@ func (m *Members) Pods(ns string) corelisters.PodNamespaceLister { return m.list
 // WrapIndexer replaces the index the gang lists read with wrap(index): tests count or delay
 // the lookups through it.
 func (m *Members) WrapIndexer(wrap func(cache.Indexer) cache.Indexer) { m.indexer = wrap(m.indexer) }
+
+// GangPending reports whether the gang (namespace/name) still has live unbound members, or
+// they cannot be listed.
+func (m *Members) GangPending(key string) bool {
+	ns, name, _ := cache.SplitMetaNamespaceKey(key)
+	pods, err := m.LiveUnbound(ns, name, "")
+	return err != nil || len(pods) > 0
+}

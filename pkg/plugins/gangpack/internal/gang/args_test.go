@@ -1,4 +1,4 @@
-package gangpack
+package gang
 
 import (
 	"fmt"

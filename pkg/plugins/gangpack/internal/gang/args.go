@@ -1,4 +1,4 @@
-package gangpack
+package gang
 
 import (
 	"errors"
@@ -149,8 +149,8 @@ func validatePlacementGroupLabel(a *Args) error {
 	if msgs := validation.IsQualifiedName(l); len(msgs) > 0 {
 		return fmt.Errorf("placementGroupLabel %q is not a valid metadata key: %s", l, msgs[0])
 	}
-	if msgs := validation.IsQualifiedName(l + groupTopologySuffix); len(msgs) > 0 {
-		return fmt.Errorf("placementGroupLabel %q is too long: annotation %q is not a valid metadata key: %s", l, l+groupTopologySuffix, msgs[0])
+	if msgs := validation.IsQualifiedName(l + GroupTopologySuffix); len(msgs) > 0 {
+		return fmt.Errorf("placementGroupLabel %q is too long: annotation %q is not a valid metadata key: %s", l, l+GroupTopologySuffix, msgs[0])
 	}
 	if l == a.UnsupportedPlacementGroupLabel {
 		return fmt.Errorf("placementGroupLabel and unsupportedPlacementGroupLabel must differ: both are %q", l)
