@@ -231,7 +231,7 @@ func (d *preemptDomain) room() int {
 	for i := range d.work {
 		n, b := &d.work[i], &d.base[i]
 		for s, req := range d.g.Shapes {
-			n.Fits[s] = s < len(b.Fits) && b.Fits[s] && n.FreePods >= 1 && withinFree(req, n.Free)
+			n.Fits[s] = s < len(b.Fits) && b.Fits[s] && n.FreePods >= 1 && Within(req, n.Free)
 		}
 	}
 	return planDomain(d.g, "", d.ptrs).Room
@@ -242,8 +242,8 @@ func (d *preemptDomain) enough(room int) bool {
 	return room > 0 && room >= d.g.Need
 }
 
-// withinFree reports whether every positive request is at most the free amount.
-func withinFree(req, free Resources) bool {
+// Within reports whether every positive request is at most the free amount.
+func Within(req, free Resources) bool {
 	for r, q := range req {
 		if q > 0 && q > free[r] {
 			return false

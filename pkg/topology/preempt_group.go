@@ -61,7 +61,7 @@ func (gd *groupDomain) plan() *GroupPlan {
 			fits[p] = make([]bool, len(n.Fits[p]))
 			for s, ok := range n.Fits[p] {
 				fits[p][s] = ok && pods > 0 && p < len(gd.partners) && s < len(gd.partners[p].Gang.Shapes) &&
-					withinFree(gd.partners[p].Gang.Shapes[s], free)
+					Within(gd.partners[p].Gang.Shapes[s], free)
 			}
 		}
 		n.Free, n.FreePods, n.Fits = free, pods, fits

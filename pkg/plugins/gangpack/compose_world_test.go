@@ -179,6 +179,7 @@ func (s *sim) start(factory informers.SharedInformerFactory) {
 	s.pl = newPlugin(s.ctx, composeArgs(), s.h, ml)
 	s.pl.registerPodGroupEvents = true
 	s.pl.podGroups = &podGroupReader{}
+	s.pl.planner.UsePodGroups(s.pl.podGroups)
 	s.pl.podGroups.cur.Store(&pgInformer{lister: pglisters.NewPodGroupLister(s.pgIdx), informer: syncedInformer{}})
 	s.pl.pdbs = nil
 	gen := s.gen
@@ -224,7 +225,7 @@ func (s *sim) resnap() {
 		}
 	}
 	s.h.snapshot = schedcache.NewSnapshot(pods, s.nodes)
-	s.pl.domains = staticDomainIndex(s.t, s.nodes)
+	s.pl.planner.domains = staticDomainIndex(s.t, s.nodes)
 }
 
 // nodeInfos returns the snapshot's nodes sorted by name.

@@ -19,7 +19,9 @@ import (
 func (p *planner) gate() *fwk.Status {
 	key := p.info.Key
 	if p.split() {
-		quality.CountSplitRefused()
+		if !p.dryRun {
+			quality.CountSplitRefused()
+		}
 		return fwk.NewStatus(fwk.UnschedulableAndUnresolvable, msg.Split(key))
 	}
 	if st := p.collectTemplates(); st != nil {
@@ -28,12 +30,16 @@ func (p *planner) gate() *fwk.Status {
 	placedPods := p.placedPods()
 	if s := gang.WaitsForSibling(p.pod, p.templates[1:], placedPods); s != nil {
 		p.logger.V(4).Info("gangpack.pinGang.sibling_wait", "pod", klog.KObj(p.pod), "gang", key, "sibling", klog.KObj(s))
-		p.pl.ledger.Await(s, p.pod)
+		if !p.dryRun {
+			p.pl.ledger.Await(s, p.pod)
+		}
 		return fwk.NewStatus(fwk.Unschedulable, msg.SiblingWait(s.Namespace, s.Name))
 	}
 	if a := p.spreadAnchorFirst(placedPods); a != nil {
 		p.logger.V(4).Info("gangpack.pinGang.spread_anchor_wait", "pod", klog.KObj(p.pod), "gang", key, "anchor", klog.KObj(a))
-		p.pl.ledger.Await(a, p.pod)
+		if !p.dryRun {
+			p.pl.ledger.Await(a, p.pod)
+		}
 		return fwk.NewStatus(fwk.Unschedulable, msg.AnchorWait(a.Namespace, a.Name))
 	}
 	return nil
@@ -79,6 +85,12 @@ func (p *planner) collectTemplates() *fwk.Status {
 	}
 	sort.Slice(others, func(i, j int) bool { return others[i].Name < others[j].Name })
 	p.templates = append([]*v1.Pod{p.pod}, others...)
+	if p.dryRun {
+		if len(p.templates) < p.need {
+			return fwk.NewStatus(fwk.Unschedulable, msg.Templates(info.Key, len(p.templates), p.need))
+		}
+		return nil
+	}
 	if len(p.templates) < p.need {
 		pl.ledger.MembersMissing(info.Key)
 		return fwk.NewStatus(fwk.Unschedulable, msg.Templates(info.Key, len(p.templates), p.need))

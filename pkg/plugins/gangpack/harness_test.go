@@ -200,6 +200,7 @@ func newWorld(t testing.TB, args *gang.Args, nodes []*v1.Node, pods []*v1.Pod, p
 		pgs: cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc})}
 	w.pl = newPlugin(ctx, args, h, ml)
 	w.pl.podGroups = &podGroupReader{}
+	w.pl.planner.UsePodGroups(w.pl.podGroups)
 	w.pl.podGroups.cur.Store(&pgInformer{lister: pglisters.NewPodGroupLister(w.pgs), informer: nil})
 	w.pl.ledger.MarkActive()
 	for _, pg := range pgs {
@@ -256,7 +257,7 @@ func (w *world) resnap(assumed ...*v1.Pod) {
 		}
 	}
 	w.h.snapshot = schedcache.NewSnapshot(append(onNodes, assumed...), w.nodes)
-	w.pl.domains = staticDomainIndex(w.t, w.nodes)
+	w.pl.planner.domains = staticDomainIndex(w.t, w.nodes)
 }
 
 // staticDomainIndex is a synced domain index over nodes, as the node informer would feed it.

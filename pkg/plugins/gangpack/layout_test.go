@@ -19,7 +19,7 @@ import (
 func TestLayout(t *testing.T) {
 	const self = "github.com/moirai-internal/ome-scheduler/pkg/plugins/gangpack"
 	allowed := map[string][]string{
-		"gang":    nil,
+		"gang":    {"msg"},
 		"msg":     nil,
 		"metrics": nil,
 		"ledger":  {"gang", "msg", "metrics"},

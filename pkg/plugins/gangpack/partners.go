@@ -37,11 +37,11 @@ type partner struct {
 
 // partnerPodGroups lists the group's PodGroups: those labelled with the group, and those
 // whose member pods carry the label. Sorted by name.
-func (pl *GangPack) partnerPodGroups(g *gang.GroupRef) ([]*schedv1alpha1.PodGroup, error) {
+func (pl *Planner) partnerPodGroups(g *gang.GroupRef) ([]*schedv1alpha1.PodGroup, error) {
 	sel := labels.SelectorFromSet(labels.Set{pl.args.PlacementGroupLabel: g.Name})
 	byName := map[string]*schedv1alpha1.PodGroup{}
-	if r := pl.podGroups; r != nil && r.cur.Load() != nil {
-		list, err := r.cur.Load().lister.PodGroups(g.Namespace).List(sel)
+	if pl.podGroups != nil {
+		list, err := pl.podGroups.List(g.Namespace, sel)
 		if err != nil {
 			return nil, err
 		}
@@ -58,7 +58,10 @@ func (pl *GangPack) partnerPodGroups(g *gang.GroupRef) ([]*schedv1alpha1.PodGrou
 		if !ok || byName[name] != nil {
 			continue
 		}
-		if pg, err := pl.podGroups.get(g.Namespace, name); err == nil && pg != nil {
+		if pl.podGroups == nil {
+			continue
+		}
+		if pg, err := pl.podGroups.Get(g.Namespace, name); err == nil && pg != nil {
 			byName[name] = pg
 		}
 	}
@@ -70,9 +73,9 @@ func (pl *GangPack) partnerPodGroups(g *gang.GroupRef) ([]*schedv1alpha1.PodGrou
 	return out, nil
 }
 
-// partners returns the group's partners, or the status that parks the pod when the
+// Partners returns the group's partners, or the status that parks the pod when the
 // PodGroups disagree on the group's size or key.
-func (pl *GangPack) partners(self gang.Info) ([]partner, *fwk.Status) {
+func (pl *Planner) Partners(self gang.Info) ([]partner, *fwk.Status) {
 	g := self.Group
 	pgs, err := pl.partnerPodGroups(g)
 	if err != nil {
@@ -108,7 +111,7 @@ func (pl *GangPack) partners(self gang.Info) ([]partner, *fwk.Status) {
 }
 
 // ready reports whether a partner has its minMember live members (placed or not).
-func (pl *GangPack) partnerReady(pt partner) bool {
+func (pl *Planner) PartnerReady(pt partner) bool {
 	if !pt.ok {
 		return false
 	}
@@ -130,14 +133,14 @@ func (pl *GangPack) partnerReady(pt partner) bool {
 // members. It records the partners for planning.
 func (p *planner) groupGate() *fwk.Status {
 	g := p.info.Group
-	pts, st := p.pl.partners(p.info)
+	pts, st := p.pl.Partners(p.info)
 	if st != nil {
 		p.groupWaits(groupDisagrees)
 		return st
 	}
 	ready := 0
 	for _, pt := range pts {
-		if p.pl.partnerReady(pt) {
+		if p.pl.PartnerReady(pt) {
 			ready++
 		}
 	}

@@ -17,7 +17,7 @@ func (pl *GangPack) groupCommitted(info gang.Info) bool {
 	if g == nil {
 		return true
 	}
-	pts, st := pl.partners(info)
+	pts, st := pl.planner.Partners(info)
 	if st != nil || len(pts) < g.Size {
 		return false
 	}
@@ -60,7 +60,7 @@ func (pl *GangPack) boundLive(info gang.Info) int {
 // under its partner's current attempt, and ends the group's record.
 func (pl *GangPack) admitPartners(info gang.Info) int {
 	g := info.Group
-	pts, st := pl.partners(info)
+	pts, st := pl.planner.Partners(info)
 	if st != nil {
 		return 0
 	}

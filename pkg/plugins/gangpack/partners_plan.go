@@ -134,7 +134,7 @@ func (p *planner) groupTodo() (*groupPlanning, *fwk.Status) {
 }
 
 // partnerTemplates returns a partner's live members without a node, by name.
-func (pl *GangPack) partnerTemplates(info gang.Info) ([]*v1.Pod, error) {
+func (pl *Planner) partnerTemplates(info gang.Info) ([]*v1.Pod, error) {
 	pods, err := pl.members.LiveUnbound(info.Namespace, info.Name, "")
 	if err != nil {
 		return nil, err

@@ -109,7 +109,7 @@ func (s *cacheSim) step(op, arg byte) {
 		// the probes plan before the scheduler's cache does (separate informer listeners)
 		cur := node.DeepCopy()
 		cur.Labels[testKey] = fmt.Sprintf("d%d", arg%5)
-		s.w.pl.domains.update(node, cur)
+		s.w.pl.planner.domains.update(node, cur)
 		if arg >= 128 {
 			for _, p := range s.probes {
 				s.preFilterOnce(p, true)
@@ -122,14 +122,14 @@ func (s *cacheSim) step(op, arg byte) {
 			if err := s.cache.RemoveNode(s.logger, node); err != nil {
 				s.t.Fatal(err)
 			}
-			s.w.pl.domains.update(node, nil)
+			s.w.pl.planner.domains.update(node, nil)
 			delete(s.nodes, node.Name)
 			return
 		}
 		n := testNode(fmt.Sprintf("x-%d", s.next), fmt.Sprintf("d%d", arg%5), int64(2+arg%3*2))
 		s.next++
 		s.cache.AddNode(s.logger, n)
-		s.w.pl.domains.update(nil, n)
+		s.w.pl.planner.domains.update(nil, n)
 		s.nodes[n.Name] = n
 	case 5: // another gang pins (reserves room) or lets go
 		if _, ok := s.w.pl.ledger.Commitment("ns/o"); ok {
@@ -153,12 +153,12 @@ type outcome struct {
 // preFilterOnce runs the probe's PreFilter (with or without the plan cache) and releases the
 // pin it made, so both runs start from the same state.
 func (s *cacheSim) preFilterOnce(p *v1.Pod, cached bool) outcome {
-	plans := s.w.pl.plans
+	plans := s.w.pl.planner.plans
 	if !cached {
-		s.w.pl.plans = nil
+		s.w.pl.planner.plans = nil
 	}
 	c, st := s.w.preFilter(p)
-	s.w.pl.plans = plans
+	s.w.pl.planner.plans = plans
 	out := outcome{code: st.Code(), msg: st.Message()}
 	if c.res != nil {
 		out.nodes = sets.List(c.res.NodeNames)
@@ -235,7 +235,7 @@ func TestPlanCacheRelabelIndexedBeforeSnapshot(t *testing.T) {
 	node := s.nodes["n3-1"] // 4 GPUs: alone, room for p's two 2-GPU members
 	cur := node.DeepCopy()
 	cur.Labels[testKey] = "d4"
-	s.w.pl.domains.update(node, cur)
+	s.w.pl.planner.domains.update(node, cur)
 	for _, p := range s.probes {
 		s.preFilterOnce(p, true) // planned on the snapshot from before the relabel
 	}

@@ -4,12 +4,18 @@ import (
 	"context"
 	"sort"
 
+	coreinformers "k8s.io/client-go/informers/core/v1"
+
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
+	schedv1alpha1 "sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
 
 	"github.com/moirai-internal/ome-scheduler/pkg/placement"
 	"github.com/moirai-internal/ome-scheduler/pkg/plugins/gangpack/internal/gang"
+	"github.com/moirai-internal/ome-scheduler/pkg/plugins/gangpack/internal/ledger"
+	"github.com/moirai-internal/ome-scheduler/pkg/plugins/gangpack/internal/quality"
 	"github.com/moirai-internal/ome-scheduler/pkg/topology"
 )
 
@@ -22,7 +28,7 @@ import (
 //  3. choose (choose.go): keep the pin, adopt the placed members' domain, defer the choice to
 //     Reserve for a spread anchor, or pin the best-fitting domain.
 type planner struct {
-	pl        *GangPack
+	pl        *Planner
 	logger    klog.Logger
 	pod       *v1.Pod
 	info      gang.Info
@@ -39,7 +45,7 @@ type planner struct {
 	ignoreReserved bool
 	// returning is the room Terminating pods give back, per node, counted as free only when
 	// preemption asks whether room is coming (preempt_room.go); nil otherwise.
-	returning map[string]returning
+	returning map[string]gang.Returning
 	tnodes    []topology.Node // the nodes of the last planning, as the planner saw them
 	// byDomain replaces tnodes when the last planning came from the plan cache (plancache.go).
 	byDomain  map[string][]topology.Node
@@ -53,13 +59,16 @@ type planner struct {
 	partners []partner
 	// groupWoken is set when groupGate woke the partners' members in this cycle.
 	groupWoken bool
+	// dryRun is preemption's question "does the gang lack room": planning that changes
+	// nothing (no waits recorded, no wake-ups, no pins).
+	dryRun bool
 	// groupPlanned is set once placeGroup ran in this cycle: a pin it made that choose finds
 	// stale is not planned again in the same cycle.
 	groupPlanned bool
 }
 
-// plan is PreFilter's planning for a validated gang member.
-func (pl *GangPack) plan(_ context.Context, logger klog.Logger, cs fwk.CycleState, pod *v1.Pod, info gang.Info, nodes []fwk.NodeInfo) (*fwk.PreFilterResult, *fwk.Status) {
+// Plan is PreFilter's planning for a validated gang member.
+func (pl *Planner) Plan(_ context.Context, logger klog.Logger, cs fwk.CycleState, pod *v1.Pod, info gang.Info, nodes []fwk.NodeInfo) (*fwk.PreFilterResult, *fwk.Status) {
 	p := &planner{pl: pl, logger: logger, pod: pod, info: info, all: nodes, generation: pl.ledger.Generation()}
 	p.others = pl.withProtected(pl.ledger.ReservedExcept(info.Key), func() int32 { return pl.gangPreemptPriority(pod) })
 	p.findPlaced()
@@ -130,3 +139,67 @@ func (p *planner) placedIn(domain string) int {
 func (p *planner) waitForRoom() {
 	p.pl.ledger.ParkBlocked(p.logger, p.pod, p.generation)
 }
+
+// Planner is PreFilter's decision: it plans a gang member over the snapshot and has the
+// ledger carry the decision out. The caches derived from the snapshot (the domain index, the
+// plan cache) are its own.
+type Planner struct {
+	args      *gang.Args
+	ledger    *ledger.Ledger
+	members   *gang.Members
+	handle    fwk.Handle
+	quality   *quality.Tracker
+	podGroups PodGroups
+	victims   Victims
+	plans     *planCache   // per-domain plans of recent gang signatures (plancache.go)
+	domains   *domainIndex // topology key → domain → node names, from node events (nil: scan)
+}
+
+// PodGroups reads PodGroups from the scheduler's PodGroup informer.
+type PodGroups interface {
+	// Get returns the PodGroup, or an error when it does not exist.
+	Get(ns, name string) (*schedv1alpha1.PodGroup, error)
+	// List lists a namespace's PodGroups; nil when none are served.
+	List(ns string, sel labels.Selector) ([]*schedv1alpha1.PodGroup, error)
+}
+
+// Victims is what planning reads of preemption: whether a domain still waits for its
+// victims, the room standalone preemptors wait for, and a gang's preemption priority.
+type Victims interface {
+	Awaiting(key, domain string) bool
+	WithProtected(others map[string]placement.Reserved, priority func() int32) map[string]placement.Reserved
+	PreemptPriority(pod *v1.Pod) int32
+}
+
+// NewPlanner builds the planner; podGroups may be nil (no PodGroup reader), and so may
+// victims (preemption off).
+func NewPlanner(args *gang.Args, l *ledger.Ledger, members *gang.Members, h fwk.Handle, q *quality.Tracker, podGroups PodGroups, victims Victims) *Planner {
+	return &Planner{args: args, ledger: l, members: members, handle: h, quality: q, podGroups: podGroups, victims: victims, plans: newPlanCache()}
+}
+
+// WatchNodes builds the domain index from the node informer's events.
+func (pl *Planner) WatchNodes(nodes coreinformers.NodeInformer) error {
+	pl.domains = newDomainIndex(nodes.Lister(), nodes.Informer().HasSynced)
+	return pl.domains.watch(nodes.Informer())
+}
+
+func (pl *Planner) withProtected(others map[string]placement.Reserved, priority func() int32) map[string]placement.Reserved {
+	if pl.victims == nil {
+		return others
+	}
+	return pl.victims.WithProtected(others, priority)
+}
+
+func (pl *Planner) gangPreemptPriority(pod *v1.Pod) int32 {
+	if pl.victims == nil {
+		return 0
+	}
+	return pl.victims.PreemptPriority(pod)
+}
+
+func (pl *Planner) awaitingVictims(key, domain string) bool {
+	return pl.victims != nil && pl.victims.Awaiting(key, domain)
+}
+
+// UsePodGroups sets the PodGroup reader partner groups are listed from.
+func (pl *Planner) UsePodGroups(r PodGroups) { pl.podGroups = r }

@@ -49,10 +49,10 @@ type GangPack struct {
 	logger klog.Logger
 
 	quality   *quality.Tracker // per-domain series and pending gangs of the quality gauges
-	domains   *domainIndex     // topology key → domain → node names, from node events (nil: scan)
 	preempted *preemptions     // victims each preemptor waits on
 	evicting  *evictions       // victims whose eviction calls are under way
-	plans     *planCache       // per-domain plans of recent gang signatures (plancache.go)
+	// planner is PreFilter's decision (planning.go) with its caches.
+	planner *Planner
 }
 
 var (
@@ -100,8 +100,7 @@ func New(ctx context.Context, obj runtime.Object, h fwk.Handle) (fwk.Plugin, err
 		pl.pdbs = h.SharedInformerFactory().Policy().V1().PodDisruptionBudgets().Lister()
 	}
 	nodes := h.SharedInformerFactory().Core().V1().Nodes()
-	pl.domains = newDomainIndex(nodes.Lister(), nodes.Informer().HasSynced)
-	if err := pl.domains.watch(nodes.Informer()); err != nil {
+	if err := pl.planner.WatchNodes(nodes); err != nil {
 		return nil, fmt.Errorf("watch nodes for the domain index: %w", err)
 	}
 	if err := pl.watchMembers(h.SharedInformerFactory().Core().V1().Pods().Informer()); err != nil {
@@ -116,6 +115,7 @@ func New(ctx context.Context, obj runtime.Object, h fwk.Handle) (fwk.Plugin, err
 			return nil, err
 		}
 		pl.podGroups = r
+		pl.planner.UsePodGroups(r)
 		pl.registerPodGroupEvents = served
 		if args.PodGroupSyncTimeoutSeconds != nil {
 			timeout := time.Duration(*args.PodGroupSyncTimeoutSeconds) * time.Second
@@ -139,9 +139,9 @@ func newPlugin(ctx context.Context, args *gang.Args, h fwk.Handle, ml *gang.Memb
 		quality:   quality.New(),
 		preempted: newPreemptions(),
 		evicting:  newEvictions(),
-		plans:     newPlanCache(),
 	}
 	pl.ledger = ledger.New(ctx, h, ml, func(l *ledger.Ledger) { pl.quality.HeldChanged(l) })
+	pl.planner = NewPlanner(args, pl.ledger, ml, h, pl.quality, nil, victims{pl})
 	return pl
 }
 

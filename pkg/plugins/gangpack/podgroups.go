@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 	restclient "k8s.io/client-go/rest"
@@ -145,4 +146,18 @@ func (r *podGroupReader) waitForSync(ctx context.Context, timeout time.Duration)
 // get returns the PodGroup or nil when it is not (yet) known.
 func (r *podGroupReader) get(ns, name string) (*schedv1alpha1.PodGroup, error) {
 	return r.cur.Load().lister.PodGroups(ns).Get(name)
+}
+
+// Get returns the PodGroup (PodGroups, for the planner).
+func (r *podGroupReader) Get(ns, name string) (*schedv1alpha1.PodGroup, error) {
+	return r.get(ns, name)
+}
+
+// List lists the namespace's PodGroups the selector selects; nil before the informer exists.
+func (r *podGroupReader) List(ns string, sel labels.Selector) ([]*schedv1alpha1.PodGroup, error) {
+	cur := r.cur.Load()
+	if cur == nil {
+		return nil, nil
+	}
+	return cur.lister.PodGroups(ns).List(sel)
 }

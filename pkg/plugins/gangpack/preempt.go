@@ -41,8 +41,9 @@ type preemptor struct {
 	nodes    []topology.Node
 	all      []fwk.NodeInfo
 	fit      *gang.PodFit // the current pod's fit, to nominate a node
-	// planner is the gang's planning (nil for a standalone pod).
-	planner *planner
+	// shortfall is the planner's answer for a gang or group that lacks room (nil for a
+	// standalone pod).
+	shortfall *Shortfall
 	// excluded domains may not be chosen (held by a gang of equal or higher priority).
 	excluded map[string]bool
 	// holders are the lower-priority forming gangs whose reservations overlap a domain (under
@@ -188,78 +189,6 @@ func (pl *GangPack) standaloneNodes(pr *preemptor, m fwk.NodeToStatusReader) {
 	}
 }
 
-// gangLacksRoom plans the gang as PreFilter did and reports whether no domain has room for
-// it when other gangs' holds are ignored (then a hold, a spread rule, a sibling wait or
-// missing members is not the reason it failed). Room Terminating pods give back counts as
-// coming: when a domain fits with it, the gang does not lack room and waits (wait says so).
-// It fills the preemptor's gang and nodes.
-func (pl *GangPack) gangLacksRoom(logger klog.Logger, pr *preemptor) (bool, *waitResult) {
-	_, name, _ := gang.Of(pr.pod)
-	if pl.podGroups == nil {
-		return false, nil
-	}
-	pg, err := pl.podGroups.get(pr.pod.Namespace, name)
-	if err != nil || pg == nil {
-		return false, nil
-	}
-	info, st := gang.Interpret(pl.args, pr.pod, pg)
-	if st != nil {
-		return false, nil
-	}
-	if info.Group != nil {
-		return pl.groupLacksRoom(logger, pr, info)
-	}
-	if pl.ledger.Pinned(info.Key) {
-		return false, nil // the gang has a domain: it waits there
-	}
-	p := &planner{pl: pl, logger: logger, pod: pr.pod, info: info, all: pr.all, generation: pl.ledger.Generation()}
-	p.findPlaced()
-	if p.split() || p.gate() != nil || pl.atHoldCap(info) {
-		return false, nil
-	}
-	p.buildGang()
-	set := p.all
-	if len(p.placed) > 0 { // placed members never move: only their domain can be freed
-		set = p.nodesOfDomain(info.TopologyKey, p.placed[0].Domain)
-	}
-	if _, fits := topology.BestFit(topology.Rooms(p.planOver(set)), p.need); fits {
-		return false, nil
-	}
-	if w := pl.roomComing(p, set); w != nil {
-		return false, w
-	}
-	pr.planner, pr.gang = p, p.gang
-	pr.nodes = preemptNodes(p, set)
-	pl.markHeldDomains(pr, info)
-	return true, nil
-}
-
-// atHoldCap reports whether the gang's namespace already has as many forming gangs as
-// maxHoldsPerNamespace allows: the gang could not hold a freed domain.
-func (pl *GangPack) atHoldCap(info gang.Info) bool {
-	limit := pl.args.HoldCap()
-	return limit > 0 && pl.ledger.FormingIn(info.Namespace+"/", info.Key) >= limit
-}
-
-// preemptNodes translates the labelled nodes of set for the preemption arithmetic: Fits
-// reports only what evicting pods cannot change (resources are judged from Free).
-func preemptNodes(p *planner, set []fwk.NodeInfo) []topology.Node {
-	out := make([]topology.Node, 0, len(set))
-	for _, ni := range set {
-		node := ni.Node()
-		if node == nil || node.Labels[p.info.TopologyKey] == "" {
-			continue
-		}
-		free, freePods := gang.NodeFree(ni, p.resources)
-		fits := make([]bool, len(p.shapeFits))
-		for s, f := range p.shapeFits {
-			fits[s] = f.Fits(ni, f.Request, 1)
-		}
-		out = append(out, topology.Node{Name: node.Name, Domain: node.Labels[p.info.TopologyKey], Free: free, FreePods: freePods, Fits: fits})
-	}
-	return out
-}
-
 // markHeldDomains finds, for each domain of the preemptor's nodes, the other forming gangs
 // whose reservations overlap it: one under the gang's topology key holding the domain, or
 // one under any key reserving room on a node of it. A domain with such a holder of equal or
@@ -376,4 +305,37 @@ func (pl *GangPack) noCandidate(logger klog.Logger, pr *preemptor, reason string
 	metrics.PreemptionTotal.WithLabelValues(pr.kind, metrics.PreemptResultNoCandidate).Inc()
 	logger.V(4).Info("gangpack.PostFilter.preempt", "pod", klog.KObj(pr.pod), "gang", pr.ownGang, "domain", "", "victims", []string{}, "reason", reason)
 	return nil, fwk.NewStatus(fwk.Unschedulable, msg.PreemptPrefix+reason)
+}
+
+// gangLacksRoom asks the planner whether the pod's gang (or its placement group) lacks room
+// (LacksRoom) and fills the preemptor from the answer; wait is set when room Terminating pods
+// give back would let it fit.
+func (pl *GangPack) gangLacksRoom(logger klog.Logger, pr *preemptor) (bool, *waitResult) {
+	_, name, _ := gang.Of(pr.pod)
+	if pl.podGroups == nil {
+		return false, nil
+	}
+	pg, err := pl.podGroups.get(pr.pod.Namespace, name)
+	if err != nil || pg == nil {
+		return false, nil
+	}
+	info, st := gang.Interpret(pl.args, pr.pod, pg)
+	if st != nil {
+		return false, nil
+	}
+	sf, coming := pl.planner.LacksRoom(logger, pr.pod, info, pr.all, pl.ledger.Now())
+	if coming != nil {
+		return false, roomComingWait(coming.Pods, coming.Domain)
+	}
+	if sf == nil {
+		return false, nil
+	}
+	pr.shortfall, pr.gang = sf, sf.Gang
+	if sf.Partners != nil {
+		pr.partners, pr.groupNodes = sf.Partners, sf.GroupNodes
+		return true, nil
+	}
+	pr.nodes = sf.Nodes
+	pl.markHeldDomains(pr, info)
+	return true, nil
 }

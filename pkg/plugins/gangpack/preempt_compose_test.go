@@ -200,7 +200,7 @@ func TestPreemptHoldersOfTheDomain(t *testing.T) {
 			for _, h := range tc.holders {
 				_, out := w.pl.ledger.Pin(placement.PinRequest{Gang: testNS + "/" + h.gang, Owner: "uid-" + h.gang, Key: h.key, Domain: h.domain,
 					Reserved: placement.Reservation{h.node: {Count: 1, Each: topology.Resources{testGPU: 1}}},
-					Capacity: w.pl.snapshotCapacity(), Remaining: 2, MinMember: 2}, gang.Info{}, "")
+					Capacity: w.pl.planner.SnapshotCapacity(), Remaining: 2, MinMember: 2}, gang.Info{}, "")
 				if out != placement.Pinned {
 					t.Fatalf("pin %s: %v", h.gang, out)
 				}

@@ -59,7 +59,7 @@ func (pl *GangPack) carryOut(logger klog.Logger, pr *preemptor, c *topology.Pree
 	}
 	node := nominatedNode(pr, c.Domain, victims)
 	pl.preempted.record(pr.key, pl.newRecord(pr, c.Domain, node, victims), pl.recordLive)
-	if pr.planner != nil && pr.group == "" {
+	if pr.shortfall != nil && pr.group == "" {
 		pl.holdDomain(logger, pr, c.Domain, victims)
 	}
 	pl.evictAsync(pr.pod, victims, msg.Preempted(pr.kind, pr.pod.Namespace, pr.name, c.Domain))
@@ -162,8 +162,8 @@ func (pl *GangPack) preemptedEvent(preemptor, victim *v1.Pod, msg string) {
 // holdDomain pins the gang to the freed domain and reserves there the room its victims give
 // back, so that nothing else takes it while they terminate.
 func (pl *GangPack) holdDomain(logger klog.Logger, pr *preemptor, domain string, victims []*v1.Pod) {
-	p, info := pr.planner, pr.planner.info
-	freed, pods := freedBy(victims)
+	info := pr.shortfall.Info
+	freed, pods := gang.FreedBy(victims)
 	var nodes []topology.Node
 	for _, n := range pr.nodes {
 		if n.Domain != domain {
@@ -179,16 +179,16 @@ func (pl *GangPack) holdDomain(logger klog.Logger, pr *preemptor, domain string,
 		// evictions, so a node that stays full is no part of the reservation.
 		fits := make([]bool, len(n.Fits))
 		for s, f := range n.Fits {
-			fits[s] = f && s < len(pr.gang.Shapes) && n.FreePods >= 1 && within(pr.gang.Shapes[s], free)
+			fits[s] = f && s < len(pr.gang.Shapes) && n.FreePods >= 1 && topology.Within(pr.gang.Shapes[s], free)
 		}
 		n.Fits = fits
 		nodes = append(nodes, n)
 	}
 	g := pr.gang
-	g.Need = max(info.MinMember-len(p.placed), 1)
+	g.Need = max(info.MinMember-pr.shortfall.Placed, 1)
 	counts, _ := topology.Assign(&g, nodes, g.Need)
 	res := slotsOf(&g, nodes, counts)
-	snapshot := pl.snapshotCapacity()
+	snapshot := pl.planner.SnapshotCapacity()
 	capacity := func(name string) (topology.Resources, int64, bool) {
 		free, n, ok := snapshot(name)
 		if !ok {
@@ -200,25 +200,15 @@ func (pl *GangPack) holdDomain(logger klog.Logger, pr *preemptor, domain string,
 		return free, n + pods[name], ok
 	}
 	if _, outcome := pl.ledger.Pin(placement.PinRequest{Gang: info.Key, Owner: info.UID, Key: info.TopologyKey, Domain: domain,
-		Reserved: res, Capacity: capacity, Remaining: max(info.MinMember-len(p.placed), 0), SoleFit: true, MinMember: info.MinMember}, info, ""); outcome == placement.HeldByOther {
+		Reserved: res, Capacity: capacity, Remaining: max(info.MinMember-pr.shortfall.Placed, 0), SoleFit: true, MinMember: info.MinMember}, info, ""); outcome == placement.HeldByOther {
 		logger.V(4).Info("gangpack.PostFilter.preempt_hold_blocked", "gang", info.Key, "domain", domain)
 	}
-}
-
-// within reports whether a request fits in free.
-func within(req, free topology.Resources) bool {
-	for r, q := range req {
-		if q > 0 && free[r] < q {
-			return false
-		}
-	}
-	return true
 }
 
 // nominatedNode picks the node of the domain the pod is nominated to: the first by name where
 // it fits once the victims are gone, else the domain's first node.
 func nominatedNode(pr *preemptor, domain string, victims []*v1.Pod) string {
-	freed, pods := freedBy(victims)
+	freed, pods := gang.FreedBy(victims)
 	var inDomain []topology.Node
 	for _, n := range pr.nodes {
 		if n.Domain == domain {
@@ -246,23 +236,6 @@ func nominatedNode(pr *preemptor, domain string, victims []*v1.Pod) string {
 		return inDomain[0].Name
 	}
 	return ""
-}
-
-// freedBy returns, per node, what the victims give back when they are gone.
-func freedBy(victims []*v1.Pod) (map[string]topology.Resources, map[string]int64) {
-	freed := map[string]topology.Resources{}
-	pods := map[string]int64{}
-	for _, v := range victims {
-		n := v.Spec.NodeName
-		if freed[n] == nil {
-			freed[n] = topology.Resources{}
-		}
-		for r, q := range gang.Request(v) {
-			freed[n][r] += q
-		}
-		pods[n]++
-	}
-	return freed, pods
 }
 
 func refsOf(pods []*v1.Pod) []victimRef {

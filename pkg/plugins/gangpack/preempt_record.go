@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/sets"
 
 	"github.com/moirai-internal/ome-scheduler/pkg/placement"
+	"github.com/moirai-internal/ome-scheduler/pkg/plugins/gangpack/internal/gang"
 	"github.com/moirai-internal/ome-scheduler/pkg/topology"
 )
 
@@ -99,10 +100,10 @@ func (gs *GangPack) victimsLeft(r preemptRecord) int {
 // nothing once rejected, so the preemptor does not wait on it.
 func (gs *GangPack) victimHolds(v victimRef, now time.Time) bool {
 	if cur := gs.boundVictim(v); cur != nil {
-		return !stuck(cur, now)
+		return !gang.Stuck(cur, now)
 	}
 	q := gs.inSnapshot(v)
-	return q != nil && !stuck(q, now)
+	return q != nil && !gang.Stuck(q, now)
 }
 
 // boundVictim returns the victim as the pod informer shows it bound, or nil.
@@ -235,3 +236,15 @@ func (e *evictions) inFlight() int {
 	defer e.mu.Unlock()
 	return e.set.Len()
 }
+
+// victims is the planner's view of preemption: the domains that still wait for victims, the
+// room standalone preemptors wait for, and a gang's preemption priority.
+type victims struct{ pl *GangPack }
+
+func (v victims) Awaiting(key, domain string) bool { return v.pl.awaitingVictims(key, domain) }
+
+func (v victims) WithProtected(others map[string]placement.Reserved, priority func() int32) map[string]placement.Reserved {
+	return v.pl.withProtected(others, priority)
+}
+
+func (v victims) PreemptPriority(pod *v1.Pod) int32 { return v.pl.gangPreemptPriority(pod) }

@@ -34,7 +34,7 @@ func (pl *GangPack) PreFilter(ctx context.Context, cs fwk.CycleState, pod *v1.Po
 	if st != nil {
 		return nil, st
 	}
-	return pl.plan(ctx, logger, cs, pod, info, nodes)
+	return pl.planner.Plan(ctx, logger, cs, pod, info, nodes)
 }
 
 // PreFilterExtensions returns nil: no incremental AddPod/RemovePod.

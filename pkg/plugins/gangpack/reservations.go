@@ -78,10 +78,10 @@ func slotsOf(g *topology.Gang, nodes []topology.Node, counts map[string]int) pla
 // capacity reports the snapshot's free room of a node, reservations not set aside. It looks
 // nodes up by name in the cycle's snapshot: a reservation names a few nodes, and building an
 // index of every node here cost a tenth of an unpinned PreFilter at 5,000 nodes.
-func (p *planner) capacity() placement.Capacity { return p.pl.snapshotCapacity() }
+func (p *planner) capacity() placement.Capacity { return p.pl.SnapshotCapacity() }
 
-// snapshotCapacity is the free room of a node of the framework's snapshot.
-func (pl *GangPack) snapshotCapacity() placement.Capacity {
+// SnapshotCapacity is the free room of a node of the framework's snapshot.
+func (pl *Planner) SnapshotCapacity() placement.Capacity {
 	lister := pl.handle.SnapshotSharedLister().NodeInfos()
 	return func(name string) (topology.Resources, int64, bool) {
 		ni, err := lister.Get(name)

@@ -82,7 +82,7 @@ func (pl *GangPack) pinDeferred(logger klog.Logger, cs fwk.CycleState, pod *v1.P
 		return nil, fwk.NewStatus(fwk.Error, msg.OutsideDeferredPlan)
 	}
 	c, outcome := pl.ledger.Pin(placement.PinRequest{Gang: plan.Gang.Key, Owner: plan.Gang.UID, Key: plan.Gang.TopologyKey,
-		Domain: domain, Reserved: plan.Reserve[domain], Capacity: pl.snapshotCapacity(), Remaining: plan.Need, SoleFit: len(plan.Planned) < 2, MinMember: plan.Gang.MinMember}, plan.Gang, "")
+		Domain: domain, Reserved: plan.Reserve[domain], Capacity: pl.planner.SnapshotCapacity(), Remaining: plan.Need, SoleFit: len(plan.Planned) < 2, MinMember: plan.Gang.MinMember}, plan.Gang, "")
 	if outcome != placement.Pinned {
 		return nil, fwk.NewStatus(fwk.Error, msg.DomainUnavailable)
 	}

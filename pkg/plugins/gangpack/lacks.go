@@ -1,0 +1,204 @@
+package gangpack
+
+import (
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/klog/v2"
+	fwk "k8s.io/kube-scheduler/framework"
+
+	"github.com/moirai-internal/ome-scheduler/pkg/plugins/gangpack/internal/gang"
+	"github.com/moirai-internal/ome-scheduler/pkg/topology"
+)
+
+// Preemption's questions to the planner, answered without changing anything: does a gang (or
+// a placement group) lack room, on which nodes, and is room coming back from Terminating pods.
+
+// Shortfall is a gang, or a placement group, that no domain has room for even when other
+// gangs' reservations are ignored: what preemption needs to find a domain to free.
+type Shortfall struct {
+	Info gang.Info
+	// Gang is the gang's shape and need (for a group: Need is every partner's need).
+	Gang topology.Gang
+	// Nodes are the gang's nodes translated for the preemption arithmetic (a gang only).
+	Nodes []topology.Node
+	// Placed counts the gang's placed members: only their domain may be freed.
+	Placed int
+	// Partners and GroupNodes are a placement group's, for the group planner.
+	Partners   []topology.Partner
+	GroupNodes []topology.GroupNode
+}
+
+// RoomComing is a domain that fits once its Terminating pods are gone: the preemptor waits.
+type RoomComing struct {
+	Pods   int64
+	Domain string
+}
+
+// addReturning adds what Terminating pods give back on the node to its free room, when the
+// planner counts it (preemption's "is room coming" judgement only).
+func (p *planner) addReturning(name string, free topology.Resources, freePods int64) int64 {
+	back, ok := p.returning[name]
+	if !ok {
+		return freePods
+	}
+	for res := range free {
+		free[res] += back.Free[res]
+	}
+	return freePods + back.Pods
+}
+
+// roomComing plans the gang over set again, counting the room Terminating pods give back.
+// When a domain then fits the whole gang, the gang waits for them instead of preempting.
+func (p *planner) roomComing(set []fwk.NodeInfo, now time.Time) *RoomComing {
+	back := gang.ReturningRoom(set, now)
+	if len(back) == 0 {
+		return nil
+	}
+	p.returning = back
+	defer func() { p.returning = nil }()
+	domain, fits := topology.BestFit(topology.Rooms(p.planOver(set)), p.need)
+	if !fits {
+		return nil
+	}
+	n := int64(0)
+	for _, tn := range p.tnodes {
+		if tn.Domain == domain {
+			n += back[tn.Name].Pods
+		}
+	}
+	return &RoomComing{Pods: n, Domain: domain}
+}
+
+// LacksRoom plans the gang as PreFilter did, changing nothing, and returns its shortfall when
+// no domain has room for it even when other gangs' reservations are ignored (then a
+// reservation, a spread rule, a sibling wait or missing members is not why it failed). Room
+// Terminating pods give back counts as coming: when a domain fits with it, RoomComing says
+// where, and the gang waits instead of preempting. A partner of a placement group asks for
+// the whole group (groupLacksRoom).
+func (pl *Planner) LacksRoom(logger klog.Logger, pod *v1.Pod, info gang.Info, all []fwk.NodeInfo, now time.Time) (*Shortfall, *RoomComing) {
+	if info.Group != nil {
+		return pl.groupLacksRoom(logger, pod, info, all, now)
+	}
+	if pl.ledger.Pinned(info.Key) {
+		return nil, nil // the gang has a domain: it waits there
+	}
+	p := pl.dryRun(logger, pod, info, all)
+	if p.split() || p.gate() != nil || pl.atHoldCap(info) {
+		return nil, nil
+	}
+	p.buildGang()
+	set := p.all
+	if len(p.placed) > 0 { // placed members never move: only their domain can be freed
+		set = p.nodesOfDomain(info.TopologyKey, p.placed[0].Domain)
+	}
+	if _, fits := topology.BestFit(topology.Rooms(p.planOver(set)), p.need); fits {
+		return nil, nil
+	}
+	if w := p.roomComing(set, now); w != nil {
+		return nil, w
+	}
+	return &Shortfall{Info: info, Gang: p.gang, Nodes: preemptNodes(p, set), Placed: len(p.placed)}, nil
+}
+
+// dryRun is a planner for preemption's questions: it changes nothing.
+func (pl *Planner) dryRun(logger klog.Logger, pod *v1.Pod, info gang.Info, all []fwk.NodeInfo) *planner {
+	p := &planner{pl: pl, logger: logger, pod: pod, info: info, all: all, generation: pl.ledger.Generation(), dryRun: true}
+	p.findPlaced()
+	return p
+}
+
+// atHoldCap reports whether the gang's namespace already has as many forming gangs as
+// maxHoldsPerNamespace allows: the gang could not hold a freed domain.
+func (pl *Planner) atHoldCap(info gang.Info) bool {
+	limit := pl.args.HoldCap()
+	return limit > 0 && pl.ledger.FormingIn(info.Namespace+"/", info.Key) >= limit
+}
+
+// preemptNodes translates the labelled nodes of set for the preemption arithmetic: Fits
+// reports only what evicting pods cannot change (resources are judged from Free).
+func preemptNodes(p *planner, set []fwk.NodeInfo) []topology.Node {
+	out := make([]topology.Node, 0, len(set))
+	for _, ni := range set {
+		node := ni.Node()
+		if node == nil || node.Labels[p.info.TopologyKey] == "" {
+			continue
+		}
+		free, freePods := gang.NodeFree(ni, p.resources)
+		fits := make([]bool, len(p.shapeFits))
+		for s, f := range p.shapeFits {
+			fits[s] = f.Fits(ni, f.Request, 1)
+		}
+		out = append(out, topology.Node{Name: node.Name, Domain: node.Labels[p.info.TopologyKey], Free: free, FreePods: freePods, Fits: fits})
+	}
+	return out
+}
+
+// groupLacksRoom is gangLacksRoom for a partner of a placement group: the whole group is the
+// preemptor, and a candidate is one group domain where every partner fits whole once the
+// victims are gone. It applies while the group has no domain yet (no partner pinned or
+// placed), every partner is ready, and no group domain fits the group even when other gangs'
+// reservations are ignored. A group does not hold the freed domain: its partners wait on the
+// victims (one record for the group) and then plan as usual. As for a gang, room Terminating
+// pods give back counts as coming: when a group domain fits with it, the group waits.
+func (pl *Planner) groupLacksRoom(logger klog.Logger, pod *v1.Pod, info gang.Info, all []fwk.NodeInfo, now time.Time) (*Shortfall, *RoomComing) {
+	p := pl.dryRun(logger, pod, info, all)
+	if len(p.placed) > 0 || p.gate() != nil {
+		return nil, nil
+	}
+	pts, st := pl.Partners(info)
+	if st != nil || len(pts) < info.Group.Size {
+		return nil, nil
+	}
+	for _, pt := range pts {
+		if !pl.PartnerReady(pt) {
+			return nil, nil
+		}
+	}
+	p.partners = pts
+	gp, st := p.groupTodo()
+	if st != nil || gp.anchor != "" || len(gp.todo) != len(pts) {
+		return nil, nil // a partner is pinned or placed: the group's domain is decided
+	}
+	partners := make([]topology.Partner, len(gp.todo))
+	need := 0
+	for i, q := range gp.todo {
+		partners[i] = topology.Partner{Gang: &q.gang, Key: i}
+		need += q.need
+	}
+	gp.build(p, true)
+	for _, plan := range topology.PlanGroup(partners, gp.nodes) {
+		if plan.Feasible {
+			return nil, nil // room exists: reservations, not capacity, keep the group out
+		}
+	}
+	if w := p.groupRoomComing(gp, partners, now); w != nil {
+		return nil, w
+	}
+	gp.forPreemption = true
+	gp.build(p, true)
+	return &Shortfall{Info: info, Gang: topology.Gang{Need: need}, Placed: len(p.placed), Partners: partners, GroupNodes: gp.nodes}, nil
+}
+
+// groupRoomComing plans the group again counting the room Terminating pods give back; when a
+// group domain then fits every partner, the group waits for them instead of preempting.
+func (p *planner) groupRoomComing(gp *groupPlanning, partners []topology.Partner, now time.Time) *RoomComing {
+	back := gang.ReturningRoom(p.all, now)
+	if len(back) == 0 {
+		return nil
+	}
+	p.returning = back
+	gp.build(p, true)
+	p.returning = nil
+	domain, ok := topology.BestGroupFit(topology.PlanGroup(partners, gp.nodes))
+	if !ok {
+		return nil
+	}
+	n := int64(0)
+	for _, gn := range gp.nodes {
+		if gn.Group == domain {
+			n += back[gn.Name].Pods
+		}
+	}
+	return &RoomComing{Pods: n, Domain: domain}
+}
