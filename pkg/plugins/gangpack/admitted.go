@@ -9,6 +9,7 @@ import (
 
 	"github.com/moirai-internal/ome-scheduler/pkg/plugins/gangpack/internal/gang"
 	"github.com/moirai-internal/ome-scheduler/pkg/plugins/gangpack/internal/metrics"
+	"github.com/moirai-internal/ome-scheduler/pkg/plugins/gangpack/internal/plan"
 	"github.com/moirai-internal/ome-scheduler/pkg/plugins/gangpack/internal/quality"
 )
 
@@ -19,7 +20,7 @@ import (
 // (once per attempt) counts: surplus members and adoptions that were committed at once do not.
 // It verifies from the scheduling snapshot that every placed member of the gang, the current
 // one on nodeName included, sits in the pinned domain, and observes the formation duration.
-func (gs *GangPack) gangAdmitted(logger klog.Logger, cs fwk.CycleState, pod *v1.Pod, pin *pinState, nodeName string) {
+func (gs *GangPack) gangAdmitted(logger klog.Logger, cs fwk.CycleState, pod *v1.Pod, pin *plan.Pin, nodeName string) {
 	if !formed(cs) {
 		return
 	}
@@ -38,7 +39,7 @@ func (gs *GangPack) gangAdmitted(logger klog.Logger, cs fwk.CycleState, pod *v1.
 
 // placedDomains maps every member of the gang on a snapshot node (bound or assumed, as
 // planner.findPlaced), plus the current pod on nodeName, to its domain under the gang's key.
-func (gs *GangPack) placedDomains(pod *v1.Pod, pin *pinState, nodeName string) map[string]string {
+func (gs *GangPack) placedDomains(pod *v1.Pod, pin *plan.Pin, nodeName string) map[string]string {
 	out := map[string]string{}
 	infos := gs.handle.SnapshotSharedLister().NodeInfos()
 	if all, err := infos.List(); err == nil {

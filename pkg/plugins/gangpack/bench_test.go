@@ -70,7 +70,7 @@ func BenchmarkPreFilter(b *testing.B) {
 	b.Run("cache-memory", func(b *testing.B) {
 		var before, after runtime.MemStats
 		for i := 0; i < b.N; i++ {
-			w.pl.planner.plans = newPlanCache()
+			w.pl.planner.ResetPlanCache()
 			runtime.GC()
 			runtime.ReadMemStats(&before)
 			if _, status := w.pl.PreFilter(w.ctx, framework.NewCycleState(), members[0], w.nodeInfos()); !status.IsSuccess() {

@@ -225,7 +225,9 @@ func (s *sim) resnap() {
 		}
 	}
 	s.h.snapshot = schedcache.NewSnapshot(pods, s.nodes)
-	s.pl.planner.domains = staticDomainIndex(s.t, s.nodes)
+	if err := s.pl.planner.IndexNodes(s.nodes); err != nil {
+		s.t.Fatal(err)
+	}
 }
 
 // nodeInfos returns the snapshot's nodes sorted by name.

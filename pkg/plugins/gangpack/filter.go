@@ -11,6 +11,7 @@ import (
 	"github.com/moirai-internal/ome-scheduler/pkg/placement"
 	"github.com/moirai-internal/ome-scheduler/pkg/plugins/gangpack/internal/gang"
 	"github.com/moirai-internal/ome-scheduler/pkg/plugins/gangpack/internal/msg"
+	"github.com/moirai-internal/ome-scheduler/pkg/plugins/gangpack/internal/plan"
 	"github.com/moirai-internal/ome-scheduler/pkg/topology"
 )
 
@@ -25,7 +26,7 @@ func (pl *GangPack) Filter(ctx context.Context, cs fwk.CycleState, pod *v1.Pod, 
 		return fwk.NewStatus(fwk.UnschedulableAndUnresolvable, "node not found")
 	}
 	logger := klog.FromContext(ctx)
-	pin := readPin(cs)
+	pin := plan.ReadPin(cs)
 	if pin != nil && node.Labels[pin.Gang.TopologyKey] != pin.Domain {
 		logger.V(4).Info("gangpack.Filter.reject", "pod", klog.KObj(pod), "node", node.Name, "reason", "outside_domain", "domain", pin.Domain)
 		return fwk.NewStatus(fwk.UnschedulableAndUnresolvable, msg.OutsideDomain(pin.Domain))
@@ -46,7 +47,7 @@ func (pl *GangPack) Filter(ctx context.Context, cs fwk.CycleState, pod *v1.Pod, 
 
 // filterRoom refuses nodes with a binding in doubt and nodes where the pod does not fit the
 // room left outside other forming gangs' reservations.
-func (pl *GangPack) filterRoom(logger klog.Logger, cs fwk.CycleState, pod *v1.Pod, pin *pinState, ni fwk.NodeInfo) *fwk.Status {
+func (pl *GangPack) filterRoom(logger klog.Logger, cs fwk.CycleState, pod *v1.Pod, pin *plan.Pin, ni fwk.NodeInfo) *fwk.Status {
 	node := ni.Node()
 	own := ""
 	if pin != nil {
@@ -61,7 +62,7 @@ func (pl *GangPack) filterRoom(logger klog.Logger, cs fwk.CycleState, pod *v1.Po
 	if len(reserved.Gangs) == 0 {
 		return nil
 	}
-	free, freePods := nodeFreeAll(ni)
+	free, freePods := gang.NodeFreeAll(ni)
 	if reserved.Leaves(free, freePods, requestOf(cs, pod)) {
 		return nil
 	}
@@ -74,11 +75,11 @@ func (pl *GangPack) filterRoom(logger klog.Logger, cs fwk.CycleState, pod *v1.Po
 // plannedCandidate reports whether the node is among the candidates PreFilter narrowed the
 // cycle to (a pinned member's, or a spread anchor's deferred plan); true without narrowing.
 // kube-scheduler tries a pod's nominated node with Filter alone, ignoring the PreFilter result.
-func plannedCandidate(cs fwk.CycleState, pin *pinState, node string) bool {
+func plannedCandidate(cs fwk.CycleState, pin *plan.Pin, node string) bool {
 	if pin != nil {
 		return pin.Candidates == nil || pin.Candidates.Has(node)
 	}
-	d := readDeferred(cs)
+	d := plan.ReadDeferred(cs)
 	return d == nil || d.Candidates == nil || d.Candidates.Has(node)
 }
 
@@ -97,14 +98,14 @@ func (s *requestState) Clone() fwk.StateData { return s }
 
 // requestOf returns the request PreFilter recorded, or computes it.
 func requestOf(cs fwk.CycleState, pod *v1.Pod) topology.Resources {
-	if s, ok := readState[*requestState](cs, requestStateKey); ok {
+	if s, ok := gang.ReadState[*requestState](cs, requestStateKey); ok {
 		return s.request
 	}
 	return gang.Request(pod)
 }
 
 // pinWithin is the group domain a partner's pin is confined to (zero: none, or no pin).
-func pinWithin(pin *pinState) placement.DomainRef {
+func pinWithin(pin *plan.Pin) placement.DomainRef {
 	if pin == nil {
 		return placement.DomainRef{}
 	}

@@ -13,6 +13,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/moirai-internal/ome-scheduler/pkg/plugins/gangpack/internal/msg"
+	"github.com/moirai-internal/ome-scheduler/pkg/plugins/gangpack/internal/plan"
 )
 
 // liveTimers replaces time.AfterFunc and counts the timers started and not yet stopped or
@@ -194,7 +195,7 @@ func TestTimersEndWithTheirAttempt(t *testing.T) {
 		if i%2 == 0 {
 			w.pl.Unreserve(w.ctx, c.cs, m0, "a0")
 		} else {
-			w.pl.ledger.ReleaseSilently(klog.Background(), "ns/g", readPin(c.cs).ID)
+			w.pl.ledger.ReleaseSilently(klog.Background(), "ns/g", plan.ReadPin(c.cs).ID)
 		}
 	}
 	if n, d := lt.count(), w.pl.ledger.Deadlines(); n != 0 || d != 0 {

@@ -8,7 +8,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
 
-	"github.com/moirai-internal/ome-scheduler/pkg/plugins/gangpack/internal/ledger"
+	"github.com/moirai-internal/ome-scheduler/pkg/plugins/gangpack/internal/gang"
 )
 
 // runGC releases pins of dead or re-created gangs every interval until
@@ -44,7 +44,7 @@ func (pl *GangPack) gcOnce(logger klog.Logger) {
 			}
 		}
 		if stale {
-			pl.ledger.Abandon(logger, c.Gang, c.ID, ledger.CauseGC)
+			pl.ledger.Abandon(logger, c.Gang, c.ID, gang.CauseGC)
 		}
 	}
 }

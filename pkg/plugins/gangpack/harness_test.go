@@ -15,7 +15,6 @@ import (
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/fake"
-	corelisters "k8s.io/client-go/listers/core/v1"
 	restclient "k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/events"
@@ -257,20 +256,9 @@ func (w *world) resnap(assumed ...*v1.Pod) {
 		}
 	}
 	w.h.snapshot = schedcache.NewSnapshot(append(onNodes, assumed...), w.nodes)
-	w.pl.planner.domains = staticDomainIndex(w.t, w.nodes)
-}
-
-// staticDomainIndex is a synced domain index over nodes, as the node informer would feed it.
-func staticDomainIndex(t testing.TB, nodes []*v1.Node) *domainIndex {
-	indexer := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{})
-	x := newDomainIndex(corelisters.NewNodeLister(indexer), func() bool { return true })
-	for _, n := range nodes {
-		if err := indexer.Add(n); err != nil {
-			t.Fatal(err)
-		}
-		x.update(nil, n)
+	if err := w.pl.planner.IndexNodes(w.nodes); err != nil {
+		w.t.Fatal(err)
 	}
-	return x
 }
 
 // nodeInfos returns the snapshot's node infos.

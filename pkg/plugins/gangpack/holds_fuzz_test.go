@@ -12,7 +12,7 @@ import (
 	fwk "k8s.io/kube-scheduler/framework"
 
 	"github.com/moirai-internal/ome-scheduler/pkg/placement"
-	"github.com/moirai-internal/ome-scheduler/pkg/plugins/gangpack/internal/ledger"
+	"github.com/moirai-internal/ome-scheduler/pkg/plugins/gangpack/internal/gang"
 )
 
 // timers replaces time.AfterFunc: it records each deadline and fires them on demand.
@@ -172,18 +172,18 @@ func (s *holdSim) bind(name string) {
 
 // step applies one operation chosen by op and arg.
 func (s *holdSim) step(op, arg byte) {
-	gang := []string{"x", "y", "z"}[int(arg)%3]
+	name := []string{"x", "y", "z"}[int(arg)%3]
 	switch op % 6 {
 	case 0, 1:
 		s.schedule(s.w.pods[int(arg)%len(s.w.pods)])
 	case 2:
-		if c, ok := s.w.pl.ledger.Commitment(testNS + "/" + gang); ok {
-			s.w.pl.ledger.Unwind(klog.Background(), c.Gang, c.ID, ledger.CauseUnreserve, false)
+		if c, ok := s.w.pl.ledger.Commitment(testNS + "/" + name); ok {
+			s.w.pl.ledger.Unwind(klog.Background(), c.Gang, c.ID, gang.CauseUnreserve, false)
 		}
 	case 3:
-		old := podGroup(gang, s.pgs[gang])
-		s.pgs[gang] = int32(1 + int(arg/3)%3)
-		cur := podGroup(gang, s.pgs[gang])
+		old := podGroup(name, s.pgs[name])
+		s.pgs[name] = int32(1 + int(arg/3)%3)
+		cur := podGroup(name, s.pgs[name])
 		_ = s.w.pgs.Update(cur)
 		s.w.pl.ledger.OnPodGroupChange(old, cur)
 	case 4:
@@ -192,7 +192,7 @@ func (s *holdSim) step(op, arg byte) {
 			s.w.updatePod(terminating(p))
 		}
 	case 5:
-		s.w.pl.ledger.Unwind(klog.Background(), testNS+"/"+gang, placement.AnyID, ledger.CauseGC, false)
+		s.w.pl.ledger.Unwind(klog.Background(), testNS+"/"+name, placement.AnyID, gang.CauseGC, false)
 	}
 	s.settle()
 }

@@ -24,6 +24,7 @@ func TestLayout(t *testing.T) {
 		"metrics": nil,
 		"ledger":  {"gang", "msg", "metrics"},
 		"quality": {"gang", "metrics"},
+		"plan":    {"gang", "msg", "metrics", "quality"},
 	}
 	dirs, err := os.ReadDir("internal")
 	if err != nil {

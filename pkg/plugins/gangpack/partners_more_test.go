@@ -13,6 +13,7 @@ import (
 
 	"github.com/moirai-internal/ome-scheduler/pkg/plugins/gangpack/internal/gang"
 	"github.com/moirai-internal/ome-scheduler/pkg/plugins/gangpack/internal/msg"
+	"github.com/moirai-internal/ome-scheduler/pkg/plugins/gangpack/internal/plan"
 )
 
 // More partner placement group cases: expiry, where the label sits, the feature off, bounds,
@@ -186,8 +187,8 @@ func FuzzPlacementGroupInterpretation(f *testing.F) {
 func TestPartnerGroupsPruned(t *testing.T) {
 	a := members("a", 2)
 	w := newWorld(t, groupArgs(), cliqueNodes("c4", "", 4), a, partnerPG("a", 2, "grp", "2", ""))
-	w.pl.ledger.GroupWaits("ns/grp", groupIncomplete)
-	w.pl.ledger.GroupWaits("ns/gone", groupIncomplete)
+	w.pl.ledger.GroupWaits("ns/grp", plan.GroupIncomplete)
+	w.pl.ledger.GroupWaits("ns/gone", plan.GroupIncomplete)
 	w.pl.ledger.RecordGroup("ns/old", "ns/x", 41)
 	w.pl.ledger.RecordGroup("ns/old", "ns/y", 42)
 	_, st := w.preFilter(a[0]) // waits for b: a is not pinned, nothing recorded

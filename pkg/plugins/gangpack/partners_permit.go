@@ -22,19 +22,19 @@ func (pl *GangPack) groupCommitted(info gang.Info) bool {
 		return false
 	}
 	for _, pt := range pts {
-		if pt.info.Key == info.Key {
+		if pt.Info.Key == info.Key {
 			continue
 		}
-		if !pt.ok {
+		if !pt.OK {
 			return false
 		}
-		if c, pinned := pl.ledger.Commitment(pt.info.Key); pinned {
+		if c, pinned := pl.ledger.Commitment(pt.Info.Key); pinned {
 			if c.Forming() {
 				return false
 			}
 			continue
 		}
-		if pl.boundLive(pt.info) < pt.info.MinMember {
+		if pl.boundLive(pt.Info) < pt.Info.MinMember {
 			return false
 		}
 	}
@@ -66,14 +66,14 @@ func (pl *GangPack) admitPartners(info gang.Info) int {
 	}
 	n := 0
 	for _, pt := range pts {
-		if pt.info.Key == info.Key {
+		if pt.Info.Key == info.Key {
 			continue
 		}
-		c, pinned := pl.ledger.Commitment(pt.info.Key)
+		c, pinned := pl.ledger.Commitment(pt.Info.Key)
 		if !pinned || c.Forming() {
 			continue
 		}
-		n += pl.ledger.AdmitWaiters(pt.info.Key, c.ID)
+		n += pl.ledger.AdmitWaiters(pt.Info.Key, c.ID)
 	}
 	pl.ledger.GroupAdmitted(g.Key)
 	return n

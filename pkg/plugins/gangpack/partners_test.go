@@ -15,6 +15,7 @@ import (
 	"github.com/moirai-internal/ome-scheduler/pkg/plugins/gangpack/internal/gang"
 	"github.com/moirai-internal/ome-scheduler/pkg/plugins/gangpack/internal/metrics"
 	"github.com/moirai-internal/ome-scheduler/pkg/plugins/gangpack/internal/msg"
+	"github.com/moirai-internal/ome-scheduler/pkg/plugins/gangpack/internal/plan"
 
 	schedv1alpha1 "sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
 )
@@ -317,7 +318,7 @@ func (w *world) cycleOfPin(p *v1.Pod) fwk.CycleState {
 		w.t.Fatalf("%s not pinned", key)
 	}
 	cs := framework.NewCycleState()
-	cs.Write(pinStateKey, &pinState{Gang: gang.Info{Key: key, Namespace: p.Namespace, Name: p.Labels[PodGroupLabel]}, Domain: c.Domain, ID: c.ID})
+	cs.Write(plan.PinStateKey, &plan.Pin{Gang: gang.Info{Key: key, Namespace: p.Namespace, Name: p.Labels[PodGroupLabel]}, Domain: c.Domain, ID: c.ID})
 	return cs
 }
 

@@ -12,12 +12,13 @@ import (
 	"github.com/moirai-internal/ome-scheduler/pkg/plugins/gangpack/internal/ledger"
 	"github.com/moirai-internal/ome-scheduler/pkg/plugins/gangpack/internal/metrics"
 	"github.com/moirai-internal/ome-scheduler/pkg/plugins/gangpack/internal/msg"
+	"github.com/moirai-internal/ome-scheduler/pkg/plugins/gangpack/internal/plan"
 )
 
 // Permit is the all-or-nothing gate: members wait until the commitment drains, then the
 // member that completes it admits every waiter of the same attempt.
 func (pl *GangPack) Permit(ctx context.Context, cs fwk.CycleState, pod *v1.Pod, nodeName string) (*fwk.Status, time.Duration) {
-	pin := readPin(cs)
+	pin := plan.ReadPin(cs)
 	if pin == nil {
 		if _, _, member := gang.Of(pod); member {
 			return fwk.NewStatus(fwk.Unschedulable, msg.NoPreFilterState), 0

@@ -15,7 +15,6 @@ import (
 
 	"github.com/moirai-internal/ome-scheduler/pkg/placement"
 	"github.com/moirai-internal/ome-scheduler/pkg/plugins/gangpack/internal/gang"
-	"github.com/moirai-internal/ome-scheduler/pkg/topology"
 )
 
 // cacheSim drives a world whose snapshot is kept by kube-scheduler's own cache, updated in
@@ -109,7 +108,7 @@ func (s *cacheSim) step(op, arg byte) {
 		// the probes plan before the scheduler's cache does (separate informer listeners)
 		cur := node.DeepCopy()
 		cur.Labels[testKey] = fmt.Sprintf("d%d", arg%5)
-		s.w.pl.planner.domains.update(node, cur)
+		s.w.pl.planner.NodeChanged(node, cur)
 		if arg >= 128 {
 			for _, p := range s.probes {
 				s.preFilterOnce(p, true)
@@ -122,14 +121,14 @@ func (s *cacheSim) step(op, arg byte) {
 			if err := s.cache.RemoveNode(s.logger, node); err != nil {
 				s.t.Fatal(err)
 			}
-			s.w.pl.planner.domains.update(node, nil)
+			s.w.pl.planner.NodeChanged(node, nil)
 			delete(s.nodes, node.Name)
 			return
 		}
 		n := testNode(fmt.Sprintf("x-%d", s.next), fmt.Sprintf("d%d", arg%5), int64(2+arg%3*2))
 		s.next++
 		s.cache.AddNode(s.logger, n)
-		s.w.pl.planner.domains.update(nil, n)
+		s.w.pl.planner.NodeChanged(nil, n)
 		s.nodes[n.Name] = n
 	case 5: // another gang pins (reserves room) or lets go
 		if _, ok := s.w.pl.ledger.Commitment("ns/o"); ok {
@@ -153,12 +152,12 @@ type outcome struct {
 // preFilterOnce runs the probe's PreFilter (with or without the plan cache) and releases the
 // pin it made, so both runs start from the same state.
 func (s *cacheSim) preFilterOnce(p *v1.Pod, cached bool) outcome {
-	plans := s.w.pl.planner.plans
+	restore := func() {}
 	if !cached {
-		s.w.pl.planner.plans = nil
+		restore = s.w.pl.planner.WithoutPlanCache()
 	}
 	c, st := s.w.preFilter(p)
-	s.w.pl.planner.plans = plans
+	restore()
 	out := outcome{code: st.Code(), msg: st.Message()}
 	if c.res != nil {
 		out.nodes = sets.List(c.res.NodeNames)
@@ -235,28 +234,11 @@ func TestPlanCacheRelabelIndexedBeforeSnapshot(t *testing.T) {
 	node := s.nodes["n3-1"] // 4 GPUs: alone, room for p's two 2-GPU members
 	cur := node.DeepCopy()
 	cur.Labels[testKey] = "d4"
-	s.w.pl.planner.domains.update(node, cur)
+	s.w.pl.planner.NodeChanged(node, cur)
 	for _, p := range s.probes {
 		s.preFilterOnce(p, true) // planned on the snapshot from before the relabel
 	}
 	s.cache.UpdateNode(s.logger, node, cur)
 	s.nodes[cur.Name] = cur
 	s.check(0)
-}
-
-// Past maxShapes, two gangs whose merged shapes have equal maxima but whose representatives
-// carry other node constraints do not share cached plans.
-func TestMergedShapeSignatureNamesConstraints(t *testing.T) {
-	sig := func(selector map[string]string) string {
-		members := shapedMembers("g", 40)
-		members[39].Spec.NodeSelector = selector // g-039, the largest, represents the merged shape
-		groups := mergeShapes(groupShapes(members), 16)
-		if groups[15].rep.Name != "g-039" {
-			t.Fatalf("merged shape represented by %s, want g-039", groups[15].rep.Name)
-		}
-		return signatureOf(testKey, topology.Gang{Need: 40}, groups)
-	}
-	if sig(nil) == sig(map[string]string{"pool": "x"}) {
-		t.Fatal("gangs with different node constraints share a plan cache signature")
-	}
 }

@@ -20,6 +20,7 @@ import (
 	"github.com/moirai-internal/ome-scheduler/pkg/plugins/gangpack/internal/ledger"
 	"github.com/moirai-internal/ome-scheduler/pkg/plugins/gangpack/internal/metrics"
 	"github.com/moirai-internal/ome-scheduler/pkg/plugins/gangpack/internal/msg"
+	"github.com/moirai-internal/ome-scheduler/pkg/plugins/gangpack/internal/plan"
 	"github.com/moirai-internal/ome-scheduler/pkg/plugins/gangpack/internal/quality"
 )
 
@@ -52,7 +53,7 @@ type GangPack struct {
 	preempted *preemptions     // victims each preemptor waits on
 	evicting  *evictions       // victims whose eviction calls are under way
 	// planner is PreFilter's decision (planning.go) with its caches.
-	planner *Planner
+	planner *plan.Planner
 }
 
 var (
@@ -141,7 +142,7 @@ func newPlugin(ctx context.Context, args *gang.Args, h fwk.Handle, ml *gang.Memb
 		evicting:  newEvictions(),
 	}
 	pl.ledger = ledger.New(ctx, h, ml, func(l *ledger.Ledger) { pl.quality.HeldChanged(l) })
-	pl.planner = NewPlanner(args, pl.ledger, ml, h, pl.quality, nil, victims{pl})
+	pl.planner = plan.New(args, pl.ledger, ml, h, pl.quality, nil, victims{pl})
 	return pl
 }
 

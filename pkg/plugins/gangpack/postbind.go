@@ -7,12 +7,13 @@ import (
 	fwk "k8s.io/kube-scheduler/framework"
 
 	"github.com/moirai-internal/ome-scheduler/pkg/plugins/gangpack/internal/gang"
+	"github.com/moirai-internal/ome-scheduler/pkg/plugins/gangpack/internal/plan"
 )
 
 // PostBind forgets the member's attempt record, drops it from the reservation-blocked set and
 // from the pending gangs of the quality gauges.
 func (pl *GangPack) PostBind(_ context.Context, cs fwk.CycleState, pod *v1.Pod, _ string) {
-	if pin := readPin(cs); pin != nil {
+	if pin := plan.ReadPin(cs); pin != nil {
 		pl.ledger.MemberBound(pod, pin.ID, true)
 	} else {
 		pl.ledger.MemberBound(pod, 0, false)

@@ -10,9 +10,9 @@ import (
 	fwk "k8s.io/kube-scheduler/framework"
 
 	"github.com/moirai-internal/ome-scheduler/pkg/plugins/gangpack/internal/gang"
-	"github.com/moirai-internal/ome-scheduler/pkg/plugins/gangpack/internal/ledger"
 	"github.com/moirai-internal/ome-scheduler/pkg/plugins/gangpack/internal/metrics"
 	"github.com/moirai-internal/ome-scheduler/pkg/plugins/gangpack/internal/msg"
+	"github.com/moirai-internal/ome-scheduler/pkg/plugins/gangpack/internal/plan"
 )
 
 // PostFilter unwinds a pinned attempt whose candidates were all filtered out, remembers the
@@ -22,7 +22,7 @@ import (
 func (pl *GangPack) PostFilter(ctx context.Context, cs fwk.CycleState, pod *v1.Pod, m fwk.NodeToStatusReader) (*fwk.PostFilterResult, *fwk.Status) {
 	refused := pl.reservedRefusals(m)
 	pl.parkIfReserved(klog.FromContext(ctx), cs, pod, refused)
-	pin := readPin(cs)
+	pin := plan.ReadPin(cs)
 	if pin != nil && pin.Surplus {
 		// The gang formed without this member: its committed pin (and the group's) stays,
 		// and the domain is not a failed one.
@@ -49,7 +49,7 @@ func (pl *GangPack) PostFilter(ctx context.Context, cs fwk.CycleState, pod *v1.P
 		return nil, fwk.NewStatus(fwk.Unschedulable)
 	}
 	logger := klog.FromContext(ctx)
-	res := pl.ledger.Unwind(logger, pin.Gang.Key, pin.ID, ledger.CausePostFilter, true)
+	res := pl.ledger.Unwind(logger, pin.Gang.Key, pin.ID, gang.CausePostFilter, true)
 	activated := 0
 	if res.Released && res.NewFailed && !pin.SoleFit {
 		activated = pl.ledger.Activate(logger, metrics.TriggerDomainFailed, []*v1.Pod{pod})
@@ -63,7 +63,7 @@ func (pl *GangPack) PostFilter(ctx context.Context, cs fwk.CycleState, pod *v1.P
 // reservations, so the next time room is given back wakes it; the generation PreFilter read
 // makes sure room given back since then is not missed.
 func (pl *GangPack) parkIfReserved(logger klog.Logger, cs fwk.CycleState, pod *v1.Pod, refused []string) {
-	if s, ok := readState[*requestState](cs, requestStateKey); ok && len(refused) > 0 {
+	if s, ok := gang.ReadState[*requestState](cs, requestStateKey); ok && len(refused) > 0 {
 		pl.ledger.ParkBlocked(logger, pod, s.generation)
 	}
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/moirai-internal/ome-scheduler/pkg/plugins/gangpack/internal/gang"
 	"github.com/moirai-internal/ome-scheduler/pkg/plugins/gangpack/internal/metrics"
 	"github.com/moirai-internal/ome-scheduler/pkg/plugins/gangpack/internal/msg"
+	"github.com/moirai-internal/ome-scheduler/pkg/plugins/gangpack/internal/plan"
 	"github.com/moirai-internal/ome-scheduler/pkg/topology"
 )
 
@@ -43,7 +44,7 @@ type preemptor struct {
 	fit      *gang.PodFit // the current pod's fit, to nominate a node
 	// shortfall is the planner's answer for a gang or group that lacks room (nil for a
 	// standalone pod).
-	shortfall *Shortfall
+	shortfall *plan.Shortfall
 	// excluded domains may not be chosen (held by a gang of equal or higher priority).
 	excluded map[string]bool
 	// holders are the lower-priority forming gangs whose reservations overlap a domain (under

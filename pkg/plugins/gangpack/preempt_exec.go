@@ -20,6 +20,7 @@ import (
 	"github.com/moirai-internal/ome-scheduler/pkg/plugins/gangpack/internal/gang"
 	"github.com/moirai-internal/ome-scheduler/pkg/plugins/gangpack/internal/metrics"
 	"github.com/moirai-internal/ome-scheduler/pkg/plugins/gangpack/internal/msg"
+	"github.com/moirai-internal/ome-scheduler/pkg/plugins/gangpack/internal/plan"
 	"github.com/moirai-internal/ome-scheduler/pkg/topology"
 )
 
@@ -187,7 +188,7 @@ func (pl *GangPack) holdDomain(logger klog.Logger, pr *preemptor, domain string,
 	g := pr.gang
 	g.Need = max(info.MinMember-pr.shortfall.Placed, 1)
 	counts, _ := topology.Assign(&g, nodes, g.Need)
-	res := slotsOf(&g, nodes, counts)
+	res := plan.SlotsOf(&g, nodes, counts)
 	snapshot := pl.planner.SnapshotCapacity()
 	capacity := func(name string) (topology.Resources, int64, bool) {
 		free, n, ok := snapshot(name)

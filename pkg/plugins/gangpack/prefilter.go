@@ -9,7 +9,6 @@ import (
 
 	"github.com/moirai-internal/ome-scheduler/pkg/placement"
 	"github.com/moirai-internal/ome-scheduler/pkg/plugins/gangpack/internal/gang"
-	"github.com/moirai-internal/ome-scheduler/pkg/plugins/gangpack/internal/ledger"
 	"github.com/moirai-internal/ome-scheduler/pkg/plugins/gangpack/internal/msg"
 )
 
@@ -27,7 +26,7 @@ func (pl *GangPack) PreFilter(ctx context.Context, cs fwk.CycleState, pod *v1.Po
 	}
 	pg, err := pl.podGroups.get(pod.Namespace, name)
 	if err != nil || pg == nil {
-		pl.ledger.Abandon(logger, key, placement.AnyID, ledger.CausePodGroupMissing)
+		pl.ledger.Abandon(logger, key, placement.AnyID, gang.CausePodGroupMissing)
 		return nil, fwk.NewStatus(fwk.Unschedulable, msg.NotResolvable(pod.Namespace, name))
 	}
 	info, st := gang.Interpret(pl.args, pod, pg)

@@ -14,8 +14,9 @@ import (
 	schedv1alpha1 "sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
 
 	"github.com/moirai-internal/ome-scheduler/pkg/placement"
-	"github.com/moirai-internal/ome-scheduler/pkg/plugins/gangpack/internal/ledger"
+	"github.com/moirai-internal/ome-scheduler/pkg/plugins/gangpack/internal/gang"
 	"github.com/moirai-internal/ome-scheduler/pkg/plugins/gangpack/internal/msg"
+	"github.com/moirai-internal/ome-scheduler/pkg/plugins/gangpack/internal/plan"
 )
 
 // Real-cluster conditions, at the plugin level: graceful deletion, framework races, relabels.
@@ -75,8 +76,8 @@ func TestLateWaiterOfDeadAttemptIsRejected(t *testing.T) {
 		t.Fatalf("Permit(g-0) = %v, want Wait", st)
 	}
 	// A sibling's Unreserve unwinds the attempt before the framework registered g-0.
-	pin := readPin(c.cs)
-	if res := w.pl.ledger.Unwind(klog.Background(), "ns/g", pin.ID, ledger.CauseUnreserve, false); !res.Released || res.Rejected != 0 {
+	pin := plan.ReadPin(c.cs)
+	if res := w.pl.ledger.Unwind(klog.Background(), "ns/g", pin.ID, gang.CauseUnreserve, false); !res.Released || res.Rejected != 0 {
 		t.Fatalf("unwind = %+v, want a release that found no registered waiter", res)
 	}
 	waiter := w.h.register(m0)
@@ -115,7 +116,7 @@ func TestRelabelledNodeOfWaitingMemberUnwinds(t *testing.T) {
 	m0, m1 := gangMember("g-0", "g", 1), gangMember("g-1", "g", 1)
 	w := newWorld(t, nil, nodes, []*v1.Pod{m0, m1}, podGroup("g", 2))
 	c := w.mustPin(m0)
-	if pin := readPin(c.cs); pin.Domain != "a" {
+	if pin := plan.ReadPin(c.cs); pin.Domain != "a" {
 		t.Fatalf("pinned %s, want a (best fit)", pin.Domain)
 	}
 	if st := c.reserveOn("a0"); st.Code() != fwk.Wait {
@@ -236,7 +237,7 @@ func TestParkAfterHoldLiftWakesPod(t *testing.T) {
 	w := newWorld(t, nil, nodes, []*v1.Pod{m0, m1, solo}, podGroup("g", 2))
 	c := w.mustPin(m0)
 	generation := w.pl.ledger.Generation() // the Filter decision saw the hold here
-	w.pl.ledger.Unwind(klog.Background(), "ns/g", readPin(c.cs).ID, ledger.CauseUnreserve, false)
+	w.pl.ledger.Unwind(klog.Background(), "ns/g", plan.ReadPin(c.cs).ID, gang.CauseUnreserve, false)
 	w.pl.ledger.ParkBlocked(klog.Background(), solo, generation)
 	if !containsKey(w.h.activated, "ns/solo") {
 		t.Fatalf("activated %v, want ns/solo", w.h.activated)
@@ -381,7 +382,7 @@ func TestRejectedWaiterIsNotPlaced(t *testing.T) {
 		t.Fatalf("Permit(g-0) = %v, want Wait", st)
 	}
 	waiter := w.h.register(m0)
-	w.pl.ledger.Unwind(klog.Background(), "ns/g", readPin(c.cs).ID, ledger.CauseExpired, false)
+	w.pl.ledger.Unwind(klog.Background(), "ns/g", plan.ReadPin(c.cs).ID, gang.CauseExpired, false)
 	if got := waiter.await(testWait); got != msg.Unwound("ns/g") {
 		t.Fatalf("g-0 verdict %q, want rejection", got)
 	}

@@ -9,7 +9,7 @@ import (
 	fwk "k8s.io/kube-scheduler/framework"
 
 	"github.com/moirai-internal/ome-scheduler/pkg/placement"
-	"github.com/moirai-internal/ome-scheduler/pkg/plugins/gangpack/internal/ledger"
+	"github.com/moirai-internal/ome-scheduler/pkg/plugins/gangpack/internal/gang"
 	"github.com/moirai-internal/ome-scheduler/pkg/plugins/gangpack/internal/msg"
 )
 
@@ -39,7 +39,7 @@ func TestUnwindRejectsWaitersOutsideTheStoreLock(t *testing.T) {
 			blocked = true
 		}
 	}
-	res := w.pl.ledger.Unwind(klog.Background(), "ns/g", placement.AnyID, ledger.CauseUnreserve, false)
+	res := w.pl.ledger.Unwind(klog.Background(), "ns/g", placement.AnyID, gang.CauseUnreserve, false)
 	if blocked {
 		t.Fatal("Filter's ReservedOn waited while the unwind walked the waiting pods")
 	}

@@ -11,6 +11,7 @@ import (
 	"github.com/moirai-internal/ome-scheduler/pkg/plugins/gangpack/internal/gang"
 	"github.com/moirai-internal/ome-scheduler/pkg/plugins/gangpack/internal/metrics"
 	"github.com/moirai-internal/ome-scheduler/pkg/plugins/gangpack/internal/msg"
+	"github.com/moirai-internal/ome-scheduler/pkg/plugins/gangpack/internal/plan"
 )
 
 // Reserve records the member's node, pins a deferred plan to the selected node's domain, then
@@ -22,14 +23,14 @@ func (pl *GangPack) Reserve(ctx context.Context, cs fwk.CycleState, pod *v1.Pod,
 		pl.ledger.MemberReserved(pod, nodeName)
 		pl.preempted.placedAgain(pod.UID)
 	}
-	pin := readPin(cs)
+	pin := plan.ReadPin(cs)
 	if pin == nil {
-		plan := readDeferred(cs)
-		if plan == nil {
+		deferred := plan.ReadDeferred(cs)
+		if deferred == nil {
 			return nil
 		}
 		var st *fwk.Status
-		if pin, st = pl.pinDeferred(logger, cs, pod, plan, nodeName); st != nil {
+		if pin, st = pl.pinDeferred(logger, cs, pod, deferred, nodeName); st != nil {
 			return st
 		}
 	}
@@ -44,7 +45,7 @@ func (pl *GangPack) Reserve(ctx context.Context, cs fwk.CycleState, pod *v1.Pod,
 // the unwind come back here with an id that no longer owns anything. A surplus member (its
 // gang was committed before it was planned) unwinds nothing: the gang formed without it.
 func (pl *GangPack) Unreserve(ctx context.Context, cs fwk.CycleState, pod *v1.Pod, nodeName string) {
-	if pin := readPin(cs); pin != nil && !pin.Surplus {
+	if pin := plan.ReadPin(cs); pin != nil && !pin.Surplus {
 		pl.ledger.Unreserved(klog.FromContext(ctx), pin.Gang, pin.ID)
 	}
 	if pl.ledger.MemberUnreserved(pod, nodeName) {
@@ -67,29 +68,29 @@ func markFormed(cs fwk.CycleState) {
 }
 
 func formed(cs fwk.CycleState) bool {
-	_, ok := readState[*formedState](cs, formedStateKey)
+	_, ok := gang.ReadState[*formedState](cs, formedStateKey)
 	return ok
 }
 
 // pinDeferred pins the deferred plan to the domain of the node the filters left (Reserve).
-func (pl *GangPack) pinDeferred(logger klog.Logger, cs fwk.CycleState, pod *v1.Pod, plan *deferredState, nodeName string) (*pinState, *fwk.Status) {
+func (pl *GangPack) pinDeferred(logger klog.Logger, cs fwk.CycleState, pod *v1.Pod, d *plan.Deferred, nodeName string) (*plan.Pin, *fwk.Status) {
 	domain := ""
 	if ni, err := pl.handle.SnapshotSharedLister().NodeInfos().Get(nodeName); err == nil && ni.Node() != nil {
-		domain = ni.Node().Labels[plan.Gang.TopologyKey]
+		domain = ni.Node().Labels[d.Gang.TopologyKey]
 	}
-	dp, ok := plan.Planned[domain]
-	if !ok || dp.Room < plan.Need {
+	dp, ok := d.Planned[domain]
+	if !ok || dp.Room < d.Need {
 		return nil, fwk.NewStatus(fwk.Error, msg.OutsideDeferredPlan)
 	}
-	c, outcome := pl.ledger.Pin(placement.PinRequest{Gang: plan.Gang.Key, Owner: plan.Gang.UID, Key: plan.Gang.TopologyKey,
-		Domain: domain, Reserved: plan.Reserve[domain], Capacity: pl.planner.SnapshotCapacity(), Remaining: plan.Need, SoleFit: len(plan.Planned) < 2, MinMember: plan.Gang.MinMember}, plan.Gang, "")
+	c, outcome := pl.ledger.Pin(placement.PinRequest{Gang: d.Gang.Key, Owner: d.Gang.UID, Key: d.Gang.TopologyKey,
+		Domain: domain, Reserved: d.Reserve[domain], Capacity: pl.planner.SnapshotCapacity(), Remaining: d.Need, SoleFit: len(d.Planned) < 2, MinMember: d.Gang.MinMember}, d.Gang, "")
 	if outcome != placement.Pinned {
 		return nil, fwk.NewStatus(fwk.Error, msg.DomainUnavailable)
 	}
 	metrics.CountPin(metrics.PinPinnedAfterFilter)
-	pin := &pinState{Gang: plan.Gang, Domain: domain, ID: c.ID, SoleFit: c.SoleFit}
-	cs.Write(pinStateKey, pin)
-	logger.V(4).Info("gangpack.pinGang.result", "pod", klog.KObj(pod), "gang", plan.Gang.Key, "topologyKey", plan.Gang.TopologyKey,
-		"domain", domain, "source", metrics.PinPinnedAfterFilter, "need", plan.Need, "remaining", c.Remaining, "candidates", len(dp.Candidates))
+	pin := &plan.Pin{Gang: d.Gang, Domain: domain, ID: c.ID, SoleFit: c.SoleFit}
+	cs.Write(plan.PinStateKey, pin)
+	logger.V(4).Info("gangpack.pinGang.result", "pod", klog.KObj(pod), "gang", d.Gang.Key, "topologyKey", d.Gang.TopologyKey,
+		"domain", domain, "source", metrics.PinPinnedAfterFilter, "need", d.Need, "remaining", c.Remaining, "candidates", len(dp.Candidates))
 	return pin, nil
 }

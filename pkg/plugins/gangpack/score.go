@@ -7,6 +7,7 @@ import (
 	fwk "k8s.io/kube-scheduler/framework"
 
 	"github.com/moirai-internal/ome-scheduler/pkg/plugins/gangpack/internal/gang"
+	"github.com/moirai-internal/ome-scheduler/pkg/plugins/gangpack/internal/plan"
 )
 
 // packStateKey holds the raw scores by domain, written by PreScore, read by Score.
@@ -25,10 +26,10 @@ func (s *packState) Clone() fwk.StateData { return s }
 // PreScore decides the scoring mode : best fit among the surviving domains
 // of a deferred plan, nothing for pinned members, and domain packing for standalone pods.
 func (pl *GangPack) PreScore(_ context.Context, cs fwk.CycleState, pod *v1.Pod, nodes []fwk.NodeInfo) *fwk.Status {
-	if plan := readDeferred(cs); plan != nil {
-		return pl.preScoreDeferred(cs, plan, nodes)
+	if deferred := plan.ReadDeferred(cs); deferred != nil {
+		return pl.preScoreDeferred(cs, deferred, nodes)
 	}
-	if pin := readPin(cs); pin != nil {
+	if pin := plan.ReadPin(cs); pin != nil {
 		return pl.preScorePinned(cs, pin)
 	}
 	if _, _, member := gang.Of(pod); member || !pl.args.PackStandalone() || pl.args.TopologyKey == "" {
@@ -70,7 +71,7 @@ func (s *reservedState) Clone() fwk.StateData { return s }
 // preScorePinned steers a pinned member to the nodes its gang reserved: a member that lands
 // elsewhere in the domain gives a reserved slot back and takes unreserved room, which other
 // gangs may have been counting on.
-func (pl *GangPack) preScorePinned(cs fwk.CycleState, pin *pinState) *fwk.Status {
+func (pl *GangPack) preScorePinned(cs fwk.CycleState, pin *plan.Pin) *fwk.Status {
 	c, ok := pl.ledger.Commitment(pin.Gang.Key)
 	if !ok || c.ID != pin.ID || len(c.Reserved) == 0 {
 		return fwk.NewStatus(fwk.Skip)
@@ -83,12 +84,12 @@ func (pl *GangPack) preScorePinned(cs fwk.CycleState, pin *pinState) *fwk.Status
 	return nil
 }
 
-func (pl *GangPack) preScoreDeferred(cs fwk.CycleState, plan *deferredState, nodes []fwk.NodeInfo) *fwk.Status {
-	key := plan.Gang.TopologyKey
+func (pl *GangPack) preScoreDeferred(cs fwk.CycleState, d *plan.Deferred, nodes []fwk.NodeInfo) *fwk.Status {
+	key := d.Gang.TopologyKey
 	surviving := map[string]int{}
 	for _, ni := range nodes {
 		if node := ni.Node(); node != nil {
-			if dp, ok := plan.Planned[node.Labels[key]]; ok {
+			if dp, ok := d.Planned[node.Labels[key]]; ok {
 				surviving[dp.Domain] = dp.Room
 			}
 		}
@@ -110,10 +111,10 @@ func (pl *GangPack) preScoreDeferred(cs fwk.CycleState, plan *deferredState, nod
 
 // Score returns the raw score computed at PreScore.
 func (pl *GangPack) Score(_ context.Context, cs fwk.CycleState, _ *v1.Pod, ni fwk.NodeInfo) (int64, *fwk.Status) {
-	if r, ok := readState[*reservedState](cs, reservedStateKey); ok && ni.Node() != nil {
+	if r, ok := gang.ReadState[*reservedState](cs, reservedStateKey); ok && ni.Node() != nil {
 		return r.slots[ni.Node().Name], nil
 	}
-	s, ok := readState[*packState](cs, packStateKey)
+	s, ok := gang.ReadState[*packState](cs, packStateKey)
 	if !ok || ni.Node() == nil {
 		return 0, nil
 	}

@@ -16,6 +16,7 @@ import (
 	"github.com/moirai-internal/ome-scheduler/pkg/placement"
 	"github.com/moirai-internal/ome-scheduler/pkg/plugins/gangpack/internal/gang"
 	"github.com/moirai-internal/ome-scheduler/pkg/plugins/gangpack/internal/msg"
+	"github.com/moirai-internal/ome-scheduler/pkg/plugins/gangpack/internal/plan"
 )
 
 // Multi-tenant limits: which topology keys a PodGroup may name, and how many gangs of one
@@ -100,33 +101,9 @@ func shapedMembers(g string, n int) []*v1.Pod {
 	return out
 }
 
-// Past maxShapes, the least common shapes are planned as one shape with the largest request
-// of each resource; the current pod's shape is always its own.
+// A gang with more shapes than the shape cap still plans and pins.
 func TestShapeCap(t *testing.T) {
 	members := shapedMembers("g", 40)
-	groups := groupShapes(members)
-	if len(groups) != 40 {
-		t.Fatalf("%d shapes, want 40", len(groups))
-	}
-	capped := mergeShapes(groups, 16)
-	if len(capped) != 16 || !capped[0].current {
-		t.Fatalf("%d shapes (current first: %v), want 16 with the current pod's first", len(capped), capped[0].current)
-	}
-	total := 0
-	for _, sg := range capped {
-		total += sg.count
-	}
-	if total != 39 {
-		t.Fatalf("capped shapes count %d siblings, want 39", total)
-	}
-	last := capped[15]
-	if got := last.request["cpu"]; got != 49 {
-		t.Fatalf("merged shape requests %d mCPU, want the largest, 49", got)
-	}
-	if last.rep.Name != "g-039" {
-		t.Fatalf("merged shape planned with %s's constraints, want the largest member g-039", last.rep.Name)
-	}
-	// A gang with many shapes still plans and pins.
 	nodes := []*v1.Node{testNode("a0", "a", 0), testNode("a1", "a", 0)}
 	w := newWorld(t, nil, nodes, members, podGroup("g", 40))
 	if _, st := w.preFilter(members[0]); !st.IsSuccess() {
@@ -139,9 +116,7 @@ func TestShapeCap(t *testing.T) {
 func BenchmarkPlanManyShapes(b *testing.B) {
 	for _, limit := range []int{16, 1000} {
 		b.Run(fmt.Sprintf("maxShapes=%d", limit), func(b *testing.B) {
-			old := maxShapes
-			maxShapes = limit
-			defer func() { maxShapes = old }()
+			defer plan.SetShapeCap(limit)()
 			var nodes []*v1.Node
 			for d := 0; d < 8; d++ {
 				for i := 0; i < 8; i++ {

@@ -244,3 +244,12 @@ func WaitsForSibling(owner *v1.Pod, siblings, placed []*v1.Pod) *v1.Pod {
 	}
 	return nil
 }
+
+// NodeFreeAll is NodeFree for every resource the node has.
+func NodeFreeAll(ni fwk.NodeInfo) (topology.Resources, int64) {
+	names := []string{string(v1.ResourceCPU), string(v1.ResourceMemory), string(v1.ResourceEphemeralStorage)}
+	for r := range ni.GetAllocatable().GetScalarResources() {
+		names = append(names, string(r))
+	}
+	return NodeFree(ni, names)
+}

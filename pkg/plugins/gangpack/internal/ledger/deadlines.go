@@ -43,8 +43,8 @@ type restKey struct {
 // not only the rejected waiters: a member parked for another reason may fit another domain
 // now. When the rest ends the gang is woken again. A commitment that committed meanwhile is
 // kept; expire reports whether it released one.
-func (gs *Ledger) expire(logger klog.Logger, gang string, id uint64, info gang.Info) bool {
-	res := gs.unwindWith(logger, gs.store.Expire, gang, id, CauseExpired, true)
+func (gs *Ledger) expire(logger klog.Logger, key string, id uint64, info gang.Info) bool {
+	res := gs.unwindWith(logger, gs.store.Expire, key, id, gang.CauseExpired, true)
 	if !res.Released {
 		return false
 	}
@@ -52,7 +52,7 @@ func (gs *Ledger) expire(logger klog.Logger, gang string, id uint64, info gang.I
 	domain := placement.DomainRef{Key: c.Key, Value: c.Domain}
 	until := gs.now().Add(info.Timeout)
 	gs.failed.Rest(info.Owner(), domain, until)
-	gs.rests.start(restKey{gang: gang, domain: domain}, until, info.Timeout, gs.after, func() {
+	gs.rests.start(restKey{gang: key, domain: domain}, until, info.Timeout, gs.after, func() {
 		gs.activateGang(gs.logger, metrics.TriggerReservationReleased, info.Namespace, info.Name, "")
 	})
 	gs.activateGang(logger, metrics.TriggerReservationReleased, info.Namespace, info.Name, "")
@@ -78,7 +78,7 @@ func (gs *Ledger) unwindOnUnreserve(logger klog.Logger, info gang.Info, id uint6
 	if gs.deadlines.reached(id, gs.now()) && gs.expire(logger, info.Key, id, info) {
 		return
 	}
-	gs.unwind(logger, info.Key, id, CauseUnreserve, false)
+	gs.unwind(logger, info.Key, id, gang.CauseUnreserve, false)
 }
 
 // parkBlocked records a pod refused because of a hold, so the next hold lift wakes it.

@@ -5,29 +5,15 @@ import (
 	schedv1alpha1 "sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
 
 	"github.com/moirai-internal/ome-scheduler/pkg/placement"
+	"github.com/moirai-internal/ome-scheduler/pkg/plugins/gangpack/internal/gang"
 	"github.com/moirai-internal/ome-scheduler/pkg/plugins/gangpack/internal/metrics"
 )
-
-// Drop is how a pin is dropped, as PreFilter's revalidation decided it.
-type Drop struct {
-	// Cause is the unwind cause logged when the pin is unwound.
-	Cause string
-	// Always unwinds (counted, waiters rejected) even when no member waits at Permit; without
-	// it a pin nobody waits under is released silently.
-	Always bool
-	// Stale, when set, counts a stale_replan with this cause.
-	Stale string
-	// NewKey, when set, counts a topology_replan from the pin's key to NewKey.
-	NewKey string
-	// ClearOwner forgets the failed domains of the pin's (previous) owner.
-	ClearOwner bool
-}
 
 // Drop carries out a decision to drop a pin. Members of the attempt waiting at Permit are
 // rejected (an unwind): a silent release would strand them under a dead attempt while a new
 // one admits the rest. It reports whether members waited (the cycle then ends with the
 // decision's message, and the gang re-plans on the next one).
-func (gs *Ledger) Drop(logger klog.Logger, c placement.Commitment, d Drop) (waitersRejected bool) {
+func (gs *Ledger) Drop(logger klog.Logger, c placement.Commitment, d gang.Drop) (waitersRejected bool) {
 	if d.Stale != "" {
 		metrics.CountPin(metrics.PinStaleReplan)
 		logger.V(4).Info("gangpack.pinGang.stale_replan", "gang", c.Gang, "domain", c.Domain, "cause", d.Stale)
@@ -58,7 +44,7 @@ func (gs *Ledger) OnPodGroupChange(old, cur *schedv1alpha1.PodGroup) {
 	key := cur.Namespace + "/" + cur.Name
 	if old != nil && old.Spec.MinMember != cur.Spec.MinMember {
 		if c, ok := gs.store.Get(key); ok && c.MinMember != int(cur.Spec.MinMember) && (c.Forming() || gs.hasWaiters(key, c.ID)) {
-			gs.unwind(logger, key, c.ID, CauseMinMemberChange, false)
+			gs.unwind(logger, key, c.ID, gang.CauseMinMemberChange, false)
 		}
 	}
 	pods, err := gs.members.LiveUnbound(cur.Namespace, cur.Name, "")

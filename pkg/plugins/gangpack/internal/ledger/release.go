@@ -10,23 +10,6 @@ import (
 	"github.com/moirai-internal/ome-scheduler/pkg/plugins/gangpack/internal/msg"
 )
 
-// Unwind causes (gangpack.unwind cause field).
-const (
-	CauseUnreserve       = "unreserve"
-	CausePostFilter      = "postfilter"
-	CauseGC              = "gc"
-	CausePodGroupMissing = "podgroup_missing"
-	CauseOwnerChange     = "owner_change"
-	CauseTopologyChange  = "topology_change"
-	// CauseStalePin: the pinned domain vanished or lost its room, or a placed member's node
-	// left it, while members waited.
-	CauseStalePin = "stale_pin"
-	// CauseMinMemberChange: the PodGroup's minMember changed while the gang formed.
-	CauseMinMemberChange = "min_member_change"
-	// CauseExpired: a hold reached the gang's effective timeout.
-	CauseExpired = "expired"
-)
-
 // UnwindResult reports an unwind release.
 type UnwindResult struct {
 	Commitment placement.Commitment // the commitment released, when released

@@ -1,4 +1,4 @@
-package gangpack
+package plan
 
 import (
 	"k8s.io/apimachinery/pkg/util/sets"

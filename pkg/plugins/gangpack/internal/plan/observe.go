@@ -1,4 +1,4 @@
-package gangpack
+package plan
 
 import (
 	"github.com/moirai-internal/ome-scheduler/pkg/plugins/gangpack/internal/quality"

@@ -1,4 +1,4 @@
-package gangpack
+package plan
 
 import (
 	"math"

@@ -1,4 +1,4 @@
-package gangpack
+package plan
 
 import (
 	"slices"
@@ -205,7 +205,7 @@ func (p *planner) narrow(cs fwk.CycleState, plans map[string]*topology.DomainPla
 		return nil, fwk.NewStatus(fwk.Unschedulable, msg.NoFeasibleNode(c.Domain, p.info.Key))
 	}
 	cands := sets.New(dp.Candidates...)
-	cs.Write(pinStateKey, &pinState{Gang: p.info, Domain: c.Domain, ID: c.ID, SoleFit: c.SoleFit, Within: c.Within, Surplus: !c.Forming(), Candidates: cands})
+	cs.Write(PinStateKey, &Pin{Gang: p.info, Domain: c.Domain, ID: c.ID, SoleFit: c.SoleFit, Within: c.Within, Surplus: !c.Forming(), Candidates: cands})
 	p.logger.V(4).Info("gangpack.pinGang.result", "pod", klog.KObj(p.pod), "gang", p.info.Key, "topologyKey", c.Key,
 		"domain", c.Domain, "source", source, "need", p.need, "remaining", c.Remaining, "candidates", len(dp.Candidates))
 	return &fwk.PreFilterResult{NodeNames: cands}, nil
@@ -384,14 +384,14 @@ func without(rooms map[string]int, excluded map[string]struct{}) map[string]int 
 	return out
 }
 
-// pinStateKey holds the cycle's pin, written by narrow (and by Reserve for a deferred plan).
-const pinStateKey fwk.StateKey = "gangpack.pin"
+// PinStateKey holds the cycle's pin, written by narrow (and by Reserve for a deferred plan).
+const PinStateKey fwk.StateKey = "gangpack.pin"
 
-// pinState is the cycle pin: this member goes to Domain (inside Within, for a partner of a
+// Pin is the cycle pin: this member goes to Domain (inside Within, for a partner of a
 // placement group) under attempt ID. Absent for standalone pods and for a spread anchor until
 // Reserve pins its deferred plan. Surplus marks a member planned under a pin that was
 // already committed: the gang formed without it, so its failure unwinds nothing.
-type pinState struct {
+type Pin struct {
 	Gang    gang.Info
 	Domain  string
 	ID      uint64
@@ -404,10 +404,10 @@ type pinState struct {
 	Candidates sets.Set[string]
 }
 
-func (s *pinState) Clone() fwk.StateData { return s }
+func (s *Pin) Clone() fwk.StateData { return s }
 
-// readPin returns the cycle's pin, nil when the pod has none.
-func readPin(cs fwk.CycleState) *pinState {
-	p, _ := readState[*pinState](cs, pinStateKey)
+// ReadPin returns the cycle's pin, nil when the pod has none.
+func ReadPin(cs fwk.CycleState) *Pin {
+	p, _ := gang.ReadState[*Pin](cs, PinStateKey)
 	return p
 }

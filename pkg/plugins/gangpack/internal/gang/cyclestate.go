@@ -1,9 +1,9 @@
-package gangpack
+package gang
 
 import fwk "k8s.io/kube-scheduler/framework"
 
-// readState returns the CycleState entry under key if it has type T.
-func readState[T fwk.StateData](cs fwk.CycleState, key fwk.StateKey) (T, bool) {
+// ReadState returns the CycleState entry under key if it has type T.
+func ReadState[T fwk.StateData](cs fwk.CycleState, key fwk.StateKey) (T, bool) {
 	var zero T
 	if cs == nil {
 		return zero, false

@@ -1,4 +1,4 @@
-package gangpack
+package plan
 
 import (
 	"sort"
@@ -28,11 +28,11 @@ import (
 //   - partners_anchor.go: the group domain pinned and placed partners fix;
 //   - partners_permit.go: the cross-partner Permit gate, group records and cascading unwinds.
 
-// partner is one gang of a placement group as the gate saw it.
-type partner struct {
-	pg   *schedv1alpha1.PodGroup
-	info gang.Info // valid when ok
-	ok   bool      // the PodGroup is valid (gang.Interpret passed)
+// Partner is one gang of a placement group as the gate saw it.
+type Partner struct {
+	PodGroup *schedv1alpha1.PodGroup
+	Info     gang.Info // valid when OK
+	OK       bool      // the PodGroup is valid (gang.Interpret passed)
 }
 
 // partnerPodGroups lists the group's PodGroups: those labelled with the group, and those
@@ -75,13 +75,13 @@ func (pl *Planner) partnerPodGroups(g *gang.GroupRef) ([]*schedv1alpha1.PodGroup
 
 // Partners returns the group's partners, or the status that parks the pod when the
 // PodGroups disagree on the group's size or key.
-func (pl *Planner) Partners(self gang.Info) ([]partner, *fwk.Status) {
+func (pl *Planner) Partners(self gang.Info) ([]Partner, *fwk.Status) {
 	g := self.Group
 	pgs, err := pl.partnerPodGroups(g)
 	if err != nil {
 		return nil, fwk.AsStatus(err)
 	}
-	out := make([]partner, 0, len(pgs))
+	out := make([]Partner, 0, len(pgs))
 	for _, pg := range pgs {
 		// found through the label on the PodGroup or on its pods: the probe stands for a pod
 		probe := &v1.Pod{}
@@ -102,7 +102,7 @@ func (pl *Planner) Partners(self gang.Info) ([]partner, *fwk.Status) {
 		if info.Group.TopologyKey != g.TopologyKey {
 			return nil, fwk.NewStatus(fwk.Unschedulable, msg.GroupDisagree(g.Key, pl.args.PlacementGroupLabel+gang.GroupTopologySuffix))
 		}
-		out = append(out, partner{pg: pg, info: info, ok: st == nil})
+		out = append(out, Partner{PodGroup: pg, Info: info, OK: st == nil})
 	}
 	if len(out) > g.Size {
 		return nil, fwk.NewStatus(fwk.Unschedulable, msg.GroupTooMany(g.Key, pl.args.PlacementGroupLabel+gang.GroupSizeSuffix, len(out), g.Size))
@@ -111,11 +111,11 @@ func (pl *Planner) Partners(self gang.Info) ([]partner, *fwk.Status) {
 }
 
 // ready reports whether a partner has its minMember live members (placed or not).
-func (pl *Planner) PartnerReady(pt partner) bool {
-	if !pt.ok {
+func (pl *Planner) PartnerReady(pt Partner) bool {
+	if !pt.OK {
 		return false
 	}
-	pods, err := pl.members.List(pt.info.Namespace, pt.info.Name)
+	pods, err := pl.members.List(pt.Info.Namespace, pt.Info.Name)
 	if err != nil {
 		return false
 	}
@@ -125,7 +125,7 @@ func (pl *Planner) PartnerReady(pt partner) bool {
 			n++
 		}
 	}
-	return n >= pt.info.MinMember
+	return n >= pt.Info.MinMember
 }
 
 // groupGate parks the pod until every PodGroup of its group exists and has its minMember
@@ -135,7 +135,7 @@ func (p *planner) groupGate() *fwk.Status {
 	g := p.info.Group
 	pts, st := p.pl.Partners(p.info)
 	if st != nil {
-		p.groupWaits(groupDisagrees)
+		p.groupWaits(GroupDisagrees)
 		return st
 	}
 	ready := 0
@@ -145,7 +145,7 @@ func (p *planner) groupGate() *fwk.Status {
 		}
 	}
 	if ready < g.Size || len(pts) < g.Size {
-		p.groupWaits(groupIncomplete)
+		p.groupWaits(GroupIncomplete)
 		p.logger.V(4).Info("gangpack.group.wait", "pod", klog.KObj(p.pod), "group", g.Key, "ready", ready, "size", g.Size)
 		return fwk.NewStatus(fwk.Unschedulable, msg.GroupWait(g.Key, ready, g.Size))
 	}
@@ -160,8 +160,8 @@ func (p *planner) groupGate() *fwk.Status {
 
 // Why a group waits (groupStates).
 const (
-	groupIncomplete = "incomplete"
-	groupDisagrees  = "disagrees"
+	GroupIncomplete = "incomplete"
+	GroupDisagrees  = "disagrees"
 )
 
 // groupWaits records why the pod's group waits. When the reason changes (the partners
@@ -174,9 +174,9 @@ func (p *planner) groupWaits(why string) {
 		if err != nil {
 			return
 		}
-		pts := make([]partner, len(pgs))
+		pts := make([]Partner, len(pgs))
 		for i, pg := range pgs {
-			pts[i] = partner{pg: pg}
+			pts[i] = Partner{PodGroup: pg}
 		}
 		n := p.pl.ledger.ActivateGroup(p.logger, gangsOf(pts), p.pod.Name)
 		p.logger.V(4).Info("gangpack.group.reason_changed", "group", g.Key, "reason", why, "activated", n)
@@ -184,10 +184,10 @@ func (p *planner) groupWaits(why string) {
 }
 
 // gangsOf names the partners' gangs.
-func gangsOf(pts []partner) []types.NamespacedName {
+func gangsOf(pts []Partner) []types.NamespacedName {
 	out := make([]types.NamespacedName, len(pts))
 	for i, pt := range pts {
-		out[i] = types.NamespacedName{Namespace: pt.pg.Namespace, Name: pt.pg.Name}
+		out[i] = types.NamespacedName{Namespace: pt.PodGroup.Namespace, Name: pt.PodGroup.Name}
 	}
 	return out
 }

@@ -1,4 +1,4 @@
-package gangpack
+package plan
 
 import (
 	"k8s.io/apimachinery/pkg/util/sets"
@@ -21,8 +21,8 @@ import (
 // PreScore.
 const deferredStateKey fwk.StateKey = "gangpack.deferred-pin"
 
-// deferredState is a deferred plan: candidate domains chosen before the spread filter ran.
-type deferredState struct {
+// Deferred is a deferred plan: candidate domains chosen before the spread filter ran.
+type Deferred struct {
 	Gang    gang.Info
 	Need    int
 	Planned map[string]*topology.DomainPlan
@@ -32,10 +32,10 @@ type deferredState struct {
 	Candidates sets.Set[string]
 }
 
-func (s *deferredState) Clone() fwk.StateData { return s }
+func (s *Deferred) Clone() fwk.StateData { return s }
 
-func readDeferred(cs fwk.CycleState) *deferredState {
-	d, _ := readState[*deferredState](cs, deferredStateKey)
+func ReadDeferred(cs fwk.CycleState) *Deferred {
+	d, _ := gang.ReadState[*Deferred](cs, deferredStateKey)
 	return d
 }
 
@@ -75,7 +75,7 @@ func (p *planner) deferredPlan(cs fwk.CycleState, plans map[string]*topology.Dom
 		p.logNoFit(rooms, failed, "no_candidates")
 		return nil, fwk.NewStatus(fwk.Unschedulable, msg.NoCandidates(info.Key, len(planned)))
 	}
-	cs.Write(deferredStateKey, &deferredState{Gang: info, Need: p.need, Planned: planned, Reserve: reserve, Candidates: cands})
+	cs.Write(deferredStateKey, &Deferred{Gang: info, Need: p.need, Planned: planned, Reserve: reserve, Candidates: cands})
 	if v := p.logger.V(4); v.Enabled() {
 		plannedRooms := make(map[string]int, len(planned))
 		for d, dp := range planned {

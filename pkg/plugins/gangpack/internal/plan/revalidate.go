@@ -1,11 +1,11 @@
-package gangpack
+package plan
 
 import (
 	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
 
 	"github.com/moirai-internal/ome-scheduler/pkg/placement"
-	"github.com/moirai-internal/ome-scheduler/pkg/plugins/gangpack/internal/ledger"
+	"github.com/moirai-internal/ome-scheduler/pkg/plugins/gangpack/internal/gang"
 	"github.com/moirai-internal/ome-scheduler/pkg/plugins/gangpack/internal/msg"
 	"github.com/moirai-internal/ome-scheduler/pkg/topology"
 )
@@ -25,7 +25,7 @@ type pinDecision struct {
 	// remaining, when above the kept pin's, is what its remaining must be raised to.
 	remaining int
 	// Drop is how the pin is dropped when it is not kept.
-	ledger.Drop
+	gang.Drop
 	// msg is the status text when members waiting under the pin were rejected.
 	msg string
 }
@@ -53,22 +53,22 @@ func (p *planner) checkPin(c placement.Commitment) pinDecision {
 	key, info := p.info.Key, p.info
 	switch {
 	case c.Owner != info.UID:
-		return pinDecision{Drop: ledger.Drop{Cause: ledger.CauseOwnerChange, Always: true, ClearOwner: true}, msg: msg.OwnerReleased(key)}
+		return pinDecision{Drop: gang.Drop{Cause: gang.CauseOwnerChange, Always: true, ClearOwner: true}, msg: msg.OwnerReleased(key)}
 	case c.Key != info.TopologyKey:
-		return pinDecision{Drop: ledger.Drop{Cause: ledger.CauseTopologyChange, Always: true, NewKey: info.TopologyKey}, msg: msg.TopologyReleased(key)}
+		return pinDecision{Drop: gang.Drop{Cause: gang.CauseTopologyChange, Always: true, NewKey: info.TopologyKey}, msg: msg.TopologyReleased(key)}
 	case c.Forming() && c.MinMember > 0 && c.MinMember != info.MinMember:
-		return pinDecision{Drop: ledger.Drop{Cause: ledger.CauseMinMemberChange}, msg: msg.MinMemberReleased(key)}
+		return pinDecision{Drop: gang.Drop{Cause: gang.CauseMinMemberChange}, msg: msg.MinMemberReleased(key)}
 	case p.memberOutside(c.Domain) || p.outsideWithin(c.Within):
-		return pinDecision{Drop: ledger.Drop{Cause: ledger.CauseStalePin, Stale: staleMemberMoved}, msg: msg.StaleReleased(c.Domain, key)}
+		return pinDecision{Drop: gang.Drop{Cause: gang.CauseStalePin, Stale: staleMemberMoved}, msg: msg.StaleReleased(c.Domain, key)}
 	case c.Forming() && p.waiterNodeGone(c.ID):
 		// Admitting the waiter would bind it to a node that no longer exists. Rejecting only
 		// that waiter would not save the attempt (its Unreserve unwinds it), so the attempt is
 		// unwound here, at once, and the gang re-plans from the members still placed.
-		return pinDecision{Drop: ledger.Drop{Cause: ledger.CauseStalePin, Stale: staleMemberMoved}, msg: msg.StaleReleased(c.Domain, key)}
+		return pinDecision{Drop: gang.Drop{Cause: gang.CauseStalePin, Stale: staleMemberMoved}, msg: msg.StaleReleased(c.Domain, key)}
 	case !c.Forming() && len(p.placed) < info.MinMember:
 		// A committed gang that lost members forms again: its pin is replanned from the
 		// members still placed (a Terminating member is not one).
-		d := pinDecision{Drop: ledger.Drop{Cause: ledger.CauseStalePin}}
+		d := pinDecision{Drop: gang.Drop{Cause: gang.CauseStalePin}}
 		if len(p.placed) == 0 {
 			d.Stale = staleCommittedEmpty
 		}
@@ -136,10 +136,10 @@ func (p *planner) staleByRoom(c placement.Commitment, plans map[string]*topology
 	dp := plans[c.Domain]
 	switch {
 	case dp == nil || len(dp.Nodes) == 0:
-		return pinDecision{Drop: ledger.Drop{Cause: ledger.CauseStalePin, Stale: staleDomainGone}, msg: msg.StaleReleased(c.Domain, p.info.Key)}, true
+		return pinDecision{Drop: gang.Drop{Cause: gang.CauseStalePin, Stale: staleDomainGone}, msg: msg.StaleReleased(c.Domain, p.info.Key)}, true
 	case p.placedIn(c.Domain) == 0 && dp.Room < p.need && !p.pl.awaitingVictims(p.info.Key, c.Domain):
 		// A domain freed by preemption lacks room until its victims are gone: kept.
-		return pinDecision{Drop: ledger.Drop{Cause: ledger.CauseStalePin, Stale: staleNoRoom}, msg: msg.StaleReleased(c.Domain, p.info.Key)}, true
+		return pinDecision{Drop: gang.Drop{Cause: gang.CauseStalePin, Stale: staleNoRoom}, msg: msg.StaleReleased(c.Domain, p.info.Key)}, true
 	}
 	return pinDecision{}, false
 }

@@ -1,12 +1,10 @@
-package gangpack
+package plan
 
 import (
 	"slices"
 	"strings"
 
-	v1 "k8s.io/api/core/v1"
 	"k8s.io/klog/v2"
-	fwk "k8s.io/kube-scheduler/framework"
 
 	"github.com/moirai-internal/ome-scheduler/pkg/placement"
 	"github.com/moirai-internal/ome-scheduler/pkg/plugins/gangpack/internal/gang"
@@ -43,7 +41,7 @@ func (p *planner) setAsideReserved(name string, free topology.Resources, freePod
 func (p *planner) reservation(domain string) placement.Reservation {
 	nodes := p.nodesIn(domain)
 	counts, _ := topology.Assign(&p.gang, nodes, p.need)
-	return slotsOf(&p.gang, nodes, counts)
+	return SlotsOf(&p.gang, nodes, counts)
 }
 
 // nodesIn returns the domain's nodes of the last planning, as the planner saw them, sorted
@@ -62,9 +60,9 @@ func (p *planner) nodesIn(domain string) []topology.Node {
 	return nodes
 }
 
-// slotsOf turns a member count per node into a reservation: each node's slot is the size of
+// SlotsOf turns a member count per node into a reservation: each node's slot is the size of
 // the largest of the gang's shapes that fit it (NodeRoom's copy size).
-func slotsOf(g *topology.Gang, nodes []topology.Node, counts map[string]int) placement.Reservation {
+func SlotsOf(g *topology.Gang, nodes []topology.Node, counts map[string]int) placement.Reservation {
 	out := make(placement.Reservation, len(counts))
 	for i := range nodes {
 		if k := counts[nodes[i].Name]; k > 0 {
@@ -88,18 +86,9 @@ func (pl *Planner) SnapshotCapacity() placement.Capacity {
 		if err != nil || ni.Node() == nil {
 			return nil, 0, false
 		}
-		free, pods := nodeFreeAll(ni)
+		free, pods := gang.NodeFreeAll(ni)
 		return free, pods, true
 	}
-}
-
-// nodeFreeAll is gang.NodeFree for every resource the node has.
-func nodeFreeAll(ni fwk.NodeInfo) (topology.Resources, int64) {
-	names := []string{string(v1.ResourceCPU), string(v1.ResourceMemory), string(v1.ResourceEphemeralStorage)}
-	for r := range ni.GetAllocatable().GetScalarResources() {
-		names = append(names, string(r))
-	}
-	return gang.NodeFree(ni, names)
 }
 
 // rawRooms plans every node again without setting reservations aside: the room the gang

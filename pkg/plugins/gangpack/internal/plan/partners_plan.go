@@ -1,4 +1,4 @@
-package gangpack
+package plan
 
 import (
 	"sort"
@@ -98,30 +98,30 @@ func (p *planner) groupTodo() (*groupPlanning, *fwk.Status) {
 	gp.todo = append(gp.todo, self)
 	anchors := map[string]string{} // group-key value → the first partner fixing it
 	for _, pt := range p.partners {
-		if pt.info.Key == p.info.Key {
+		if pt.Info.Key == p.info.Key {
 			continue
 		}
-		values, anchored, st := p.partnerAnchor(pt.info)
+		values, anchored, st := p.partnerAnchor(pt.Info)
 		if st != nil {
 			return nil, st
 		}
 		if anchored {
 			if len(values) > 1 {
-				return nil, p.anchorWait("straddles", msg.GroupStraddles(p.info.Group.Key, pt.info.Key, p.info.Group.TopologyKey, values))
+				return nil, p.anchorWait("straddles", msg.GroupStraddles(p.info.Group.Key, pt.Info.Key, p.info.Group.TopologyKey, values))
 			}
 			if _, seen := anchors[values[0]]; !seen {
-				anchors[values[0]] = pt.info.Key
+				anchors[values[0]] = pt.Info.Key
 			}
 			continue
 		}
-		templates, err := p.pl.partnerTemplates(pt.info)
+		templates, err := p.pl.partnerTemplates(pt.Info)
 		if err != nil {
 			return nil, fwk.AsStatus(err)
 		}
-		if len(templates) < pt.info.MinMember {
+		if len(templates) < pt.Info.MinMember {
 			return nil, fwk.NewStatus(fwk.Unschedulable, msg.GroupWait(p.info.Group.Key, p.info.Group.Size-1, p.info.Group.Size))
 		}
-		gp.todo = append(gp.todo, p.partnerPlanner(pt.info, templates))
+		gp.todo = append(gp.todo, p.partnerPlanner(pt.Info, templates))
 	}
 	if len(anchors) > 1 {
 		values := sets.List(sets.KeySet(anchors))
@@ -209,7 +209,7 @@ func (gp *groupPlanning) reservation(q *planner, i int, members map[string]int) 
 			nodes = append(nodes, topology.Node{Name: name, Free: n.Free, FreePods: n.FreePods, Fits: n.Fits[i]})
 		}
 	}
-	return slotsOf(&q.gang, nodes, members)
+	return SlotsOf(&q.gang, nodes, members)
 }
 
 // noGroupFit parks the pod when no group domain holds every partner: with the reserved

@@ -1,4 +1,4 @@
-package gangpack
+package plan
 
 import (
 	"context"
@@ -14,7 +14,6 @@ import (
 
 	"github.com/moirai-internal/ome-scheduler/pkg/placement"
 	"github.com/moirai-internal/ome-scheduler/pkg/plugins/gangpack/internal/gang"
-	"github.com/moirai-internal/ome-scheduler/pkg/plugins/gangpack/internal/ledger"
 	"github.com/moirai-internal/ome-scheduler/pkg/plugins/gangpack/internal/quality"
 	"github.com/moirai-internal/ome-scheduler/pkg/topology"
 )
@@ -56,7 +55,7 @@ type planner struct {
 	// generation is the store's hold generation when planning started (see park).
 	generation uint64
 	// partners are the gang's placement-group partners found by groupGate (partners.go).
-	partners []partner
+	partners []Partner
 	// groupWoken is set when groupGate woke the partners' members in this cycle.
 	groupWoken bool
 	// dryRun is preemption's question "does the gang lack room": planning that changes
@@ -145,7 +144,7 @@ func (p *planner) waitForRoom() {
 // plan cache) are its own.
 type Planner struct {
 	args      *gang.Args
-	ledger    *ledger.Ledger
+	ledger    Ledger
 	members   *gang.Members
 	handle    fwk.Handle
 	quality   *quality.Tracker
@@ -171,9 +170,9 @@ type Victims interface {
 	PreemptPriority(pod *v1.Pod) int32
 }
 
-// NewPlanner builds the planner; podGroups may be nil (no PodGroup reader), and so may
+// New builds the planner; podGroups may be nil (no PodGroup reader), and so may
 // victims (preemption off).
-func NewPlanner(args *gang.Args, l *ledger.Ledger, members *gang.Members, h fwk.Handle, q *quality.Tracker, podGroups PodGroups, victims Victims) *Planner {
+func New(args *gang.Args, l Ledger, members *gang.Members, h fwk.Handle, q *quality.Tracker, podGroups PodGroups, victims Victims) *Planner {
 	return &Planner{args: args, ledger: l, members: members, handle: h, quality: q, podGroups: podGroups, victims: victims, plans: newPlanCache()}
 }
 

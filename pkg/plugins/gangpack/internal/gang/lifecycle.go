@@ -1,0 +1,33 @@
+package gang
+
+// Unwind causes (gangpack.unwind cause field).
+const (
+	CauseUnreserve       = "unreserve"
+	CausePostFilter      = "postfilter"
+	CauseGC              = "gc"
+	CausePodGroupMissing = "podgroup_missing"
+	CauseOwnerChange     = "owner_change"
+	CauseTopologyChange  = "topology_change"
+	// CauseStalePin: the pinned domain vanished or lost its room, or a placed member's node
+	// left it, while members waited.
+	CauseStalePin = "stale_pin"
+	// CauseMinMemberChange: the PodGroup's minMember changed while the gang formed.
+	CauseMinMemberChange = "min_member_change"
+	// CauseExpired: a hold reached the gang's effective timeout.
+	CauseExpired = "expired"
+)
+
+// Drop is how a pin is dropped, as PreFilter's revalidation decided it.
+type Drop struct {
+	// Cause is the unwind cause logged when the pin is unwound.
+	Cause string
+	// Always unwinds (counted, waiters rejected) even when no member waits at Permit; without
+	// it a pin nobody waits under is released silently.
+	Always bool
+	// Stale, when set, counts a stale_replan with this cause.
+	Stale string
+	// NewKey, when set, counts a topology_replan from the pin's key to NewKey.
+	NewKey string
+	// ClearOwner forgets the failed domains of the pin's (previous) owner.
+	ClearOwner bool
+}
