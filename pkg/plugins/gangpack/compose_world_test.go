@@ -181,7 +181,7 @@ func (s *sim) start(factory informers.SharedInformerFactory) {
 	s.pl.podGroups = &podGroupReader{}
 	s.pl.planner.UsePodGroups(s.pl.podGroups)
 	s.pl.podGroups.cur.Store(&pgInformer{lister: pglisters.NewPodGroupLister(s.pgIdx), informer: syncedInformer{}})
-	s.pl.pdbs = nil
+	s.pl.evaluator.UsePDBs(nil)
 	gen := s.gen
 	s.pl.ledger.SetNow(func() time.Time { return s.now })
 	s.pl.ledger.SetAfter(func(d time.Duration, f func()) func() { return s.addTimer(gen, d, f) })

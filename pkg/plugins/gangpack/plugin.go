@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/runtime"
-	policylisters "k8s.io/client-go/listers/policy/v1"
 	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
 
@@ -38,8 +37,6 @@ type GangPack struct {
 	podGroups *podGroupReader
 	// registerPodGroupEvents is true when the PodGroup resource was served at construction.
 	registerPodGroupEvents bool
-	// pdbs lists PodDisruptionBudgets for preemption (nil when preemption is off).
-	pdbs policylisters.PodDisruptionBudgetLister
 	// ledger is the one owner of the state that lives across scheduling cycles.
 	ledger *ledger.Ledger
 	// members lists a gang's pods from the scheduler's shared pod informer.
@@ -49,9 +46,9 @@ type GangPack struct {
 	ctx    context.Context
 	logger klog.Logger
 
-	quality   *quality.Tracker // per-domain series and pending gangs of the quality gauges
-	preempted *preemptions     // victims each preemptor waits on
-	evicting  *evictions       // victims whose eviction calls are under way
+	quality *quality.Tracker // per-domain series and pending gangs of the quality gauges
+	// evaluator is gang-aware preemption (evaluator.go), with its records.
+	evaluator *Evaluator
 	// planner is PreFilter's decision (planning.go) with its caches.
 	planner *plan.Planner
 }
@@ -98,7 +95,7 @@ func New(ctx context.Context, obj runtime.Object, h fwk.Handle) (fwk.Plugin, err
 	}
 	pl := newPlugin(klog.NewContext(ctx, logger), args, h, ml)
 	if args.Preemption {
-		pl.pdbs = h.SharedInformerFactory().Policy().V1().PodDisruptionBudgets().Lister()
+		pl.evaluator.UsePDBs(h.SharedInformerFactory().Policy().V1().PodDisruptionBudgets().Lister())
 	}
 	nodes := h.SharedInformerFactory().Core().V1().Nodes()
 	if err := pl.planner.WatchNodes(nodes); err != nil {
@@ -132,17 +129,16 @@ func New(ctx context.Context, obj runtime.Object, h fwk.Handle) (fwk.Plugin, err
 
 func newPlugin(ctx context.Context, args *gang.Args, h fwk.Handle, ml *gang.Members) *GangPack {
 	pl := &GangPack{
-		args:      args,
-		members:   ml,
-		handle:    h,
-		ctx:       ctx,
-		logger:    klog.FromContext(ctx),
-		quality:   quality.New(),
-		preempted: newPreemptions(),
-		evicting:  newEvictions(),
+		args:    args,
+		members: ml,
+		handle:  h,
+		ctx:     ctx,
+		logger:  klog.FromContext(ctx),
+		quality: quality.New(),
 	}
 	pl.ledger = ledger.New(ctx, h, ml, func(l *ledger.Ledger) { pl.quality.HeldChanged(l) })
-	pl.planner = plan.New(args, pl.ledger, ml, h, pl.quality, nil, victims{pl})
+	pl.evaluator = NewEvaluator(ctx, h, ml, nil, preemption{pl})
+	pl.planner = plan.New(args, pl.ledger, ml, h, pl.quality, nil, pl.evaluator)
 	return pl
 }
 

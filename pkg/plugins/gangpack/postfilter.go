@@ -35,7 +35,7 @@ func (pl *GangPack) PostFilter(ctx context.Context, cs fwk.CycleState, pod *v1.P
 	}
 	if pin == nil { // not pinned: nothing of ours to release
 		if pl.args.Preemption {
-			res, st := pl.preempt(ctx, pod, m)
+			res, st := pl.evaluator.Preempt(ctx, pod, m)
 			if st.Code() != fwk.Unschedulable || st.Message() != "" {
 				return res, st
 			}

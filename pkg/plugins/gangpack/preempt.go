@@ -16,7 +16,6 @@ import (
 	"github.com/moirai-internal/ome-scheduler/pkg/plugins/gangpack/internal/gang"
 	"github.com/moirai-internal/ome-scheduler/pkg/plugins/gangpack/internal/metrics"
 	"github.com/moirai-internal/ome-scheduler/pkg/plugins/gangpack/internal/msg"
-	"github.com/moirai-internal/ome-scheduler/pkg/plugins/gangpack/internal/plan"
 	"github.com/moirai-internal/ome-scheduler/pkg/topology"
 )
 
@@ -44,7 +43,7 @@ type preemptor struct {
 	fit      *gang.PodFit // the current pod's fit, to nominate a node
 	// shortfall is the planner's answer for a gang or group that lacks room (nil for a
 	// standalone pod).
-	shortfall *plan.Shortfall
+	shortfall *gang.Shortfall
 	// excluded domains may not be chosen (held by a gang of equal or higher priority).
 	excluded map[string]bool
 	// holders are the lower-priority forming gangs whose reservations overlap a domain (under
@@ -57,8 +56,8 @@ type preemptor struct {
 	groupNodes []topology.GroupNode
 }
 
-// preempt is PostFilter for a pod without a cycle pin when preemption is on.
-func (pl *GangPack) preempt(ctx context.Context, pod *v1.Pod, m fwk.NodeToStatusReader) (*fwk.PostFilterResult, *fwk.Status) {
+// Preempt is PostFilter for a pod without a cycle pin when preemption is on.
+func (pl *Evaluator) Preempt(ctx context.Context, pod *v1.Pod, m fwk.NodeToStatusReader) (*fwk.PostFilterResult, *fwk.Status) {
 	logger := klog.FromContext(ctx)
 	pr, waiting := pl.newPreemptor(logger, pod, m)
 	if waiting != nil {
@@ -70,7 +69,7 @@ func (pl *GangPack) preempt(ctx context.Context, pod *v1.Pod, m fwk.NodeToStatus
 	if p := pod.Spec.PreemptionPolicy; p != nil && *p == v1.PreemptNever {
 		return pl.noCandidate(logger, pr, msg.ReasonPreemptNever)
 	}
-	units := victimUnits(pr.all, pr.priority, pr.ownGang, pl.listPDBs(logger), pl.groupUnitOf())
+	units := victimUnits(pr.all, pr.priority, pr.ownGang, pl.listPDBs(logger), pl.iface.UnitOf())
 	units = slices.DeleteFunc(units, func(u victimUnit) bool { return pr.group != "" && u.unit.Name == pr.group })
 	if len(units) == 0 {
 		return pl.noCandidate(logger, pr, msg.ReasonNoLowerPriority)
@@ -104,7 +103,7 @@ type waitResult struct {
 // newPreemptor builds the preemptor, or returns nil when the cycle did not fail for lack of
 // room; waiting is set when the preemptor already evicted victims that still terminate, or
 // when room that Terminating pods give back would let it fit (preempt_room.go).
-func (pl *GangPack) newPreemptor(logger klog.Logger, pod *v1.Pod, m fwk.NodeToStatusReader) (*preemptor, *waitResult) {
+func (pl *Evaluator) newPreemptor(logger klog.Logger, pod *v1.Pod, m fwk.NodeToStatusReader) (*preemptor, *waitResult) {
 	all, err := pl.handle.SnapshotSharedLister().NodeInfos().List()
 	if err != nil {
 		return nil, nil
@@ -113,7 +112,7 @@ func (pl *GangPack) newPreemptor(logger klog.Logger, pod *v1.Pod, m fwk.NodeToSt
 	if key, name, member := gang.Of(pod); member {
 		pr.kind, pr.key, pr.name, pr.ownGang = metrics.PreemptorGang, key, name, key
 		pr.priority = pl.gangPreemptPriority(pod)
-		if unitOf := pl.groupUnitOf(); unitOf != nil {
+		if unitOf := pl.iface.UnitOf(); unitOf != nil {
 			if g := unitOf(pod); g != "" { // the partners share one preemption and its wait
 				pr.group, pr.key = g, g
 			}
@@ -142,7 +141,7 @@ func (pl *GangPack) newPreemptor(logger klog.Logger, pod *v1.Pod, m fwk.NodeToSt
 // nominated to the node chosen then, and nothing is evicted again. The record lasts until
 // the victims are gone from the API and from the snapshot (or stuck past their bound), not
 // until the preemptor's timeout.
-func (pl *GangPack) waitingOnVictims(pr *preemptor) *waitResult {
+func (pl *Evaluator) waitingOnVictims(pr *preemptor) *waitResult {
 	r, ok := pl.preempted.get(pr.key)
 	if !ok {
 		return nil
@@ -163,7 +162,7 @@ func (pl *GangPack) waitingOnVictims(pr *preemptor) *waitResult {
 // and bound; an eviction call may also have failed. Each is evicted like any bound victim
 // (unless its eviction is under way), so the preemptor does not wait on a pod that will
 // never leave.
-func (pl *GangPack) evictEscaped(pr *preemptor, r preemptRecord) {
+func (pl *Evaluator) evictEscaped(pr *preemptor, r preemptRecord) {
 	var escaped []*v1.Pod
 	for _, v := range r.victims {
 		if cur := pl.boundVictim(v); cur != nil && cur.DeletionTimestamp == nil {
@@ -175,7 +174,7 @@ func (pl *GangPack) evictEscaped(pr *preemptor, r preemptRecord) {
 
 // standaloneNodes makes every node a domain of its own. Nodes that a filter rejected as
 // unresolvable (a hold, a taint, affinity) are left out: evicting pods cannot change them.
-func (pl *GangPack) standaloneNodes(pr *preemptor, m fwk.NodeToStatusReader) {
+func (pl *Evaluator) standaloneNodes(pr *preemptor, m fwk.NodeToStatusReader) {
 	f := pr.fit
 	pr.gang = topology.Gang{Need: 1, Shapes: []topology.Resources{f.Request}, Siblings: []int{0}}
 	names := resourceNames(f.Request)
@@ -195,13 +194,13 @@ func (pl *GangPack) standaloneNodes(pr *preemptor, m fwk.NodeToStatusReader) {
 // one under any key reserving room on a node of it. A domain with such a holder of equal or
 // higher priority is excluded; the lower-priority holders of a domain are all released if it
 // is chosen, so the freed room is the preemptor's.
-func (pl *GangPack) markHeldDomains(pr *preemptor, info gang.Info) {
+func (pl *Evaluator) markHeldDomains(pr *preemptor, info gang.Info) {
 	pr.excluded, pr.holders = map[string]bool{}, map[string]sets.Set[string]{}
 	domainOf := make(map[string]string, len(pr.nodes))
 	for _, n := range pr.nodes {
 		domainOf[n.Name] = n.Domain
 	}
-	for _, c := range pl.ledger.Pins() {
+	for _, c := range pl.iface.Pins() {
 		if !c.Forming() || c.Gang == info.Key {
 			continue
 		}
@@ -234,7 +233,7 @@ func (pl *GangPack) markHeldDomains(pr *preemptor, info gang.Info) {
 // gangPriority is the highest priority among a gang's live pods (math.MaxInt32 when they
 // cannot be listed, so an unknown holder is never displaced): a gang is protected, as a
 // holder or a victim, by its highest member.
-func (pl *GangPack) gangPriority(key string) int32 {
+func (pl *Evaluator) gangPriority(key string) int32 {
 	_, hi, err := pl.memberPriorities(key)
 	if err != nil {
 		return 1<<31 - 1
@@ -245,7 +244,7 @@ func (pl *GangPack) gangPriority(key string) int32 {
 // gangPreemptPriority is the priority a gang member preempts with: its own, capped at the
 // lowest priority among its gang's live members, so a gang never preempts with a priority
 // some of its members lack (for a gang of one priority, that priority).
-func (pl *GangPack) gangPreemptPriority(pod *v1.Pod) int32 {
+func (pl *Evaluator) gangPreemptPriority(pod *v1.Pod) int32 {
 	prio := corev1helpers.PodPriority(pod)
 	key, _, _ := gang.Of(pod)
 	if lo, _, err := pl.memberPriorities(key); err == nil && lo < prio {
@@ -256,7 +255,7 @@ func (pl *GangPack) gangPreemptPriority(pod *v1.Pod) int32 {
 
 // memberPriorities returns the lowest and highest priority among a gang's live pods
 // (math.MaxInt32 and 0 when none is live).
-func (pl *GangPack) memberPriorities(key string) (lo, hi int32, err error) {
+func (pl *Evaluator) memberPriorities(key string) (lo, hi int32, err error) {
 	ns, name, err := cache.SplitMetaNamespaceKey(key)
 	if err != nil {
 		return 0, 0, err
@@ -289,7 +288,7 @@ func resourceNames(r topology.Resources) []string {
 }
 
 // listPDBs returns every PodDisruptionBudget (none when the lister is missing or fails).
-func (pl *GangPack) listPDBs(logger klog.Logger) []*policy.PodDisruptionBudget {
+func (pl *Evaluator) listPDBs(logger klog.Logger) []*policy.PodDisruptionBudget {
 	if pl.pdbs == nil {
 		return nil
 	}
@@ -302,41 +301,8 @@ func (pl *GangPack) listPDBs(logger klog.Logger) []*policy.PodDisruptionBudget {
 }
 
 // noCandidate ends a preemption that found nothing to evict, with the reason in the message.
-func (pl *GangPack) noCandidate(logger klog.Logger, pr *preemptor, reason string) (*fwk.PostFilterResult, *fwk.Status) {
+func (pl *Evaluator) noCandidate(logger klog.Logger, pr *preemptor, reason string) (*fwk.PostFilterResult, *fwk.Status) {
 	metrics.PreemptionTotal.WithLabelValues(pr.kind, metrics.PreemptResultNoCandidate).Inc()
 	logger.V(4).Info("gangpack.PostFilter.preempt", "pod", klog.KObj(pr.pod), "gang", pr.ownGang, "domain", "", "victims", []string{}, "reason", reason)
 	return nil, fwk.NewStatus(fwk.Unschedulable, msg.PreemptPrefix+reason)
-}
-
-// gangLacksRoom asks the planner whether the pod's gang (or its placement group) lacks room
-// (LacksRoom) and fills the preemptor from the answer; wait is set when room Terminating pods
-// give back would let it fit.
-func (pl *GangPack) gangLacksRoom(logger klog.Logger, pr *preemptor) (bool, *waitResult) {
-	_, name, _ := gang.Of(pr.pod)
-	if pl.podGroups == nil {
-		return false, nil
-	}
-	pg, err := pl.podGroups.get(pr.pod.Namespace, name)
-	if err != nil || pg == nil {
-		return false, nil
-	}
-	info, st := gang.Interpret(pl.args, pr.pod, pg)
-	if st != nil {
-		return false, nil
-	}
-	sf, coming := pl.planner.LacksRoom(logger, pr.pod, info, pr.all, pl.ledger.Now())
-	if coming != nil {
-		return false, roomComingWait(coming.Pods, coming.Domain)
-	}
-	if sf == nil {
-		return false, nil
-	}
-	pr.shortfall, pr.gang = sf, sf.Gang
-	if sf.Partners != nil {
-		pr.partners, pr.groupNodes = sf.Partners, sf.GroupNodes
-		return true, nil
-	}
-	pr.nodes = sf.Nodes
-	pl.markHeldDomains(pr, info)
-	return true, nil
 }

@@ -16,11 +16,9 @@ import (
 	apipod "k8s.io/kubernetes/pkg/api/v1/pod"
 	"k8s.io/kubernetes/pkg/scheduler/util"
 
-	"github.com/moirai-internal/ome-scheduler/pkg/placement"
 	"github.com/moirai-internal/ome-scheduler/pkg/plugins/gangpack/internal/gang"
 	"github.com/moirai-internal/ome-scheduler/pkg/plugins/gangpack/internal/metrics"
 	"github.com/moirai-internal/ome-scheduler/pkg/plugins/gangpack/internal/msg"
-	"github.com/moirai-internal/ome-scheduler/pkg/plugins/gangpack/internal/plan"
 	"github.com/moirai-internal/ome-scheduler/pkg/topology"
 )
 
@@ -33,7 +31,7 @@ const standaloneWaitMargin = time.Minute
 // preempt again while they terminate, and for a gang pins and holds the freed domain. It
 // nominates a node of the domain, as kube-scheduler's default preemption does. The record
 // comes before any API call, and the calls run off the scheduling cycle (evictAsync).
-func (pl *GangPack) carryOut(logger klog.Logger, pr *preemptor, c *topology.PreemptionCandidate, units []victimUnit) (*fwk.PostFilterResult, *fwk.Status) {
+func (pl *Evaluator) carryOut(logger klog.Logger, pr *preemptor, c *topology.PreemptionCandidate, units []victimUnit) (*fwk.PostFilterResult, *fwk.Status) {
 	var victims []*v1.Pod
 	var gangKeys, names []string
 	nGangs, nPods := 0, 0
@@ -56,12 +54,12 @@ func (pl *GangPack) carryOut(logger klog.Logger, pr *preemptor, c *topology.Pree
 		}
 	}
 	for _, g := range gangKeys {
-		pl.ledger.Unwind(logger, g, placement.AnyID, causePreempted, false)
+		pl.iface.Release(logger, g)
 	}
 	node := nominatedNode(pr, c.Domain, victims)
 	pl.preempted.record(pr.key, pl.newRecord(pr, c.Domain, node, victims), pl.recordLive)
 	if pr.shortfall != nil && pr.group == "" {
-		pl.holdDomain(logger, pr, c.Domain, victims)
+		pl.iface.Hold(logger, pr.shortfall, pr.nodes, c.Domain, victims)
 	}
 	pl.evictAsync(pr.pod, victims, msg.Preempted(pr.kind, pr.pod.Namespace, pr.name, c.Domain))
 	metrics.PreemptionTotal.WithLabelValues(pr.kind, metrics.PreemptResultPreempted).Inc()
@@ -75,7 +73,7 @@ func (pl *GangPack) carryOut(logger klog.Logger, pr *preemptor, c *topology.Pree
 
 // newRecord is the record of a preemption: its victims and, for a standalone preemptor, the
 // protection of its nominated node (its victims' longest grace period plus a margin).
-func (pl *GangPack) newRecord(pr *preemptor, domain, node string, victims []*v1.Pod) preemptRecord {
+func (pl *Evaluator) newRecord(pr *preemptor, domain, node string, victims []*v1.Pod) preemptRecord {
 	r := preemptRecord{domain: domain, node: node, victims: refsOf(victims)}
 	if pr.kind != metrics.PreemptorPod {
 		return r
@@ -88,7 +86,7 @@ func (pl *GangPack) newRecord(pr *preemptor, domain, node string, victims []*v1.
 	}
 	r.pod = victimRef{namespace: pr.pod.Namespace, name: pr.pod.Name, uid: pr.pod.UID}
 	r.request, r.priority = pr.fit.Request, pr.priority
-	r.protectUntil = pl.ledger.Now().Add(time.Duration(grace)*time.Second + standaloneWaitMargin)
+	r.protectUntil = pl.iface.Now().Add(time.Duration(grace)*time.Second + standaloneWaitMargin)
 	return r
 }
 
@@ -97,11 +95,11 @@ func (pl *GangPack) newRecord(pr *preemptor, domain, node string, victims []*v1.
 // plugin's context, off the scheduling cycle, as kube-scheduler's asynchronous preemption
 // does. A victim whose eviction is already under way is skipped. Failures are logged; a
 // victim that stays bound is evicted again by evictEscaped while the preemptor waits.
-func (pl *GangPack) evictAsync(preemptor *v1.Pod, victims []*v1.Pod, msg string) {
+func (pl *Evaluator) evictAsync(preemptor *v1.Pod, victims []*v1.Pod, msg string) {
 	var calls []*v1.Pod
 	for _, v := range victims {
 		if wp := pl.handle.GetWaitingPod(v.UID); wp != nil {
-			wp.Reject(Name, msg)
+			wp.Reject(gang.PluginName, msg)
 			pl.preemptedEvent(preemptor, v, msg)
 			continue
 		}
@@ -112,7 +110,7 @@ func (pl *GangPack) evictAsync(preemptor *v1.Pod, victims []*v1.Pod, msg string)
 	if len(calls) == 0 {
 		return
 	}
-	pl.ledger.Go(func() {
+	pl.iface.Go(func() {
 		for _, v := range calls {
 			if err := pl.deleteVictim(pl.ctx, preemptor, v); err != nil {
 				pl.logger.V(2).Info("Evicting a preemption victim failed", "victim", klog.KObj(v), "preemptor", klog.KObj(preemptor), "err", err)
@@ -126,7 +124,7 @@ func (pl *GangPack) evictAsync(preemptor *v1.Pod, victims []*v1.Pod, msg string)
 
 // deleteVictim gives a victim the DisruptionTarget condition and deletes it (guarded by its
 // UID). A victim already gone is no error.
-func (pl *GangPack) deleteVictim(ctx context.Context, preemptor, victim *v1.Pod) error {
+func (pl *Evaluator) deleteVictim(ctx context.Context, preemptor, victim *v1.Pod) error {
 	cs := pl.handle.ClientSet()
 	cond := &v1.PodCondition{
 		Type:               v1.DisruptionTarget,
@@ -153,57 +151,11 @@ func (pl *GangPack) deleteVictim(ctx context.Context, preemptor, victim *v1.Pod)
 }
 
 // preemptedEvent records the Preempted event on a victim.
-func (pl *GangPack) preemptedEvent(preemptor, victim *v1.Pod, msg string) {
+func (pl *Evaluator) preemptedEvent(preemptor, victim *v1.Pod, msg string) {
 	if rec := pl.handle.EventRecorder(); rec != nil {
 		rec.Eventf(victim, preemptor, v1.EventTypeNormal, "Preempted", "Preempting", "%s", msg)
 	}
 	pl.logger.V(2).Info("Preempted pod", "victim", klog.KObj(victim), "preemptor", klog.KObj(preemptor))
-}
-
-// holdDomain pins the gang to the freed domain and reserves there the room its victims give
-// back, so that nothing else takes it while they terminate.
-func (pl *GangPack) holdDomain(logger klog.Logger, pr *preemptor, domain string, victims []*v1.Pod) {
-	info := pr.shortfall.Info
-	freed, pods := gang.FreedBy(victims)
-	var nodes []topology.Node
-	for _, n := range pr.nodes {
-		if n.Domain != domain {
-			continue
-		}
-		free := topology.Resources{}
-		for r, q := range n.Free {
-			free[r] = q + freed[n.Name][r]
-		}
-		n.Free, n.FreePods = free, n.FreePods+pods[n.Name]
-		// preemptNodes' Fits ignore resources (evictions change them), and NodeRoom counts a
-		// node a shape fits as room for at least one member: judge resources here, after the
-		// evictions, so a node that stays full is no part of the reservation.
-		fits := make([]bool, len(n.Fits))
-		for s, f := range n.Fits {
-			fits[s] = f && s < len(pr.gang.Shapes) && n.FreePods >= 1 && topology.Within(pr.gang.Shapes[s], free)
-		}
-		n.Fits = fits
-		nodes = append(nodes, n)
-	}
-	g := pr.gang
-	g.Need = max(info.MinMember-pr.shortfall.Placed, 1)
-	counts, _ := topology.Assign(&g, nodes, g.Need)
-	res := plan.SlotsOf(&g, nodes, counts)
-	snapshot := pl.planner.SnapshotCapacity()
-	capacity := func(name string) (topology.Resources, int64, bool) {
-		free, n, ok := snapshot(name)
-		if !ok {
-			return nil, 0, false
-		}
-		for r, q := range freed[name] {
-			free[r] += q
-		}
-		return free, n + pods[name], ok
-	}
-	if _, outcome := pl.ledger.Pin(placement.PinRequest{Gang: info.Key, Owner: info.UID, Key: info.TopologyKey, Domain: domain,
-		Reserved: res, Capacity: capacity, Remaining: max(info.MinMember-pr.shortfall.Placed, 0), SoleFit: true, MinMember: info.MinMember}, info, ""); outcome == placement.HeldByOther {
-		logger.V(4).Info("gangpack.PostFilter.preempt_hold_blocked", "gang", info.Key, "domain", domain)
-	}
 }
 
 // nominatedNode picks the node of the domain the pod is nominated to: the first by name where

@@ -80,8 +80,8 @@ func (p *preemptions) all() map[string]preemptRecord {
 }
 
 // victimsLeft counts the record's victims that still hold room.
-func (gs *GangPack) victimsLeft(r preemptRecord) int {
-	now, left := gs.ledger.Now(), 0
+func (gs *Evaluator) victimsLeft(r preemptRecord) int {
+	now, left := gs.iface.Now(), 0
 	for _, v := range r.victims {
 		if gs.victimHolds(v, now) {
 			left++
@@ -98,7 +98,7 @@ func (gs *GangPack) victimsLeft(r preemptRecord) int {
 // would take the missing room for a reason to preempt elsewhere. A victim that was only
 // waiting at Permit is rejected, not deleted: it stays in the informer unbound and holds
 // nothing once rejected, so the preemptor does not wait on it.
-func (gs *GangPack) victimHolds(v victimRef, now time.Time) bool {
+func (gs *Evaluator) victimHolds(v victimRef, now time.Time) bool {
 	if cur := gs.boundVictim(v); cur != nil {
 		return !gang.Stuck(cur, now)
 	}
@@ -107,7 +107,7 @@ func (gs *GangPack) victimHolds(v victimRef, now time.Time) bool {
 }
 
 // boundVictim returns the victim as the pod informer shows it bound, or nil.
-func (gs *GangPack) boundVictim(v victimRef) *v1.Pod {
+func (gs *Evaluator) boundVictim(v victimRef) *v1.Pod {
 	cur, err := gs.members.Pods(v.namespace).Get(v.name)
 	if err != nil || cur.UID != v.uid || cur.Spec.NodeName == "" {
 		return nil
@@ -133,7 +133,7 @@ func (p *preemptions) placedAgain(uid types.UID) {
 
 // inSnapshot returns the victim as the current scheduling snapshot counts it on its node, or
 // nil.
-func (gs *GangPack) inSnapshot(v victimRef) *v1.Pod {
+func (gs *Evaluator) inSnapshot(v victimRef) *v1.Pod {
 	if v.node == "" || gs.handle == nil {
 		return nil
 	}
@@ -151,20 +151,20 @@ func (gs *GangPack) inSnapshot(v victimRef) *v1.Pod {
 
 // protects reports whether a standalone preemptor's record still protects its node: the
 // preemptor is pending and the bound has not passed.
-func (gs *GangPack) protects(r preemptRecord, now time.Time) bool {
+func (gs *Evaluator) protects(r preemptRecord, now time.Time) bool {
 	return r.pod.uid != "" && r.node != "" && now.Before(r.protectUntil) &&
 		gs.members.Pending(r.pod.namespace, r.pod.name, r.pod.uid)
 }
 
 // recordLive reports whether a record is still needed: a victim still holds room, or it
 // protects a standalone preemptor's node.
-func (gs *GangPack) recordLive(r preemptRecord) bool {
-	return gs.victimsLeft(r) > 0 || gs.protects(r, gs.ledger.Now())
+func (gs *Evaluator) recordLive(r preemptRecord) bool {
+	return gs.victimsLeft(r) > 0 || gs.protects(r, gs.iface.Now())
 }
 
 // awaitingVictims reports whether the preemptor (key) evicted victims for domain that still
 // hold room.
-func (gs *GangPack) awaitingVictims(key, domain string) bool {
+func (gs *Evaluator) awaitingVictims(key, domain string) bool {
 	r, ok := gs.preempted.get(key)
 	return ok && r.domain == domain && gs.victimsLeft(r) > 0
 }
@@ -174,8 +174,8 @@ func (gs *GangPack) awaitingVictims(key, domain string) bool {
 // when some record protects a node) is at most theirs: as kube-scheduler's Filter counts a
 // nominated pod of equal or higher priority on its node, the gang's planning does not count
 // that room as its own. It returns others, or a new map when others is nil.
-func (gs *GangPack) withProtected(others map[string]placement.Reserved, priority func() int32) map[string]placement.Reserved {
-	now := gs.ledger.Now()
+func (gs *Evaluator) withProtected(others map[string]placement.Reserved, priority func() int32) map[string]placement.Reserved {
+	now := gs.iface.Now()
 	known, prio := false, int32(0)
 	for key, r := range gs.preempted.all() {
 		if !gs.protects(r, now) {
@@ -236,15 +236,3 @@ func (e *evictions) inFlight() int {
 	defer e.mu.Unlock()
 	return e.set.Len()
 }
-
-// victims is the planner's view of preemption: the domains that still wait for victims, the
-// room standalone preemptors wait for, and a gang's preemption priority.
-type victims struct{ pl *GangPack }
-
-func (v victims) Awaiting(key, domain string) bool { return v.pl.awaitingVictims(key, domain) }
-
-func (v victims) WithProtected(others map[string]placement.Reserved, priority func() int32) map[string]placement.Reserved {
-	return v.pl.withProtected(others, priority)
-}
-
-func (v victims) PreemptPriority(pod *v1.Pod) int32 { return v.pl.gangPreemptPriority(pod) }

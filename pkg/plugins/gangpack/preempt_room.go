@@ -21,8 +21,8 @@ import (
 
 // standaloneRoomComing is roomComing for a standalone pod: when no node takes it now but one
 // would once its Terminating pods are gone, the pod waits for them.
-func (pl *GangPack) standaloneRoomComing(pr *preemptor) *waitResult {
-	back := gang.ReturningRoom(pr.all, pl.ledger.Now())
+func (pl *Evaluator) standaloneRoomComing(pr *preemptor) *waitResult {
+	back := gang.ReturningRoom(pr.all, pl.iface.Now())
 	if len(back) == 0 {
 		return nil
 	}

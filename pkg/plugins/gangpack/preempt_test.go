@@ -50,7 +50,7 @@ func newPreemptWorldArgs(t *testing.T, args *gang.Args, nodes []*v1.Node, pods [
 		}
 	}
 	idx := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc})
-	w.pl.pdbs = policylisters.NewPodDisruptionBudgetLister(idx)
+	w.pl.evaluator.UsePDBs(policylisters.NewPodDisruptionBudgetLister(idx))
 	return &preemptWorld{world: w, pdbs: idx}
 }
 
@@ -95,7 +95,7 @@ func (w *preemptWorld) postFilter(p *v1.Pod) (*fwk.PostFilterResult, *fwk.Status
 func (w *preemptWorld) settle() {
 	w.t.Helper()
 	deadline := time.Now().Add(testWait)
-	for w.pl.evicting.inFlight() > 0 {
+	for w.pl.evaluator.InFlight() > 0 {
 		if time.Now().After(deadline) {
 			w.t.Fatalf("evictions still under way after %v", testWait)
 		}

@@ -149,30 +149,3 @@ func pdbSelects(pdb *policy.PodDisruptionBudget, p *v1.Pod) bool {
 	}
 	return sel.Matches(labels.Set(p.Labels))
 }
-
-// groupUnitOf names the victim unit of a gang member's placement group ("group:{ns}/{group}"),
-// or "" when its gang has none: a placement group's partners are one victim unit. A partner
-// whose PodGroup was deleted stays in the group its pods' label names, so its placed members
-// are never evicted gang.Apart from the partners (nor the partners gang.Apart from them).
-func (pl *GangPack) groupUnitOf() func(*v1.Pod) string {
-	if pl.args.PlacementGroupLabel == "" || pl.podGroups == nil {
-		return nil
-	}
-	seen := map[string]string{}
-	return func(q *v1.Pod) string {
-		key, name, _ := gang.Of(q)
-		if g, ok := seen[key]; ok {
-			return g
-		}
-		g := ""
-		pg, err := pl.podGroups.get(q.Namespace, name)
-		if err != nil {
-			pg = nil // not found: the pod's label decides
-		}
-		if v := gang.GroupNameOf(pl.args, q, pg); v != "" {
-			g = "group:" + q.Namespace + "/" + v
-		}
-		seen[key] = g
-		return g
-	}
-}

@@ -21,7 +21,7 @@ func (pl *GangPack) Reserve(ctx context.Context, cs fwk.CycleState, pod *v1.Pod,
 	logger := klog.FromContext(ctx)
 	if _, _, member := gang.Of(pod); member {
 		pl.ledger.MemberReserved(pod, nodeName)
-		pl.preempted.placedAgain(pod.UID)
+		pl.evaluator.PlacedAgain(pod.UID)
 	}
 	pin := plan.ReadPin(cs)
 	if pin == nil {

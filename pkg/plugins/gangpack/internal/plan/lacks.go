@@ -7,33 +7,13 @@ import (
 	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
 
+	"github.com/moirai-internal/ome-scheduler/pkg/placement"
 	"github.com/moirai-internal/ome-scheduler/pkg/plugins/gangpack/internal/gang"
 	"github.com/moirai-internal/ome-scheduler/pkg/topology"
 )
 
 // Preemption's questions to the planner, answered without changing anything: does a gang (or
 // a placement group) lack room, on which nodes, and is room coming back from Terminating pods.
-
-// Shortfall is a gang, or a placement group, that no domain has room for even when other
-// gangs' reservations are ignored: what preemption needs to find a domain to free.
-type Shortfall struct {
-	Info gang.Info
-	// Gang is the gang's shape and need (for a group: Need is every partner's need).
-	Gang topology.Gang
-	// Nodes are the gang's nodes translated for the preemption arithmetic (a gang only).
-	Nodes []topology.Node
-	// Placed counts the gang's placed members: only their domain may be freed.
-	Placed int
-	// Partners and GroupNodes are a placement group's, for the group planner.
-	Partners   []topology.Partner
-	GroupNodes []topology.GroupNode
-}
-
-// RoomComing is a domain that fits once its Terminating pods are gone: the preemptor waits.
-type RoomComing struct {
-	Pods   int64
-	Domain string
-}
 
 // addReturning adds what Terminating pods give back on the node to its free room, when the
 // planner counts it (preemption's "is room coming" judgement only).
@@ -50,7 +30,7 @@ func (p *planner) addReturning(name string, free topology.Resources, freePods in
 
 // roomComing plans the gang over set again, counting the room Terminating pods give back.
 // When a domain then fits the whole gang, the gang waits for them instead of preempting.
-func (p *planner) roomComing(set []fwk.NodeInfo, now time.Time) *RoomComing {
+func (p *planner) roomComing(set []fwk.NodeInfo, now time.Time) *gang.RoomComing {
 	back := gang.ReturningRoom(set, now)
 	if len(back) == 0 {
 		return nil
@@ -67,7 +47,7 @@ func (p *planner) roomComing(set []fwk.NodeInfo, now time.Time) *RoomComing {
 			n += back[tn.Name].Pods
 		}
 	}
-	return &RoomComing{Pods: n, Domain: domain}
+	return &gang.RoomComing{Pods: n, Domain: domain}
 }
 
 // LacksRoom plans the gang as PreFilter did, changing nothing, and returns its shortfall when
@@ -76,7 +56,7 @@ func (p *planner) roomComing(set []fwk.NodeInfo, now time.Time) *RoomComing {
 // Terminating pods give back counts as coming: when a domain fits with it, RoomComing says
 // where, and the gang waits instead of preempting. A partner of a placement group asks for
 // the whole group (groupLacksRoom).
-func (pl *Planner) LacksRoom(logger klog.Logger, pod *v1.Pod, info gang.Info, all []fwk.NodeInfo, now time.Time) (*Shortfall, *RoomComing) {
+func (pl *Planner) LacksRoom(logger klog.Logger, pod *v1.Pod, info gang.Info, all []fwk.NodeInfo, now time.Time) (*gang.Shortfall, *gang.RoomComing) {
 	if info.Group != nil {
 		return pl.groupLacksRoom(logger, pod, info, all, now)
 	}
@@ -98,7 +78,7 @@ func (pl *Planner) LacksRoom(logger klog.Logger, pod *v1.Pod, info gang.Info, al
 	if w := p.roomComing(set, now); w != nil {
 		return nil, w
 	}
-	return &Shortfall{Info: info, Gang: p.gang, Nodes: preemptNodes(p, set), Placed: len(p.placed)}, nil
+	return &gang.Shortfall{Info: info, Gang: p.gang, Nodes: preemptNodes(p, set), Placed: len(p.placed)}, nil
 }
 
 // dryRun is a planner for preemption's questions: it changes nothing.
@@ -141,7 +121,7 @@ func preemptNodes(p *planner, set []fwk.NodeInfo) []topology.Node {
 // reservations are ignored. A group does not hold the freed domain: its partners wait on the
 // victims (one record for the group) and then plan as usual. As for a gang, room Terminating
 // pods give back counts as coming: when a group domain fits with it, the group waits.
-func (pl *Planner) groupLacksRoom(logger klog.Logger, pod *v1.Pod, info gang.Info, all []fwk.NodeInfo, now time.Time) (*Shortfall, *RoomComing) {
+func (pl *Planner) groupLacksRoom(logger klog.Logger, pod *v1.Pod, info gang.Info, all []fwk.NodeInfo, now time.Time) (*gang.Shortfall, *gang.RoomComing) {
 	p := pl.dryRun(logger, pod, info, all)
 	if len(p.placed) > 0 || p.gate() != nil {
 		return nil, nil
@@ -177,12 +157,12 @@ func (pl *Planner) groupLacksRoom(logger klog.Logger, pod *v1.Pod, info gang.Inf
 	}
 	gp.forPreemption = true
 	gp.build(p, true)
-	return &Shortfall{Info: info, Gang: topology.Gang{Need: need}, Placed: len(p.placed), Partners: partners, GroupNodes: gp.nodes}, nil
+	return &gang.Shortfall{Info: info, Gang: topology.Gang{Need: need}, Placed: len(p.placed), Partners: partners, GroupNodes: gp.nodes}, nil
 }
 
 // groupRoomComing plans the group again counting the room Terminating pods give back; when a
 // group domain then fits every partner, the group waits for them instead of preempting.
-func (p *planner) groupRoomComing(gp *groupPlanning, partners []topology.Partner, now time.Time) *RoomComing {
+func (p *planner) groupRoomComing(gp *groupPlanning, partners []topology.Partner, now time.Time) *gang.RoomComing {
 	back := gang.ReturningRoom(p.all, now)
 	if len(back) == 0 {
 		return nil
@@ -200,5 +180,50 @@ func (p *planner) groupRoomComing(gp *groupPlanning, partners []topology.Partner
 			n += back[gn.Name].Pods
 		}
 	}
-	return &RoomComing{Pods: n, Domain: domain}
+	return &gang.RoomComing{Pods: n, Domain: domain}
+}
+
+// HoldRequest is the pin that holds the domain preemption freed for the gang: it reserves
+// there the room the victims give back, so that nothing else takes it while they terminate.
+// nodes are the shortfall's nodes, victims the pods evicted from the domain.
+func (pl *Planner) HoldRequest(sf *gang.Shortfall, nodes []topology.Node, domain string, victims []*v1.Pod) placement.PinRequest {
+	info := sf.Info
+	freed, pods := gang.FreedBy(victims)
+	var freedNodes []topology.Node
+	for _, n := range nodes {
+		if n.Domain != domain {
+			continue
+		}
+		free := topology.Resources{}
+		for r, q := range n.Free {
+			free[r] = q + freed[n.Name][r]
+		}
+		n.Free, n.FreePods = free, n.FreePods+pods[n.Name]
+		// preemptNodes' Fits ignore resources (evictions change them), and NodeRoom counts a
+		// node a shape fits as room for at least one member: judge resources here, after the
+		// evictions, so a node that stays full is no part of the reservation.
+		fits := make([]bool, len(n.Fits))
+		for s, f := range n.Fits {
+			fits[s] = f && s < len(sf.Gang.Shapes) && n.FreePods >= 1 && topology.Within(sf.Gang.Shapes[s], free)
+		}
+		n.Fits = fits
+		freedNodes = append(freedNodes, n)
+	}
+	g := sf.Gang
+	g.Need = max(info.MinMember-sf.Placed, 1)
+	counts, _ := topology.Assign(&g, freedNodes, g.Need)
+	res := SlotsOf(&g, freedNodes, counts)
+	snapshot := pl.SnapshotCapacity()
+	capacity := func(name string) (topology.Resources, int64, bool) {
+		free, n, ok := snapshot(name)
+		if !ok {
+			return nil, 0, false
+		}
+		for r, q := range freed[name] {
+			free[r] += q
+		}
+		return free, n + pods[name], ok
+	}
+	return placement.PinRequest{Gang: info.Key, Owner: info.UID, Key: info.TopologyKey, Domain: domain,
+		Reserved: res, Capacity: capacity, Remaining: max(info.MinMember-sf.Placed, 0), SoleFit: true, MinMember: info.MinMember}
 }

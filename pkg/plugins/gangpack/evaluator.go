@@ -1,0 +1,99 @@
+package gangpack
+
+import (
+	"context"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+	policylisters "k8s.io/client-go/listers/policy/v1"
+	"k8s.io/klog/v2"
+	fwk "k8s.io/kube-scheduler/framework"
+
+	"github.com/moirai-internal/ome-scheduler/pkg/placement"
+	"github.com/moirai-internal/ome-scheduler/pkg/plugins/gangpack/internal/gang"
+	"github.com/moirai-internal/ome-scheduler/pkg/topology"
+)
+
+// Interface is the plugin's side of gang-aware preemption, as kube-scheduler's
+// framework/preemption asks its plugin for the policy: the Evaluator keeps the mechanism
+// (victims, records, evictions) and asks planning and the ledger through this.
+type Interface interface {
+	// Shortfall reports whether the pod's gang (or its placement group) lacks room, planned
+	// as PreFilter did and changing nothing; RoomComing when Terminating pods' room would do.
+	Shortfall(logger klog.Logger, pod *v1.Pod, all []fwk.NodeInfo) (*gang.Shortfall, *gang.RoomComing)
+	// UnitOf names a pod's victim unit beyond its gang (its placement group); nil when none.
+	UnitOf() func(*v1.Pod) string
+	// Release unwinds a victim gang's, or a displaced holder's, attempt.
+	Release(logger klog.Logger, gang string)
+	// Hold pins the gang to the freed domain and reserves the room its victims give back.
+	Hold(logger klog.Logger, sf *gang.Shortfall, nodes []topology.Node, domain string, victims []*v1.Pod)
+	// Pins lists every pin: the forming gangs that hold room.
+	Pins() []placement.Commitment
+	// Now is the clock of records; Go runs f on a goroutine of its own.
+	Now() time.Time
+	Go(f func())
+}
+
+// Evaluator is gang-aware, topology-aware preemption: PostFilter's Preempt, and what planning
+// reads of it (plan.Victims). It owns the records of the preemptions made and the evictions
+// under way.
+type Evaluator struct {
+	iface   Interface
+	handle  fwk.Handle
+	members *gang.Members
+	// pdbs lists PodDisruptionBudgets (nil: none are considered).
+	pdbs      policylisters.PodDisruptionBudgetLister
+	preempted *preemptions
+	evicting  *evictions
+	// ctx and logger are for the eviction calls, made off the scheduling cycle.
+	ctx    context.Context
+	logger klog.Logger
+}
+
+// NewEvaluator builds the Evaluator; pdbs may be nil.
+func NewEvaluator(ctx context.Context, h fwk.Handle, members *gang.Members, pdbs policylisters.PodDisruptionBudgetLister, iface Interface) *Evaluator {
+	return &Evaluator{iface: iface, handle: h, members: members, pdbs: pdbs, preempted: newPreemptions(), evicting: newEvictions(),
+		ctx: ctx, logger: klog.FromContext(ctx)}
+}
+
+// Awaiting reports whether the preemptor (key) evicted victims for domain that still hold room.
+func (pl *Evaluator) Awaiting(key, domain string) bool { return pl.awaitingVictims(key, domain) }
+
+// WithProtected adds the room standalone preemptors wait for (see withProtected).
+func (pl *Evaluator) WithProtected(others map[string]placement.Reserved, priority func() int32) map[string]placement.Reserved {
+	return pl.withProtected(others, priority)
+}
+
+// PreemptPriority is the priority a gang member preempts with (see gangPreemptPriority).
+func (pl *Evaluator) PreemptPriority(pod *v1.Pod) int32 { return pl.gangPreemptPriority(pod) }
+
+// PlacedAgain drops a pod that a scheduling cycle reserved again from every record's victims.
+func (pl *Evaluator) PlacedAgain(uid types.UID) { pl.preempted.placedAgain(uid) }
+
+// InFlight is how many eviction calls are under way.
+func (pl *Evaluator) InFlight() int { return pl.evicting.inFlight() }
+
+// UsePDBs sets the PodDisruptionBudget lister preemption ranks candidates with.
+func (pl *Evaluator) UsePDBs(pdbs policylisters.PodDisruptionBudgetLister) { pl.pdbs = pdbs }
+
+// gangLacksRoom asks the plugin whether the pod's gang (or its placement group) lacks room
+// and fills the preemptor from the answer; wait is set when room Terminating pods give back
+// would let it fit.
+func (pl *Evaluator) gangLacksRoom(logger klog.Logger, pr *preemptor) (bool, *waitResult) {
+	sf, coming := pl.iface.Shortfall(logger, pr.pod, pr.all)
+	if coming != nil {
+		return false, roomComingWait(coming.Pods, coming.Domain)
+	}
+	if sf == nil {
+		return false, nil
+	}
+	pr.shortfall, pr.gang = sf, sf.Gang
+	if sf.Partners != nil {
+		pr.partners, pr.groupNodes = sf.Partners, sf.GroupNodes
+		return true, nil
+	}
+	pr.nodes = sf.Nodes
+	pl.markHeldDomains(pr, sf.Info)
+	return true, nil
+}
