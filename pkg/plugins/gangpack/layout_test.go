@@ -25,6 +25,7 @@ func TestLayout(t *testing.T) {
 		"ledger":  {"gang", "msg", "metrics"},
 		"quality": {"gang", "metrics"},
 		"plan":    {"gang", "msg", "metrics", "quality"},
+		"preempt": {"gang", "msg", "metrics"},
 	}
 	dirs, err := os.ReadDir("internal")
 	if err != nil {

@@ -20,6 +20,7 @@ import (
 	"github.com/moirai-internal/ome-scheduler/pkg/plugins/gangpack/internal/metrics"
 	"github.com/moirai-internal/ome-scheduler/pkg/plugins/gangpack/internal/msg"
 	"github.com/moirai-internal/ome-scheduler/pkg/plugins/gangpack/internal/plan"
+	"github.com/moirai-internal/ome-scheduler/pkg/plugins/gangpack/internal/preempt"
 	"github.com/moirai-internal/ome-scheduler/pkg/plugins/gangpack/internal/quality"
 )
 
@@ -48,7 +49,7 @@ type GangPack struct {
 
 	quality *quality.Tracker // per-domain series and pending gangs of the quality gauges
 	// evaluator is gang-aware preemption (evaluator.go), with its records.
-	evaluator *Evaluator
+	evaluator *preempt.Evaluator
 	// planner is PreFilter's decision (planning.go) with its caches.
 	planner *plan.Planner
 }
@@ -137,7 +138,7 @@ func newPlugin(ctx context.Context, args *gang.Args, h fwk.Handle, ml *gang.Memb
 		quality: quality.New(),
 	}
 	pl.ledger = ledger.New(ctx, h, ml, func(l *ledger.Ledger) { pl.quality.HeldChanged(l) })
-	pl.evaluator = NewEvaluator(ctx, h, ml, nil, preemption{pl})
+	pl.evaluator = preempt.New(ctx, h, ml, nil, preemption{pl})
 	pl.planner = plan.New(args, pl.ledger, ml, h, pl.quality, nil, pl.evaluator)
 	return pl
 }

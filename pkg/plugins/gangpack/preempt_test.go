@@ -382,34 +382,6 @@ func TestPreemptPDBRanking(t *testing.T) {
 	}
 }
 
-// The PDB counting follows the budget's allowed disruptions pod by pod.
-func TestPDBViolations(t *testing.T) {
-	sel := &metav1.LabelSelector{MatchLabels: map[string]string{"app": "x"}}
-	mk := func(name string, app string) *v1.Pod {
-		p := standalone(name)
-		p.Labels = map[string]string{"app": app}
-		return p
-	}
-	pdb := &policy.PodDisruptionBudget{ObjectMeta: metav1.ObjectMeta{Namespace: testNS, Name: "x"},
-		Spec: policy.PodDisruptionBudgetSpec{Selector: sel}, Status: policy.PodDisruptionBudgetStatus{DisruptionsAllowed: 1}}
-	empty := &policy.PodDisruptionBudget{ObjectMeta: metav1.ObjectMeta{Namespace: testNS, Name: "empty"},
-		Spec: policy.PodDisruptionBudgetSpec{Selector: &metav1.LabelSelector{}}}
-	other := pdb.DeepCopy()
-	other.Namespace = "elsewhere"
-	other.Status.DisruptionsAllowed = 0
-	pods := []*v1.Pod{mk("p0", "x"), mk("p1", "x"), mk("p2", "x"), mk("p3", "y")}
-	if got := pdbViolations([]*policy.PodDisruptionBudget{pdb, empty, other}, pods); got != 2 {
-		t.Fatalf("violations = %d, want 2", got)
-	}
-	pdb.Status.DisruptedPods = map[string]metav1.Time{"p1": metav1.Now()}
-	if got := pdbViolations([]*policy.PodDisruptionBudget{pdb}, pods); got != 1 {
-		t.Fatalf("violations with p1 already disrupted = %d, want 1", got)
-	}
-	if got := pdbViolations(nil, pods); got != 0 {
-		t.Fatalf("violations without budgets = %d", got)
-	}
-}
-
 // A high-priority standalone pod in a full cluster of gangs evicts a whole gang, never one
 // member (E5), and names itself and the node in the events.
 func TestPreemptStandaloneEvictsWholeGang(t *testing.T) {

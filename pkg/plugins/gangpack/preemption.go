@@ -12,7 +12,7 @@ import (
 	"github.com/moirai-internal/ome-scheduler/pkg/topology"
 )
 
-// preemption is the plugin's side of the Evaluator (Interface): planning answers whether a
+// preemption is the plugin's side of the preempt.Evaluator (preempt.Interface): planning answers whether a
 // gang lacks room and how to hold a freed domain; the ledger unwinds and pins.
 type preemption struct{ pl *GangPack }
 
@@ -36,7 +36,7 @@ func (x preemption) Shortfall(logger klog.Logger, pod *v1.Pod, all []fwk.NodeInf
 func (x preemption) UnitOf() func(*v1.Pod) string { return x.pl.groupUnitOf() }
 
 func (x preemption) Release(logger klog.Logger, key string) {
-	x.pl.ledger.Unwind(logger, key, placement.AnyID, causePreempted, false)
+	x.pl.ledger.Unwind(logger, key, placement.AnyID, gang.CausePreempted, false)
 }
 
 func (x preemption) Hold(logger klog.Logger, sf *gang.Shortfall, nodes []topology.Node, domain string, victims []*v1.Pod) {

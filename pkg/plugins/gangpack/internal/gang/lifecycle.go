@@ -15,6 +15,8 @@ const (
 	CauseMinMemberChange = "min_member_change"
 	// CauseExpired: a hold reached the gang's effective timeout.
 	CauseExpired = "expired"
+	// CausePreempted: the gang was a preemption victim, or held room a preemptor needed.
+	CausePreempted = "preempted"
 )
 
 // Drop is how a pin is dropped, as PreFilter's revalidation decided it.

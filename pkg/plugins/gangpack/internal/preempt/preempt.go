@@ -1,4 +1,4 @@
-package gangpack
+package preempt
 
 import (
 	"context"
@@ -23,9 +23,6 @@ import (
 // for lack of room, PostFilter looks for the one domain (for a standalone pod: the one node)
 // where evicting whole lower-priority units makes room for the whole preemptor, evicts them,
 // and, for a gang, pins and holds that domain while they terminate.
-
-// causePreempted is the unwind cause of a victim gang's commitment.
-const causePreempted = "preempted"
 
 // preemptor is what one PostFilter preempts for: a gang (its member being scheduled) or a
 // standalone pod, with the nodes translated for the arithmetic. For a gang, domains are the

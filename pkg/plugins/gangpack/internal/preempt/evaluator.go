@@ -1,4 +1,4 @@
-package gangpack
+package preempt
 
 import (
 	"context"
@@ -51,8 +51,8 @@ type Evaluator struct {
 	logger klog.Logger
 }
 
-// NewEvaluator builds the Evaluator; pdbs may be nil.
-func NewEvaluator(ctx context.Context, h fwk.Handle, members *gang.Members, pdbs policylisters.PodDisruptionBudgetLister, iface Interface) *Evaluator {
+// New builds the Evaluator; pdbs may be nil.
+func New(ctx context.Context, h fwk.Handle, members *gang.Members, pdbs policylisters.PodDisruptionBudgetLister, iface Interface) *Evaluator {
 	return &Evaluator{iface: iface, handle: h, members: members, pdbs: pdbs, preempted: newPreemptions(), evicting: newEvictions(),
 		ctx: ctx, logger: klog.FromContext(ctx)}
 }

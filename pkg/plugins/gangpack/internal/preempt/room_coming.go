@@ -1,4 +1,4 @@
-package gangpack
+package preempt
 
 import (
 	fwk "k8s.io/kube-scheduler/framework"

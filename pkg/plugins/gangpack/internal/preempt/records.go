@@ -1,4 +1,4 @@
-package gangpack
+package preempt
 
 import (
 	"slices"
