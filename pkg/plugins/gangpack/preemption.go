@@ -12,7 +12,7 @@ import (
 	"github.com/moirai-internal/ome-scheduler/pkg/topology"
 )
 
-// preemption is the plugin's side of the preempt.Evaluator (preempt.Interface): planning answers whether a
+// preemption is the plugin's side of preempt.Evaluator (preempt.Interface): planning answers whether a
 // gang lacks room and how to hold a freed domain; the ledger unwinds and pins.
 type preemption struct{ pl *GangPack }
 
@@ -55,7 +55,7 @@ func (x preemption) Go(f func()) { x.pl.ledger.Go(f) }
 // groupUnitOf names the victim unit of a gang member's placement group ("group:{ns}/{group}"),
 // or "" when its gang has none: a placement group's partners are one victim unit. A partner
 // whose PodGroup was deleted stays in the group its pods' label names, so its placed members
-// are never evicted gang.Apart from the partners (nor the partners gang.Apart from them).
+// are never evicted apart from the partners (nor the partners apart from them).
 func (pl *GangPack) groupUnitOf() func(*v1.Pod) string {
 	if pl.args.PlacementGroupLabel == "" || pl.podGroups == nil {
 		return nil
