@@ -41,13 +41,7 @@ func (p *planner) roomComing(set []fwk.NodeInfo, now time.Time) *gang.RoomComing
 	if !fits {
 		return nil
 	}
-	n := int64(0)
-	for _, tn := range p.tnodes {
-		if tn.Domain == domain {
-			n += back[tn.Name].Pods
-		}
-	}
-	return &gang.RoomComing{Pods: n, Domain: domain}
+	return comingIn(back, domain, p.tnodes, func(n topology.Node) (string, string) { return n.Name, n.Domain })
 }
 
 // LacksRoom plans the gang as PreFilter did, changing nothing, and returns its shortfall when
@@ -174,10 +168,15 @@ func (p *planner) groupRoomComing(gp *groupPlanning, partners []topology.Partner
 	if !ok {
 		return nil
 	}
+	return comingIn(back, domain, gp.nodes, func(n topology.GroupNode) (string, string) { return n.Name, n.Group })
+}
+
+// comingIn is the room coming back in domain: how many Terminating pods its nodes hold.
+func comingIn[N any](back map[string]gang.Returning, domain string, nodes []N, where func(N) (name, domain string)) *gang.RoomComing {
 	n := int64(0)
-	for _, gn := range gp.nodes {
-		if gn.Group == domain {
-			n += back[gn.Name].Pods
+	for _, x := range nodes {
+		if name, d := where(x); d == domain {
+			n += back[name].Pods
 		}
 	}
 	return &gang.RoomComing{Pods: n, Domain: domain}
