@@ -13,27 +13,27 @@ import (
 // activate moves pods to the active queue and counts one activation per
 // call with at least one pod. A replica that has not scheduled yet (a standby) stays silent.
 // Never called with the store lock held.
-func (gs *Ledger) activate(logger klog.Logger, trigger string, pods []*v1.Pod) int {
-	if len(pods) == 0 || !gs.active.Load() {
+func (l *Ledger) activate(logger klog.Logger, trigger string, pods []*v1.Pod) int {
+	if len(pods) == 0 || !l.active.Load() {
 		return 0
 	}
 	m := make(map[string]*v1.Pod, len(pods))
 	for _, p := range pods {
 		m[p.Namespace+"/"+p.Name] = p
 	}
-	gs.handle.Activate(logger, m)
+	l.handle.Activate(logger, m)
 	metrics.ActivationTotal.WithLabelValues(trigger).Inc()
 	return len(m)
 }
 
 // activateGang wakes the gang's live unbound members, except the pod named except.
-func (gs *Ledger) activateGang(logger klog.Logger, trigger, ns, name, except string) int {
-	pods, err := gs.members.LiveUnbound(ns, name, except)
+func (l *Ledger) activateGang(logger klog.Logger, trigger, ns, name, except string) int {
+	pods, err := l.members.LiveUnbound(ns, name, except)
 	if err != nil {
 		logger.Error(err, "List gang members for activation", "gang", ns+"/"+name)
 		return 0
 	}
-	return gs.activate(logger, trigger, pods)
+	return l.activate(logger, trigger, pods)
 }
 
 // wakeForPermit is Permit's wake-up (trigger permit) of a member under attempt id: the pod
@@ -43,20 +43,20 @@ func (gs *Ledger) activateGang(logger klog.Logger, trigger, ns, name, except str
 // Members already reserved or waiting are never woken by a sibling: for a pod in flight the
 // queue keeps every activation as an event until the oldest in-flight pod is done, and a
 // gang of N woken on every Permit kept about N²/2 of them.
-func (gs *Ledger) wakeForPermit(logger klog.Logger, pod *v1.Pod, gang gang.Info, id uint64) int {
-	pods := append([]*v1.Pod{pod}, gs.waits.take(pod.Namespace, pod.Name)...)
-	if gs.permitWoke.first(gang.Key, id) {
-		others, err := gs.members.LiveUnbound(gang.Namespace, gang.Name, pod.Name)
+func (l *Ledger) wakeForPermit(logger klog.Logger, pod *v1.Pod, gang gang.Info, id uint64) int {
+	pods := append([]*v1.Pod{pod}, l.waits.take(pod.Namespace, pod.Name)...)
+	if l.permitWoke.first(gang.Key, id) {
+		others, err := l.members.LiveUnbound(gang.Namespace, gang.Name, pod.Name)
 		if err != nil {
 			logger.Error(err, "List gang members for activation", "gang", gang.Key)
 		}
 		for _, p := range others {
-			if _, reserved := gs.reserved.get(p.UID); !reserved {
+			if _, reserved := l.reserved.get(p.UID); !reserved {
 				pods = append(pods, p)
 			}
 		}
 	}
-	return gs.activate(logger, metrics.TriggerPermit, pods)
+	return l.activate(logger, metrics.TriggerPermit, pods)
 }
 
 // permitWakes records, per gang, the attempt whose first Permit woke the gang.
@@ -96,8 +96,8 @@ func (w *permitWakes) prune(keep func(gang string) bool) {
 // either pins a domain, and then the first Permit of that attempt wakes its siblings, or
 // meets the same hold and parks again. Waking whole gangs on every drain made every
 // blocked member re-plan for nothing (a thundering herd with hundreds of gangs waiting).
-func (gs *Ledger) wakeBlocked(logger klog.Logger) {
-	pods := gs.blocked.drain()
+func (l *Ledger) wakeBlocked(logger klog.Logger) {
+	pods := l.blocked.drain()
 	if len(pods) == 0 {
 		return
 	}
@@ -109,10 +109,10 @@ func (gs *Ledger) wakeBlocked(logger klog.Logger) {
 			list = append(list, p)
 			continue
 		}
-		if !gs.members.Pending(p.Namespace, p.Name, p.UID) {
+		if !l.members.Pending(p.Namespace, p.Name, p.UID) {
 			continue
 		}
-		if gs.store.Has(key) { // each member is needed, and the attempt's Permits woke the gang already
+		if l.store.Has(key) { // each member is needed, and the attempt's Permits woke the gang already
 			list = append(list, p)
 			continue
 		}
@@ -122,11 +122,11 @@ func (gs *Ledger) wakeBlocked(logger klog.Logger) {
 	}
 	for _, p := range pods {
 		if key, _, member := gang.Of(p); member && first[key] != nil && first[key] != p {
-			gs.blocked.add(p)
+			l.blocked.add(p)
 		}
 	}
 	for _, p := range first {
 		list = append(list, p)
 	}
-	gs.activate(logger, metrics.TriggerReservationReleased, list)
+	l.activate(logger, metrics.TriggerReservationReleased, list)
 }

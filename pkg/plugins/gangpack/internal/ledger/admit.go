@@ -23,11 +23,11 @@ const PermitDeadlineMargin = time.Second
 // own, possibly while the completing member allows the others, which would bind part of the
 // gang; refusing the completing member instead unwinds the whole attempt (its Unreserve). The
 // wait is measured from the waiter's Permit, a little before kube-scheduler starts its timer.
-func (gs *Ledger) WaitEndsSoon(info gang.Info, id uint64) bool {
-	limit := gs.now().Add(PermitDeadlineMargin - info.Timeout)
+func (l *Ledger) WaitEndsSoon(info gang.Info, id uint64) bool {
+	limit := l.now().Add(PermitDeadlineMargin - info.Timeout)
 	soon := false
-	gs.forEachWaiter(info.Key, id, func(wp fwk.WaitingPod) {
-		if at, ok := gs.attempts.since(gang.PodKey(wp.GetPod()), id); ok && !at.After(limit) {
+	l.forEachWaiter(info.Key, id, func(wp fwk.WaitingPod) {
+		if at, ok := l.attempts.since(gang.PodKey(wp.GetPod()), id); ok && !at.After(limit) {
 			soon = true
 		}
 	})
@@ -44,61 +44,61 @@ const waiterRegistration = 30 * time.Second
 // it is rejected if its attempt no longer owns the gang's pin, and admitted if the attempt
 // committed meanwhile (and admit, a placement group's check, agrees). It stops as soon as the pod's attempt record changes (the pod bound or
 // was unreserved).
-func (gs *Ledger) superviseWaiter(pod *v1.Pod, key string, id uint64, admit func() bool) {
+func (l *Ledger) superviseWaiter(pod *v1.Pod, key string, id uint64, admit func() bool) {
 	var wp fwk.WaitingPod
 	// The plugin's context, not the cycle's: the framework cancels the cycle's context when
 	// the scheduling cycle ends, possibly before this goroutine first runs.
-	_ = wait.PollUntilContextTimeout(gs.ctx, time.Millisecond, waiterRegistration, true, func(context.Context) (bool, error) {
-		if got, ok := gs.attempts.get(gang.PodKey(pod)); !ok || got != id {
+	_ = wait.PollUntilContextTimeout(l.ctx, time.Millisecond, waiterRegistration, true, func(context.Context) (bool, error) {
+		if got, ok := l.attempts.get(gang.PodKey(pod)); !ok || got != id {
 			return true, nil
 		}
-		wp = gs.handle.GetWaitingPod(pod.UID)
+		wp = l.handle.GetWaitingPod(pod.UID)
 		return wp != nil, nil
 	})
 	if wp == nil {
 		return
 	}
-	switch owned, committed := gs.store.Committed(key, id); {
+	switch owned, committed := l.store.Committed(key, id); {
 	case !owned:
 		wp.Reject(gang.PluginName, msg.Unwound(key))
-		gs.logger.V(4).Info("gangpack.Permit.late_waiter_rejected", "pod", klog.KObj(pod), "key", key)
+		l.logger.V(4).Info("gangpack.Permit.late_waiter_rejected", "pod", klog.KObj(pod), "key", key)
 	case committed && admit():
-		gs.doubts.admit(pod.UID)
+		l.doubts.admit(pod.UID)
 		wp.Allow(gang.PluginName)
 	}
 }
 
 // Admitted marks a pod Permit admitted: a failed binding from now on leaves its node in doubt.
-func (gs *Ledger) Admitted(uid types.UID) { gs.doubts.admit(uid) }
+func (l *Ledger) Admitted(uid types.UID) { l.doubts.admit(uid) }
 
 // EnterPermit records the member's attempt (an unwind from now on finds the pod by it, as a
 // waiter or, before the framework registers the waiter, through its supervisor) and reports
 // whether the attempt still owns the gang's pin and whether the gang committed. An attempt
 // that lost its pin is forgotten again.
-func (gs *Ledger) EnterPermit(pod *v1.Pod, key string, id uint64) (owned, committed bool) {
-	gs.attempts.set(gang.PodKey(pod), id, gs.now())
-	owned, committed = gs.store.Committed(key, id)
+func (l *Ledger) EnterPermit(pod *v1.Pod, key string, id uint64) (owned, committed bool) {
+	l.attempts.set(gang.PodKey(pod), id, l.now())
+	owned, committed = l.store.Committed(key, id)
 	if !owned {
-		gs.attempts.forgetIf(gang.PodKey(pod), id)
+		l.attempts.forgetIf(gang.PodKey(pod), id)
 	}
 	return owned, committed
 }
 
 // Supervise starts the waiter's supervisor (superviseWaiter) on a goroutine of its own.
-func (gs *Ledger) Supervise(pod *v1.Pod, key string, id uint64, admit func() bool) {
-	gs.spawn(func() { gs.superviseWaiter(pod, key, id, admit) })
+func (l *Ledger) Supervise(pod *v1.Pod, key string, id uint64, admit func() bool) {
+	l.spawn(func() { l.superviseWaiter(pod, key, id, admit) })
 }
 
 // AdmitAttempt allows every waiter of the gang's attempt id and marks them, and pod, admitted.
-func (gs *Ledger) AdmitAttempt(pod *v1.Pod, key string, id uint64) {
-	gs.forEachWaiter(key, id, func(wp fwk.WaitingPod) {
-		gs.doubts.admit(wp.GetPod().UID)
+func (l *Ledger) AdmitAttempt(pod *v1.Pod, key string, id uint64) {
+	l.forEachWaiter(key, id, func(wp fwk.WaitingPod) {
+		l.doubts.admit(wp.GetPod().UID)
 		wp.Allow(gang.PluginName)
 	})
-	gs.doubts.admit(pod.UID)
+	l.doubts.admit(pod.UID)
 }
 
 // WakeForPermit: see wakeForPermit.
-func (gs *Ledger) WakeForPermit(logger klog.Logger, pod *v1.Pod, info gang.Info, id uint64) int {
-	return gs.wakeForPermit(logger, pod, info, id)
+func (l *Ledger) WakeForPermit(logger klog.Logger, pod *v1.Pod, info gang.Info, id uint64) int {
+	return l.wakeForPermit(logger, pod, info, id)
 }

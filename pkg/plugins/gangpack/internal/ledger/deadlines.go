@@ -14,20 +14,20 @@ import (
 // it and whatever happens to the cycle that created it (a cycle that ends in an error runs no
 // PostFilter; another plugin's PostFilter may succeed first; a gang whose last member never
 // fits never reaches Permit). The timer lives only as long as the attempt: holdEnded stops it.
-func (gs *Ledger) armDeadline(c placement.Commitment, info gang.Info) {
+func (l *Ledger) armDeadline(c placement.Commitment, info gang.Info) {
 	if !c.Forming() || info.Timeout <= 0 {
 		return
 	}
 	gang, id := c.Gang, c.ID
-	gs.deadlines.start(id, gs.now().Add(info.Timeout), info.Timeout, gs.after, func() {
-		gs.expire(gs.logger, gang, id, info)
+	l.deadlines.start(id, l.now().Add(info.Timeout), info.Timeout, l.after, func() {
+		l.expire(l.logger, gang, id, info)
 	})
 }
 
 // holdEnded is called whenever an attempt stops forming (it committed, or it was released,
 // unwound or expired): its expiry timer is stopped and its deadline forgotten.
-func (gs *Ledger) holdEnded(id uint64) {
-	gs.deadlines.stop(id)
+func (l *Ledger) holdEnded(id uint64) {
+	l.deadlines.stop(id)
 }
 
 // restKey names one resting domain of one gang.
@@ -43,50 +43,50 @@ type restKey struct {
 // not only the rejected waiters: a member parked for another reason may fit another domain
 // now. When the rest ends the gang is woken again. A commitment that committed meanwhile is
 // kept; expire reports whether it released one.
-func (gs *Ledger) expire(logger klog.Logger, key string, id uint64, info gang.Info) bool {
-	res := gs.unwindWith(logger, gs.store.Expire, key, id, gang.CauseExpired, true)
+func (l *Ledger) expire(logger klog.Logger, key string, id uint64, info gang.Info) bool {
+	res := l.unwindWith(logger, l.store.Expire, key, id, gang.CauseExpired, true)
 	if !res.Released {
 		return false
 	}
 	c := res.Commitment
 	domain := placement.DomainRef{Key: c.Key, Value: c.Domain}
-	until := gs.now().Add(info.Timeout)
-	gs.failed.Rest(info.Owner(), domain, until)
-	gs.rests.start(restKey{gang: key, domain: domain}, until, info.Timeout, gs.after, func() {
-		gs.activateGang(gs.logger, metrics.TriggerReservationReleased, info.Namespace, info.Name, "")
+	until := l.now().Add(info.Timeout)
+	l.failed.Rest(info.Owner(), domain, until)
+	l.rests.start(restKey{gang: key, domain: domain}, until, info.Timeout, l.after, func() {
+		l.activateGang(l.logger, metrics.TriggerReservationReleased, info.Namespace, info.Name, "")
 	})
-	gs.activateGang(logger, metrics.TriggerReservationReleased, info.Namespace, info.Name, "")
+	l.activateGang(logger, metrics.TriggerReservationReleased, info.Namespace, info.Name, "")
 	return true
 }
 
 // forgetFailed forgets the failed and resting domains of the gang (of owner only, when owner
 // is not empty) and stops the timers that would wake it when those rests end.
-func (gs *Ledger) forgetFailed(gang, owner string) {
+func (l *Ledger) forgetFailed(gang, owner string) {
 	if owner == "" {
-		gs.failed.ClearGang(gang)
+		l.failed.ClearGang(gang)
 	} else {
-		gs.failed.Clear(placement.GangOwner{Gang: gang, Owner: owner})
+		l.failed.Clear(placement.GangOwner{Gang: gang, Owner: owner})
 	}
-	gs.rests.stopWhere(func(k restKey) bool { return k.gang == gang })
+	l.rests.stopWhere(func(k restKey) bool { return k.gang == gang })
 }
 
 // unwindOnUnreserve is Unreserve's unwind of a member's attempt. kube-scheduler's own Permit timeout
 // has the gang's (capped) timeout too and starts a cycle after the pin, so it may end the
 // attempt before the expiry timer fires: an attempt still forming at or past its deadline is
 // expired (its domain rests) rather than merely unwound, whichever timer came first.
-func (gs *Ledger) unwindOnUnreserve(logger klog.Logger, info gang.Info, id uint64) {
-	if gs.deadlines.reached(id, gs.now()) && gs.expire(logger, info.Key, id, info) {
+func (l *Ledger) unwindOnUnreserve(logger klog.Logger, info gang.Info, id uint64) {
+	if l.deadlines.reached(id, l.now()) && l.expire(logger, info.Key, id, info) {
 		return
 	}
-	gs.unwind(logger, info.Key, id, gang.CauseUnreserve, false)
+	l.unwind(logger, info.Key, id, gang.CauseUnreserve, false)
 }
 
 // parkBlocked records a pod refused because of a hold, so the next hold lift wakes it.
 // generation is the store's hold generation read before the decision to refuse: if a hold
 // was lifted since (and its wake-up found the set without this pod), the pod is woken now.
-func (gs *Ledger) parkBlocked(logger klog.Logger, pod *v1.Pod, generation uint64) {
-	gs.blocked.add(pod)
-	if gs.store.Generation() != generation {
-		gs.wakeBlocked(logger)
+func (l *Ledger) parkBlocked(logger klog.Logger, pod *v1.Pod, generation uint64) {
+	l.blocked.add(pod)
+	if l.store.Generation() != generation {
+		l.wakeBlocked(logger)
 	}
 }

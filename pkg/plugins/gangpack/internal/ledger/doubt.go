@@ -124,8 +124,8 @@ func (b *bindsInDoubt) prune(now time.Time) bool {
 
 // WatchDoubts ends a doubt when the pod informer shows the bind's outcome, and wakes the pods
 // refused meanwhile.
-func (gs *Ledger) WatchDoubts(inf cache.SharedIndexInformer) error {
-	_, err := inf.AddEventHandler(gs.doubtEvents())
+func (l *Ledger) WatchDoubts(inf cache.SharedIndexInformer) error {
+	_, err := inf.AddEventHandler(l.doubtEvents())
 	return err
 }
 
@@ -134,7 +134,7 @@ func (gs *Ledger) WatchDoubts(inf cache.SharedIndexInformer) error {
 // another UID. Any other update (a status patch, the nominatedNodeName patch sent before the
 // bind) may have been written before the bind request reached the API server, so it proves
 // nothing; the doubt then lasts until maxDoubt.
-func (gs *Ledger) doubtEvents() cache.ResourceEventHandlerFuncs {
+func (l *Ledger) doubtEvents() cache.ResourceEventHandlerFuncs {
 	return cache.ResourceEventHandlerFuncs{
 		UpdateFunc: func(oldObj, newObj any) {
 			old, ok1 := oldObj.(*v1.Pod)
@@ -142,9 +142,9 @@ func (gs *Ledger) doubtEvents() cache.ResourceEventHandlerFuncs {
 			switch {
 			case !ok1 || !ok2:
 			case old.UID != cur.UID:
-				gs.endDoubt(old.UID)
+				l.endDoubt(old.UID)
 			case cur.Spec.NodeName != "":
-				gs.endDoubt(cur.UID)
+				l.endDoubt(cur.UID)
 			}
 		},
 		DeleteFunc: func(obj any) {
@@ -152,7 +152,7 @@ func (gs *Ledger) doubtEvents() cache.ResourceEventHandlerFuncs {
 				obj = d.Obj
 			}
 			if p, ok := obj.(*v1.Pod); ok {
-				gs.endDoubt(p.UID)
+				l.endDoubt(p.UID)
 			}
 		},
 	}
@@ -160,18 +160,18 @@ func (gs *Ledger) doubtEvents() cache.ResourceEventHandlerFuncs {
 
 // doubtBegan starts the timer that ends the pod's doubt at maxDoubt: refused pods are woken
 // then, even when no event about the pod arrives.
-func (gs *Ledger) doubtBegan(uid types.UID) {
-	gs.doubtTimers.start(uid, gs.now().Add(maxDoubt), maxDoubt, gs.after, func() {
-		if gs.doubts.resolve(uid) {
-			gs.wakeBlocked(gs.logger)
+func (l *Ledger) doubtBegan(uid types.UID) {
+	l.doubtTimers.start(uid, l.now().Add(maxDoubt), maxDoubt, l.after, func() {
+		if l.doubts.resolve(uid) {
+			l.wakeBlocked(l.logger)
 		}
 	})
 }
 
 // endDoubt ends the doubt about the pod, if any, and wakes the pods refused meanwhile.
-func (gs *Ledger) endDoubt(uid types.UID) {
-	gs.doubtTimers.stop(uid)
-	if gs.doubts.resolve(uid) {
-		gs.wakeBlocked(gs.logger)
+func (l *Ledger) endDoubt(uid types.UID) {
+	l.doubtTimers.stop(uid)
+	if l.doubts.resolve(uid) {
+		l.wakeBlocked(l.logger)
 	}
 }

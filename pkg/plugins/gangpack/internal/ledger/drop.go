@@ -13,7 +13,7 @@ import (
 // rejected (an unwind): a silent release would strand them under a dead attempt while a new
 // one admits the rest. It reports whether members waited (the cycle then ends with the
 // decision's message, and the gang re-plans on the next one).
-func (gs *Ledger) Drop(logger klog.Logger, c placement.Commitment, d gang.Drop) (waitersRejected bool) {
+func (l *Ledger) Drop(logger klog.Logger, c placement.Commitment, d gang.Drop) (waitersRejected bool) {
 	if d.Stale != "" {
 		metrics.CountPin(metrics.PinStaleReplan)
 		logger.V(4).Info("gangpack.pinGang.stale_replan", "gang", c.Gang, "domain", c.Domain, "cause", d.Stale)
@@ -22,14 +22,14 @@ func (gs *Ledger) Drop(logger klog.Logger, c placement.Commitment, d gang.Drop) 
 		metrics.CountPin(metrics.PinTopologyReplan)
 		logger.V(4).Info("gangpack.pinGang.topology_replan", "gang", c.Gang, "oldKey", c.Key, "newKey", d.NewKey)
 	}
-	waiters := gs.hasWaiters(c.Gang, c.ID)
+	waiters := l.hasWaiters(c.Gang, c.ID)
 	if waiters || d.Always {
-		gs.unwind(logger, c.Gang, c.ID, d.Cause, false)
+		l.unwind(logger, c.Gang, c.ID, d.Cause, false)
 	} else {
-		gs.releaseSilently(logger, c.Gang, c.ID)
+		l.releaseSilently(logger, c.Gang, c.ID)
 	}
 	if d.ClearOwner {
-		gs.forgetFailed(c.Gang, c.Owner)
+		l.forgetFailed(c.Gang, c.Owner)
 	}
 	return waiters
 }
@@ -39,18 +39,18 @@ func (gs *Ledger) Drop(logger klog.Logger, c placement.Commitment, d gang.Drop) 
 // committed with members still waiting at Permit (a placement-group partner waits for the
 // rest of its group): those members were counted for the old size, none of them would run
 // PreFilter again to notice, and the group's completion would admit them.
-func (gs *Ledger) OnPodGroupChange(old, cur *schedv1alpha1.PodGroup) {
-	logger := gs.logger
+func (l *Ledger) OnPodGroupChange(old, cur *schedv1alpha1.PodGroup) {
+	logger := l.logger
 	key := cur.Namespace + "/" + cur.Name
 	if old != nil && old.Spec.MinMember != cur.Spec.MinMember {
-		if c, ok := gs.store.Get(key); ok && c.MinMember != int(cur.Spec.MinMember) && (c.Forming() || gs.hasWaiters(key, c.ID)) {
-			gs.unwind(logger, key, c.ID, gang.CauseMinMemberChange, false)
+		if c, ok := l.store.Get(key); ok && c.MinMember != int(cur.Spec.MinMember) && (c.Forming() || l.hasWaiters(key, c.ID)) {
+			l.unwind(logger, key, c.ID, gang.CauseMinMemberChange, false)
 		}
 	}
-	pods, err := gs.members.LiveUnbound(cur.Namespace, cur.Name, "")
+	pods, err := l.members.LiveUnbound(cur.Namespace, cur.Name, "")
 	if err != nil {
 		logger.Error(err, "List gang members", "gang", cur.Namespace+"/"+cur.Name)
 		return
 	}
-	gs.activate(logger, metrics.TriggerPodGroupChange, pods)
+	l.activate(logger, metrics.TriggerPodGroupChange, pods)
 }

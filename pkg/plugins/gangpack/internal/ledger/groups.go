@@ -50,17 +50,17 @@ func (s *groupStates) keys() []string {
 
 // ActivateGroup wakes the live unbound members of every partner gang (namespace/name
 // references) except the pod named except.
-func (gs *Ledger) ActivateGroup(logger klog.Logger, partners []types.NamespacedName, except string) int {
+func (l *Ledger) ActivateGroup(logger klog.Logger, partners []types.NamespacedName, except string) int {
 	var pods []*v1.Pod
 	for _, pt := range partners {
-		list, err := gs.members.LiveUnbound(pt.Namespace, pt.Name, except)
+		list, err := l.members.LiveUnbound(pt.Namespace, pt.Name, except)
 		if err != nil {
 			logger.Error(err, "List partner members for activation", "gang", pt.String())
 			continue
 		}
 		pods = append(pods, list...)
 	}
-	return gs.activate(logger, metrics.TriggerTemplatesComplete, pods)
+	return l.activate(logger, metrics.TriggerTemplatesComplete, pods)
 }
 
 // groupRecords remembers which partners' attempts were pinned together, so that unwinding
@@ -129,29 +129,29 @@ func (r *groupRecords) len() int {
 
 // cascade unwinds the partners pinned together with gang's released attempt id: one
 // partner's timeout, rejection or PodGroup deletion unwinds the whole group (docs/design.md §19, item 4).
-func (gs *Ledger) cascade(logger klog.Logger, gang string, id uint64, cause string) {
-	group, others, ok := gs.groups.take(gang, id)
+func (l *Ledger) cascade(logger klog.Logger, gang string, id uint64, cause string) {
+	group, others, ok := l.groups.take(gang, id)
 	if !ok {
 		return
 	}
 	metrics.GroupTotal.WithLabelValues(metrics.GroupUnwound).Inc()
 	logger.V(4).Info("gangpack.group.unwind", "group", group, "gang", gang, "cause", cause, "partners", len(others))
 	for other, oid := range others {
-		gs.unwindWith(logger, gs.store.Release, other, oid, cause, false)
+		l.unwindWith(logger, l.store.Release, other, oid, cause, false)
 	}
 }
 
 // PruneGroups is GC's part for placement groups: a waiting group that wanted no longer
 // reports is forgotten, and so is a group record none of whose attempts still owns its
 // partner's pin (every partner was released silently or re-planned).
-func (gs *Ledger) PruneGroups(wanted func(group string) bool) {
-	for _, k := range gs.groupsWaiting.keys() {
+func (l *Ledger) PruneGroups(wanted func(group string) bool) {
+	for _, k := range l.groupsWaiting.keys() {
 		if !wanted(k) {
-			gs.groupsWaiting.remove(k)
+			l.groupsWaiting.remove(k)
 		}
 	}
-	gs.groups.prune(func(gang string, id uint64) bool {
-		c, ok := gs.store.Get(gang)
+	l.groups.prune(func(gang string, id uint64) bool {
+		c, ok := l.store.Get(gang)
 		return ok && c.ID == id
 	})
 }

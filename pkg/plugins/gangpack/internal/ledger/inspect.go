@@ -16,48 +16,48 @@ import (
 // hands out a container: what the ledger holds is changed only by its own methods.
 
 // Len is the number of pins.
-func (gs *Ledger) Len() int { return gs.store.Len() }
+func (l *Ledger) Len() int { return l.store.Len() }
 
 // HeldDomains is the number of domains forming gangs hold.
-func (gs *Ledger) HeldDomains() int { return gs.store.HeldDomains() }
+func (l *Ledger) HeldDomains() int { return l.store.HeldDomains() }
 
 // Blocked returns the pods refused because of a hold, by key.
-func (gs *Ledger) Blocked() map[string]*v1.Pod { return gs.blocked.snapshot() }
+func (l *Ledger) Blocked() map[string]*v1.Pod { return l.blocked.snapshot() }
 
 // Deadlines is the number of armed hold deadlines.
-func (gs *Ledger) Deadlines() int { return gs.deadlines.len() }
+func (l *Ledger) Deadlines() int { return l.deadlines.len() }
 
 // GroupRecords is the number of recorded placement groups.
-func (gs *Ledger) GroupRecords() int { return gs.groups.len() }
+func (l *Ledger) GroupRecords() int { return l.groups.len() }
 
 // WaitingGroups lists the placement groups waiting for partners.
-func (gs *Ledger) WaitingGroups() []string { return gs.groupsWaiting.keys() }
+func (l *Ledger) WaitingGroups() []string { return l.groupsWaiting.keys() }
 
 // RecordGroup records that gang's attempt id belongs to the group's current placement.
-func (gs *Ledger) RecordGroup(group, gang string, id uint64) { gs.groups.record(group, gang, id) }
+func (l *Ledger) RecordGroup(group, gang string, id uint64) { l.groups.record(group, gang, id) }
 
 // ReleaseSilently: see releaseSilently.
-func (gs *Ledger) ReleaseSilently(logger klog.Logger, key string, id uint64) {
-	gs.releaseSilently(logger, key, id)
+func (l *Ledger) ReleaseSilently(logger klog.Logger, key string, id uint64) {
+	l.releaseSilently(logger, key, id)
 }
 
 // Rest makes the domain rest for the gang owner until the given time.
-func (gs *Ledger) Rest(o placement.GangOwner, d placement.DomainRef, until time.Time) {
-	gs.failed.Rest(o, d, until)
+func (l *Ledger) Rest(o placement.GangOwner, d placement.DomainRef, until time.Time) {
+	l.failed.Rest(o, d, until)
 }
 
 // DoubtEvents are the pod informer handlers that end bindings in doubt.
-func (gs *Ledger) DoubtEvents() cache.ResourceEventHandlerFuncs { return gs.doubtEvents() }
+func (l *Ledger) DoubtEvents() cache.ResourceEventHandlerFuncs { return l.doubtEvents() }
 
 // ResolveDoubt ends the pod's binding in doubt and reports whether it was in doubt.
-func (gs *Ledger) ResolveDoubt(uid types.UID) bool { return gs.doubts.resolve(uid) }
+func (l *Ledger) ResolveDoubt(uid types.UID) bool { return l.doubts.resolve(uid) }
 
 // SetNow replaces the clock of deadlines and rests.
-func (gs *Ledger) SetNow(now func() time.Time) { gs.now = now }
+func (l *Ledger) SetNow(now func() time.Time) { l.now = now }
 
 // SetAfter replaces the timer of deadlines and rests.
-func (gs *Ledger) SetAfter(after AfterFunc) { gs.after = after }
+func (l *Ledger) SetAfter(after AfterFunc) { l.after = after }
 
 // SetHandle replaces the framework handle the ledger activates and admits pods through
 // (tests record those calls).
-func (gs *Ledger) SetHandle(h fwk.Handle) { gs.handle = h }
+func (l *Ledger) SetHandle(h fwk.Handle) { l.handle = h }

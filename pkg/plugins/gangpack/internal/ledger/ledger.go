@@ -61,7 +61,7 @@ type Ledger struct {
 }
 
 func New(ctx context.Context, h fwk.Handle, ml *gang.Members, onPins func(*Ledger)) *Ledger {
-	gs := &Ledger{
+	l := &Ledger{
 		handle:        h,
 		members:       ml,
 		ctx:           ctx,
@@ -85,11 +85,11 @@ func New(ctx context.Context, h fwk.Handle, ml *gang.Members, onPins func(*Ledge
 		now:           time.Now,
 		spawn:         func(f func()) { go f() },
 	}
-	gs.store.SetOnChange(func() {
-		metrics.PinnedGroups.Set(float64(gs.store.Len()))
+	l.store.SetOnChange(func() {
+		metrics.PinnedGroups.Set(float64(l.store.Len()))
 		if onPins != nil {
-			onPins(gs)
+			onPins(l)
 		}
 	})
-	return gs
+	return l
 }

@@ -67,8 +67,8 @@ func (r *reservedNodes) len() int {
 // not. Every assumption of a member passes this plugin's Reserve, so no assumed member is
 // missed; the snapshot stays the judge of what is on a node. A Terminating member is never a
 // placed member (it still occupies its node, which the snapshot accounts for).
-func (gs *Ledger) placedMembers(g gang.Info, all []fwk.NodeInfo) []gang.Placed {
-	pods, err := gs.members.List(g.Namespace, g.Name)
+func (l *Ledger) placedMembers(g gang.Info, all []fwk.NodeInfo) []gang.Placed {
+	pods, err := l.members.List(g.Namespace, g.Name)
 	if err != nil {
 		return gang.OnNodes(all, g)
 	}
@@ -76,17 +76,17 @@ func (gs *Ledger) placedMembers(g gang.Info, all []fwk.NodeInfo) []gang.Placed {
 	var dead map[string]struct{}
 	for _, p := range pods {
 		if p.Spec.NodeName != "" {
-			gs.reserved.forget(p.UID) // the informer is authoritative from here on
+			l.reserved.forget(p.UID) // the informer is authoritative from here on
 			if gang.Live(p) {
 				names[p.Spec.NodeName] = struct{}{}
 			}
 			continue
 		}
-		n, ok := gs.reserved.get(p.UID)
+		n, ok := l.reserved.get(p.UID)
 		if !ok || !gang.Live(p) {
 			continue
 		}
-		if gs.deadAttempt(g.Key, p) {
+		if l.deadAttempt(g.Key, p) {
 			if dead == nil {
 				dead = map[string]struct{}{}
 			}
@@ -99,7 +99,7 @@ func (gs *Ledger) placedMembers(g gang.Info, all []fwk.NodeInfo) []gang.Placed {
 		return nil
 	}
 	// Order does not matter: findPlaced sorts by pod name, placedDomains builds a map.
-	infos := gs.handle.SnapshotSharedLister().NodeInfos()
+	infos := l.handle.SnapshotSharedLister().NodeInfos()
 	subset := make([]fwk.NodeInfo, 0, len(names))
 	for n := range names {
 		if ni, err := infos.Get(n); err == nil {
@@ -123,11 +123,11 @@ func (gs *Ledger) placedMembers(g gang.Info, all []fwk.NodeInfo) []gang.Placed {
 // Permit did not admit: it was rejected (or is about to be) and will be unreserved. Until the
 // framework forgets it, it still sits on its node in the snapshot; counted as placed, it would
 // let a sibling re-plan around it and bind without it.
-func (gs *Ledger) deadAttempt(key string, p *v1.Pod) bool {
-	id, ok := gs.attempts.get(gang.PodKey(p))
-	if !ok || gs.doubts.isAdmitted(p.UID) {
+func (l *Ledger) deadAttempt(key string, p *v1.Pod) bool {
+	id, ok := l.attempts.get(gang.PodKey(p))
+	if !ok || l.doubts.isAdmitted(p.UID) {
 		return false
 	}
-	c, pinned := gs.store.Get(key)
+	c, pinned := l.store.Get(key)
 	return !pinned || c.ID != id
 }

@@ -21,8 +21,8 @@ type UnwindResult struct {
 // unwind drops the gang's commitment if id owns it (placement.AnyID = whatever the owner) and
 // optionally remembers its domain as failed, under the store lock; then rejects the waiters
 // of that attempt, counts, wakes reservation-blocked pods and logs.
-func (gs *Ledger) unwind(logger klog.Logger, gang string, id uint64, cause string, markFailed bool) UnwindResult {
-	return gs.unwindWith(logger, gs.store.Release, gang, id, cause, markFailed)
+func (l *Ledger) unwind(logger klog.Logger, gang string, id uint64, cause string, markFailed bool) UnwindResult {
+	return l.unwindWith(logger, l.store.Release, gang, id, cause, markFailed)
 }
 
 // releaser is a store operation that drops a commitment and runs onRelease under its lock
@@ -30,11 +30,11 @@ func (gs *Ledger) unwind(logger klog.Logger, gang string, id uint64, cause strin
 type releaser func(gang string, id uint64, onRelease func(placement.Commitment)) (placement.Commitment, bool)
 
 // unwindWith is unwind with the store operation that decides whether the commitment goes.
-func (gs *Ledger) unwindWith(logger klog.Logger, release releaser, gang string, id uint64, cause string, markFailed bool) UnwindResult {
+func (l *Ledger) unwindWith(logger klog.Logger, release releaser, gang string, id uint64, cause string, markFailed bool) UnwindResult {
 	var res UnwindResult
 	c, ok := release(gang, id, func(c placement.Commitment) {
 		if markFailed {
-			res.NewFailed = gs.failed.Add(placement.GangOwner{Gang: gang, Owner: c.Owner}, placement.DomainRef{Key: c.Key, Value: c.Domain})
+			res.NewFailed = l.failed.Add(placement.GangOwner{Gang: gang, Owner: c.Owner}, placement.DomainRef{Key: c.Key, Value: c.Domain})
 		}
 	})
 	if !ok {
@@ -44,43 +44,43 @@ func (gs *Ledger) unwindWith(logger klog.Logger, release releaser, gang string, 
 	// under it would hold up Filter's reservation reads on every node. Nothing admits them
 	// meanwhile: admission (Permit, superviseWaiter) first asks the store whether the attempt
 	// still owns the pin, and it no longer does.
-	res.Rejected = gs.rejectWaiters(gang, c.ID)
+	res.Rejected = l.rejectWaiters(gang, c.ID)
 	res.Released, res.Commitment = true, c
-	gs.holdEnded(c.ID)
+	l.holdEnded(c.ID)
 	metrics.UnwindTotal.Inc()
 	logger.V(4).Info("gangpack.unwind", "gang", c.Gang, "domain", c.Domain, "cause", cause, "rejectedWaiters", res.Rejected)
-	gs.cascade(logger, gang, c.ID, cause)
-	gs.wakeBlocked(logger)
+	l.cascade(logger, gang, c.ID, cause)
+	l.wakeBlocked(logger)
 	return res
 }
 
 // releaseSilently is the silent release of a pin nobody waits under: no waiter rejection, no
 // unwind count.
-func (gs *Ledger) releaseSilently(logger klog.Logger, gang string, id uint64) {
-	if c, ok := gs.store.Release(gang, id, nil); ok {
-		gs.holdEnded(c.ID)
-		gs.wakeBlocked(logger)
+func (l *Ledger) releaseSilently(logger klog.Logger, gang string, id uint64) {
+	if c, ok := l.store.Release(gang, id, nil); ok {
+		l.holdEnded(c.ID)
+		l.wakeBlocked(logger)
 	}
 }
 
 // forEachWaiter calls f for every framework waiting pod of gang that waits under attempt id.
-func (gs *Ledger) forEachWaiter(key string, id uint64, f func(fwk.WaitingPod)) {
-	gs.handle.IterateOverWaitingPods(func(wp fwk.WaitingPod) {
+func (l *Ledger) forEachWaiter(key string, id uint64, f func(fwk.WaitingPod)) {
+	l.handle.IterateOverWaitingPods(func(wp fwk.WaitingPod) {
 		p := wp.GetPod()
 		if k, _, ok := gang.Of(p); !ok || k != key {
 			return
 		}
-		if got, ok := gs.attempts.get(gang.PodKey(p)); ok && got == id {
+		if got, ok := l.attempts.get(gang.PodKey(p)); ok && got == id {
 			f(wp)
 		}
 	})
 }
 
 // rejectWaiters rejects the waiting pods of gang's attempt id and returns how many.
-func (gs *Ledger) rejectWaiters(key string, id uint64) int {
+func (l *Ledger) rejectWaiters(key string, id uint64) int {
 	n := 0
 	text := msg.Unwound(key)
-	gs.forEachWaiter(key, id, func(wp fwk.WaitingPod) {
+	l.forEachWaiter(key, id, func(wp fwk.WaitingPod) {
 		wp.Reject(gang.PluginName, text)
 		n++
 	})
@@ -88,8 +88,8 @@ func (gs *Ledger) rejectWaiters(key string, id uint64) int {
 }
 
 // hasWaiters reports whether any waiting pod of gang waits under attempt id.
-func (gs *Ledger) hasWaiters(gang string, id uint64) bool {
+func (l *Ledger) hasWaiters(gang string, id uint64) bool {
 	found := false
-	gs.forEachWaiter(gang, id, func(fwk.WaitingPod) { found = true })
+	l.forEachWaiter(gang, id, func(fwk.WaitingPod) { found = true })
 	return found
 }

@@ -11,17 +11,17 @@ import (
 // gang until an informer event of one of its members: the n parked members of a gang asking
 // about one deletion list the gang once, not n times. A cached representative that the
 // informer no longer shows pending and ungated (its event not delivered yet) is recomputed.
-func (gs *Ledger) representative(ns, name, key string) (*v1.Pod, bool) {
-	rep, gen, cached := gs.reps.lookup(key)
-	if cached && (rep == nil || gs.members.UngatedPending(rep)) {
+func (l *Ledger) representative(ns, name, key string) (*v1.Pod, bool) {
+	rep, gen, cached := l.reps.lookup(key)
+	if cached && (rep == nil || l.members.UngatedPending(rep)) {
 		return rep, true
 	}
-	pods, err := gs.members.List(ns, name)
+	pods, err := l.members.List(ns, name)
 	if err != nil {
 		return nil, false
 	}
 	rep = FirstUngated(pods)
-	gs.reps.store(key, gen, rep)
+	l.reps.store(key, gen, rep)
 	return rep, true
 }
 
