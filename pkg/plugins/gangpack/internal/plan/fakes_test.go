@@ -19,7 +19,7 @@ import (
 )
 
 // fakeLedger is a Ledger over fixed answers that records every call that carries out a
-// decision or records a wait, one line per call, in call order. Reads are answered from
+// decision, records a wait or wakes pods, one line per call, in call order. Reads are answered from
 // its fields and not recorded.
 type fakeLedger struct {
 	pin      *placement.Commitment // the gang's pin (nil: none)
@@ -53,9 +53,8 @@ func (f *fakeLedger) Resting(placement.GangOwner, string) map[string]struct{} { 
 func (f *fakeLedger) Placed(g gang.Info, all []fwk.NodeInfo) []gang.Placed {
 	return gang.OnNodes(all, g)
 }
-func (f *fakeLedger) HeldDomainRefs() []placement.DomainRef                         { return nil }
-func (f *fakeLedger) GroupReady(string) bool                                        { return false }
-func (f *fakeLedger) ActivateGroup(klog.Logger, []types.NamespacedName, string) int { return 0 }
+func (f *fakeLedger) HeldDomainRefs() []placement.DomainRef { return nil }
+func (f *fakeLedger) GroupReady(string) bool                { return false }
 
 func (f *fakeLedger) AttemptOf(pod *v1.Pod) (uint64, bool) {
 	id, ok := f.attempts[pod.UID]
@@ -122,6 +121,11 @@ func (f *fakeLedger) MembersComplete(_ klog.Logger, info gang.Info, except, trig
 func (f *fakeLedger) GroupWaits(group, why string) (string, bool) {
 	f.record("GroupWaits %s %s", group, why)
 	return "", false
+}
+
+func (f *fakeLedger) ActivateGroup(_ klog.Logger, partners []types.NamespacedName, except string) int {
+	f.record("ActivateGroup %v except=%s", partners, except)
+	return 0
 }
 
 // fakeHandle is the part of the framework handle planning reads: the snapshot.
