@@ -19,8 +19,8 @@ import (
 )
 
 // fakeLedger is a Ledger over fixed answers that records every call that carries out a
-// decision, records a wait or wakes pods, one line per call, in call order. Reads are answered from
-// its fields and not recorded.
+// decision, records a wait or wakes pods, one line per call, in call order. Reads are
+// answered from its fields and not recorded.
 type fakeLedger struct {
 	pin      *placement.Commitment // the gang's pin (nil: none)
 	attempts map[types.UID]uint64  // pod → the attempt it passed Reserve under
