@@ -39,79 +39,86 @@ func splitRefused(t *testing.T) float64 {
 	return v
 }
 
+// complete is the ledger call that wakes g's members once they all exist.
+const complete = "MembersComplete ns/g except=g-0 trigger=" + metrics.TriggerTemplatesComplete
+
+// A gate case is the member being scheduled, the gang's other members and what gate decides.
+type gateCase struct {
+	name    string
+	pod     *v1.Pod // the member being scheduled; g-0 when nil
+	members []*v1.Pod
+	code    fwk.Code // of the status; Success: the gang may be planned
+	msg     string
+	calls   []string // on the ledger, when not a dry run
+	refused float64  // split refusals counted, when not a dry run
+}
+
+// gateCases are one row per decision gate takes.
+var gateCases = []gateCase{{
+	name:    "members in two domains are refused",
+	members: []*v1.Pod{member("g-1", "a0"), member("g-2", "b0")},
+	code:    fwk.UnschedulableAndUnresolvable,
+	msg:     msg.Split(testGang),
+	refused: 1,
+}, {
+	name:    "a placed member on a node without the label is refused",
+	members: []*v1.Pod{member("g-1", "a0"), member("g-2", "bare")},
+	code:    fwk.UnschedulableAndUnresolvable,
+	msg:     msg.Split(testGang),
+	refused: 1,
+}, {
+	name:    "too few members wait for the rest",
+	members: []*v1.Pod{member("g-1", "")},
+	code:    fwk.Unschedulable,
+	msg:     msg.Templates(testGang, 2, 3),
+	calls:   []string{"MembersMissing ns/g"},
+}, {
+	name:    "placed members lower the count to wait for",
+	members: []*v1.Pod{member("g-1", "a0")},
+	code:    fwk.Unschedulable,
+	msg:     msg.Templates(testGang, 1, 2),
+	calls:   []string{"MembersMissing ns/g"},
+}, {
+	name:    "a Terminating member is no template",
+	members: []*v1.Pod{member("g-1", ""), terminating(member("g-2", ""))},
+	code:    fwk.Unschedulable,
+	msg:     msg.Templates(testGang, 2, 3),
+	calls:   []string{"MembersMissing ns/g"},
+}, {
+	name:    "members complete wake the gang",
+	members: []*v1.Pod{member("g-1", ""), member("g-2", "")},
+	calls:   []string{complete},
+}, {
+	name:    "a follower waits for its unplaced leader",
+	pod:     follower(member("g-0", "")),
+	members: []*v1.Pod{member("g-1", ""), leader(member("g-2", ""))},
+	code:    fwk.Unschedulable,
+	msg:     msg.SiblingWait("ns", "g-2"),
+	calls:   []string{complete, "Await ns/g-2 by ns/g-0"},
+}, {
+	name:    "a follower whose leader is placed goes on",
+	pod:     follower(member("g-0", "")),
+	members: []*v1.Pod{member("g-1", ""), leader(member("g-2", "a0"))},
+	calls:   []string{complete},
+}, {
+	name:    "a member waits for the gang's spread anchor",
+	members: []*v1.Pod{spreadAnchor(member("g-1", "")), member("g-2", "")},
+	code:    fwk.Unschedulable,
+	msg:     msg.AnchorWait("ns", "g-1"),
+	calls:   []string{complete, "Await ns/g-1 by ns/g-0"},
+}, {
+	name:    "a spread anchor does not wait for another",
+	pod:     spreadAnchor(member("g-0", "")),
+	members: []*v1.Pod{spreadAnchor(member("g-1", "")), member("g-2", "")},
+	calls:   []string{complete},
+}}
+
 // gate parks the pod while its gang may not be planned, and records on the ledger what wakes
 // it; a dry run (preemption asking whether the gang lacks room) decides the same and records
 // nothing.
 func TestGate(t *testing.T) {
 	metrics.Register()
-	complete := "MembersComplete ns/g except=g-0 trigger=" + metrics.TriggerTemplatesComplete
-	tests := []struct {
-		name    string
-		pod     *v1.Pod // the member being scheduled; g-0 when nil
-		members []*v1.Pod
-		code    fwk.Code // of the status; Success: the gang may be planned
-		msg     string
-		calls   []string // on the ledger, when not a dry run
-		refused float64  // split refusals counted, when not a dry run
-	}{{
-		name:    "members in two domains are refused",
-		members: []*v1.Pod{member("g-1", "a0"), member("g-2", "b0")},
-		code:    fwk.UnschedulableAndUnresolvable,
-		msg:     msg.Split(testGang),
-		refused: 1,
-	}, {
-		name:    "a placed member on a node without the label is refused",
-		members: []*v1.Pod{member("g-1", "a0"), member("g-2", "bare")},
-		code:    fwk.UnschedulableAndUnresolvable,
-		msg:     msg.Split(testGang),
-		refused: 1,
-	}, {
-		name:    "too few members wait for the rest",
-		members: []*v1.Pod{member("g-1", "")},
-		code:    fwk.Unschedulable,
-		msg:     msg.Templates(testGang, 2, 3),
-		calls:   []string{"MembersMissing ns/g"},
-	}, {
-		name:    "placed members lower the count to wait for",
-		members: []*v1.Pod{member("g-1", "a0")},
-		code:    fwk.Unschedulable,
-		msg:     msg.Templates(testGang, 1, 2),
-		calls:   []string{"MembersMissing ns/g"},
-	}, {
-		name:    "a Terminating member is no template",
-		members: []*v1.Pod{member("g-1", ""), terminating(member("g-2", ""))},
-		code:    fwk.Unschedulable,
-		msg:     msg.Templates(testGang, 2, 3),
-		calls:   []string{"MembersMissing ns/g"},
-	}, {
-		name:    "members complete wake the gang",
-		members: []*v1.Pod{member("g-1", ""), member("g-2", "")},
-		calls:   []string{complete},
-	}, {
-		name:    "a follower waits for its unplaced leader",
-		pod:     follower(member("g-0", "")),
-		members: []*v1.Pod{member("g-1", ""), leader(member("g-2", ""))},
-		code:    fwk.Unschedulable,
-		msg:     msg.SiblingWait("ns", "g-2"),
-		calls:   []string{complete, "Await ns/g-2 by ns/g-0"},
-	}, {
-		name:    "a follower whose leader is placed goes on",
-		pod:     follower(member("g-0", "")),
-		members: []*v1.Pod{member("g-1", ""), leader(member("g-2", "a0"))},
-		calls:   []string{complete},
-	}, {
-		name:    "a member waits for the gang's spread anchor",
-		members: []*v1.Pod{spreadAnchor(member("g-1", "")), member("g-2", "")},
-		code:    fwk.Unschedulable,
-		msg:     msg.AnchorWait("ns", "g-1"),
-		calls:   []string{complete, "Await ns/g-1 by ns/g-0"},
-	}, {
-		name:    "a spread anchor does not wait for another",
-		pod:     spreadAnchor(member("g-0", "")),
-		members: []*v1.Pod{spreadAnchor(member("g-1", "")), member("g-2", "")},
-		calls:   []string{complete},
-	}}
-	for _, tt := range tests {
+	for _, tt := range gateCases {
 		for _, dryRun := range []bool{false, true} {
 			name := tt.name
 			if dryRun {

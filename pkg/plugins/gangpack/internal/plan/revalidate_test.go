@@ -28,108 +28,118 @@ func terminating(p *v1.Pod) *v1.Pod {
 	return p
 }
 
-// checkPin takes one decision per situation of the gang's pin; each row is the pin, the
-// gang's other members (on their node or not) and what the ledger knows of waiters.
+// staleDrop is the decision that drops a pin in domain as stale, for cause.
+func staleDrop(cause, domain string) pinDecision {
+	return pinDecision{Drop: gang.Drop{Cause: gang.CauseStalePin, Stale: cause}, msg: msg.StaleReleased(domain, testGang)}
+}
+
+// withBlock is c pinned inside group domain x of example.com/block.
+func withBlock(c placement.Commitment) placement.Commitment {
+	c.Within = placement.DomainRef{Key: "example.com/block", Value: "x"}
+	return c
+}
+
+// A checkPin case is the pin, the gang's other members (on their node or not) and what the
+// ledger knows of waiters.
+type checkPinCase struct {
+	name     string
+	nodes    []*v1.Node // testNodes() when nil
+	pin      placement.Commitment
+	members  []*v1.Pod
+	attempts map[string]uint64 // pod → attempt it waits at Permit under
+	reserved map[string]string // pod → node it is reserved on
+	want     pinDecision
+}
+
+// checkPinCases are one row per decision checkPin takes, and the rows that keep a pin close
+// to each.
+var checkPinCases = []checkPinCase{{
+	name:    "committed gang with all members placed keeps its pin",
+	pin:     pinIn("a", 0),
+	members: []*v1.Pod{member("g-1", "a0"), member("g-2", "a0"), member("g-3", "a1")},
+	want:    pinDecision{keep: true},
+}, {
+	name:    "forming gang with placed plus remaining at minMember keeps its pin",
+	pin:     pinIn("a", 2),
+	members: []*v1.Pod{member("g-1", "a0"), member("g-2", "")},
+	want:    pinDecision{keep: true},
+}, {
+	name:    "a pin owned by a previous PodGroup instance is dropped",
+	pin:     func() placement.Commitment { c := pinIn("a", 2); c.Owner = "old-uid"; return c }(),
+	members: []*v1.Pod{member("g-1", "a0")},
+	want: pinDecision{Drop: gang.Drop{Cause: gang.CauseOwnerChange, Always: true, ClearOwner: true},
+		msg: msg.OwnerReleased(testGang)},
+}, {
+	name:    "a pin under another topology key is dropped for the gang's key",
+	pin:     func() placement.Commitment { c := pinIn("a", 2); c.Key = "example.com/rack"; return c }(),
+	members: []*v1.Pod{member("g-1", "a0")},
+	want: pinDecision{Drop: gang.Drop{Cause: gang.CauseTopologyChange, Always: true, NewKey: testKey},
+		msg: msg.TopologyReleased(testGang)},
+}, {
+	name:    "a forming pin planned for another minMember is dropped",
+	pin:     func() placement.Commitment { c := pinIn("a", 2); c.MinMember = 2; return c }(),
+	members: []*v1.Pod{member("g-1", "a0")},
+	want:    pinDecision{Drop: gang.Drop{Cause: gang.CauseMinMemberChange}, msg: msg.MinMemberReleased(testGang)},
+}, {
+	name:    "a committed pin planned for another minMember is kept",
+	pin:     func() placement.Commitment { c := pinIn("a", 0); c.MinMember = 2; return c }(),
+	members: []*v1.Pod{member("g-1", "a0"), member("g-2", "a0"), member("g-3", "a1")},
+	want:    pinDecision{keep: true},
+}, {
+	name:    "a member placed outside the pinned domain drops the pin",
+	pin:     pinIn("a", 2),
+	members: []*v1.Pod{member("g-1", "b0")},
+	want:    staleDrop(staleMemberMoved, "a"),
+}, {
+	name:    "a member placed outside the partner's group domain drops the pin",
+	pin:     withBlock(pinIn("a", 2)),
+	members: []*v1.Pod{member("g-1", "a0")},
+	want:    staleDrop(staleMemberMoved, "a"),
+}, {
+	name:    "members inside the partner's group domain keep the pin",
+	nodes:   blockNodes("x"),
+	pin:     withBlock(pinIn("a", 2)),
+	members: []*v1.Pod{member("g-1", "a0")},
+	want:    pinDecision{keep: true},
+}, {
+	name:     "a member waiting under the attempt on a deleted node drops the pin",
+	pin:      pinIn("a", 1),
+	members:  []*v1.Pod{member("g-1", "a0"), member("g-2", "")},
+	attempts: map[string]uint64{"g-2": 7},
+	reserved: map[string]string{"g-2": "gone"},
+	want:     staleDrop(staleMemberMoved, "a"),
+}, {
+	name:     "a member waiting under an earlier attempt on a deleted node does not",
+	pin:      pinIn("a", 1),
+	members:  []*v1.Pod{member("g-1", "a0"), member("g-2", "")},
+	attempts: map[string]uint64{"g-2": 6},
+	reserved: map[string]string{"g-2": "gone"},
+	want:     pinDecision{keep: true, remaining: 2},
+}, {
+	name:    "a committed gang that lost a member forms again from the members still placed",
+	pin:     pinIn("a", 0),
+	members: []*v1.Pod{member("g-1", "a0"), member("g-2", "a1")},
+	want:    pinDecision{Drop: gang.Drop{Cause: gang.CauseStalePin}},
+}, {
+	name:    "a Terminating member is not a placed one",
+	pin:     pinIn("a", 0),
+	members: []*v1.Pod{member("g-1", "a0"), member("g-2", "a1"), terminating(member("g-3", "a1"))},
+	want:    pinDecision{Drop: gang.Drop{Cause: gang.CauseStalePin}},
+}, {
+	name:    "a committed gang with no member placed is counted as emptied",
+	pin:     pinIn("a", 0),
+	members: []*v1.Pod{member("g-1", ""), member("g-2", "")},
+	want:    pinDecision{Drop: gang.Drop{Cause: gang.CauseStalePin, Stale: staleCommittedEmpty}},
+}, {
+	name:    "a forming gang that lost a placed member raises remaining to what it needs",
+	pin:     pinIn("a", 1),
+	members: []*v1.Pod{member("g-1", "a0"), member("g-2", "")},
+	want:    pinDecision{keep: true, remaining: 2},
+}}
+
+// checkPin takes one decision per situation of the gang's pin, and changes nothing.
 func TestCheckPin(t *testing.T) {
-	stale := func(cause, domain string) pinDecision {
-		return pinDecision{Drop: gang.Drop{Cause: gang.CauseStalePin, Stale: cause}, msg: msg.StaleReleased(domain, testGang)}
-	}
-	withBlock := func(c placement.Commitment) placement.Commitment {
-		c.Within = placement.DomainRef{Key: "example.com/block", Value: "x"}
-		return c
-	}
-	tests := []struct {
-		name     string
-		nodes    []*v1.Node // testNodes() when nil
-		pin      placement.Commitment
-		members  []*v1.Pod
-		attempts map[string]uint64 // pod → attempt it waits at Permit under
-		reserved map[string]string // pod → node it is reserved on
-		want     pinDecision
-	}{{
-		name:    "committed gang with all members placed keeps its pin",
-		pin:     pinIn("a", 0),
-		members: []*v1.Pod{member("g-1", "a0"), member("g-2", "a0"), member("g-3", "a1")},
-		want:    pinDecision{keep: true},
-	}, {
-		name:    "forming gang with placed plus remaining at minMember keeps its pin",
-		pin:     pinIn("a", 2),
-		members: []*v1.Pod{member("g-1", "a0"), member("g-2", "")},
-		want:    pinDecision{keep: true},
-	}, {
-		name:    "a pin owned by a previous PodGroup instance is dropped",
-		pin:     func() placement.Commitment { c := pinIn("a", 2); c.Owner = "old-uid"; return c }(),
-		members: []*v1.Pod{member("g-1", "a0")},
-		want: pinDecision{Drop: gang.Drop{Cause: gang.CauseOwnerChange, Always: true, ClearOwner: true},
-			msg: msg.OwnerReleased(testGang)},
-	}, {
-		name:    "a pin under another topology key is dropped for the gang's key",
-		pin:     func() placement.Commitment { c := pinIn("a", 2); c.Key = "example.com/rack"; return c }(),
-		members: []*v1.Pod{member("g-1", "a0")},
-		want: pinDecision{Drop: gang.Drop{Cause: gang.CauseTopologyChange, Always: true, NewKey: testKey},
-			msg: msg.TopologyReleased(testGang)},
-	}, {
-		name:    "a forming pin planned for another minMember is dropped",
-		pin:     func() placement.Commitment { c := pinIn("a", 2); c.MinMember = 2; return c }(),
-		members: []*v1.Pod{member("g-1", "a0")},
-		want:    pinDecision{Drop: gang.Drop{Cause: gang.CauseMinMemberChange}, msg: msg.MinMemberReleased(testGang)},
-	}, {
-		name:    "a committed pin planned for another minMember is kept",
-		pin:     func() placement.Commitment { c := pinIn("a", 0); c.MinMember = 2; return c }(),
-		members: []*v1.Pod{member("g-1", "a0"), member("g-2", "a0"), member("g-3", "a1")},
-		want:    pinDecision{keep: true},
-	}, {
-		name:    "a member placed outside the pinned domain drops the pin",
-		pin:     pinIn("a", 2),
-		members: []*v1.Pod{member("g-1", "b0")},
-		want:    stale(staleMemberMoved, "a"),
-	}, {
-		name:    "a member placed outside the partner's group domain drops the pin",
-		pin:     withBlock(pinIn("a", 2)),
-		members: []*v1.Pod{member("g-1", "a0")},
-		want:    stale(staleMemberMoved, "a"),
-	}, {
-		name:    "members inside the partner's group domain keep the pin",
-		nodes:   blockNodes("x"),
-		pin:     withBlock(pinIn("a", 2)),
-		members: []*v1.Pod{member("g-1", "a0")},
-		want:    pinDecision{keep: true},
-	}, {
-		name:     "a member waiting under the attempt on a deleted node drops the pin",
-		pin:      pinIn("a", 1),
-		members:  []*v1.Pod{member("g-1", "a0"), member("g-2", "")},
-		attempts: map[string]uint64{"g-2": 7},
-		reserved: map[string]string{"g-2": "gone"},
-		want:     stale(staleMemberMoved, "a"),
-	}, {
-		name:     "a member waiting under an earlier attempt on a deleted node does not",
-		pin:      pinIn("a", 1),
-		members:  []*v1.Pod{member("g-1", "a0"), member("g-2", "")},
-		attempts: map[string]uint64{"g-2": 6},
-		reserved: map[string]string{"g-2": "gone"},
-		want:     pinDecision{keep: true, remaining: 2},
-	}, {
-		name:    "a committed gang that lost a member forms again from the members still placed",
-		pin:     pinIn("a", 0),
-		members: []*v1.Pod{member("g-1", "a0"), member("g-2", "a1")},
-		want:    pinDecision{Drop: gang.Drop{Cause: gang.CauseStalePin}},
-	}, {
-		name:    "a Terminating member is not a placed one",
-		pin:     pinIn("a", 0),
-		members: []*v1.Pod{member("g-1", "a0"), member("g-2", "a1"), terminating(member("g-3", "a1"))},
-		want:    pinDecision{Drop: gang.Drop{Cause: gang.CauseStalePin}},
-	}, {
-		name:    "a committed gang with no member placed is counted as emptied",
-		pin:     pinIn("a", 0),
-		members: []*v1.Pod{member("g-1", ""), member("g-2", "")},
-		want:    pinDecision{Drop: gang.Drop{Cause: gang.CauseStalePin, Stale: staleCommittedEmpty}},
-	}, {
-		name:    "a forming gang that lost a placed member raises remaining to what it needs",
-		pin:     pinIn("a", 1),
-		members: []*v1.Pod{member("g-1", "a0"), member("g-2", "")},
-		want:    pinDecision{keep: true, remaining: 2},
-	}}
-	for _, tt := range tests {
+	for _, tt := range checkPinCases {
 		t.Run(tt.name, func(t *testing.T) {
 			l := &fakeLedger{pin: &tt.pin, attempts: uids(tt.attempts), reserved: uids(tt.reserved)}
 			nodes := tt.nodes
