@@ -244,38 +244,6 @@ func (p *planner) bestFit(cs fwk.CycleState, plans map[string]*topology.DomainPl
 	return nil, p.noFit(rooms, failed, "")
 }
 
-// noFit returns "no domain has room", with the reserved suffix when capacity exists but every
-// fitting domain's room is reserved by forming gangs, counting and logging the decision.
-// rooms are counted outside the other gangs' reservations; reason overrides the logged
-// reason when non-empty.
-func (p *planner) noFit(rooms map[string]int, failed map[string]struct{}, reason string) *fwk.Status {
-	key := p.info.Key
-	p.recordPending()
-	if _, fit := topology.BestFit(rooms, p.need); !fit {
-		rooms = p.rawRooms(rooms)
-	}
-	if _, ok := topology.BestFit(rooms, p.need); ok {
-		p.waitForRoom()
-		metrics.CountPin(metrics.PinReserved)
-		p.logNoFit(rooms, failed, "reserved")
-		return fwk.NewStatus(fwk.Unschedulable, msg.NoRoomReserved(key))
-	}
-	metrics.CountPin(metrics.PinNoFit)
-	if reason == "" {
-		reason = "capacity"
-	}
-	p.logNoFit(rooms, failed, reason)
-	if d, room, ok := topology.Largest(rooms); ok {
-		return fwk.NewStatus(fwk.Unschedulable, msg.NoRoomBest(key, d, room, p.need))
-	}
-	return fwk.NewStatus(fwk.Unschedulable, msg.NoRoomNoLabel(key, p.info.TopologyKey))
-}
-
-func (p *planner) logNoFit(rooms map[string]int, failed map[string]struct{}, reason string) {
-	p.logger.V(4).Info("gangpack.pinGang.no_fit", "pod", klog.KObj(p.pod), "gang", p.info.Key, "topologyKey", p.info.TopologyKey,
-		"need", p.need, "room", rooms, "failedDomains", sets.List(sets.KeySet(failed)), "reason", reason)
-}
-
 // adopt pins the domain the placed members already sit in (inside their group domain, within,
 // for a partner). While that domain lacks room the pin holds it, so the room freed there goes
 // to this gang; once such a hold has expired (the domain is a failed domain of the gang), the
@@ -318,36 +286,6 @@ func (p *planner) adopt(cs fwk.CycleState, plans map[string]*topology.DomainPlan
 		return nil, fwk.NewStatus(fwk.Unschedulable, msg.AdoptedShort(d, info.Key, room, p.need))
 	}
 	return p.narrow(cs, plans, c, "adopted")
-}
-
-// resting returns the wait of a gang whose only fitting domains rest after its reservation
-// expired there (nil otherwise); it is woken when the rest ends.
-func (p *planner) resting(rooms map[string]int, failed map[string]struct{}) *fwk.Status {
-	if len(failed) == 0 {
-		return nil
-	}
-	if _, fits := topology.BestFit(without(rooms, failed), p.need); fits {
-		return nil
-	}
-	d, ok := topology.BestFit(rooms, p.need)
-	if !ok {
-		return nil
-	}
-	if _, rests := p.pl.ledger.Resting(p.info.Owner(), p.info.TopologyKey)[d]; !rests {
-		return nil
-	}
-	metrics.CountPin(metrics.PinNoFit)
-	p.logNoFit(rooms, failed, "resting")
-	return fwk.NewStatus(fwk.Unschedulable, msg.NoRoomResting(p.info.Key, d))
-}
-
-// adoptBlocked parks a gang whose placed members' domain has room only inside other forming
-// gangs' reservations; it is woken when reserved room is given back.
-func (p *planner) adoptBlocked(d string) *fwk.Status {
-	p.waitForRoom()
-	metrics.CountPin(metrics.PinReserved)
-	p.logger.V(4).Info("gangpack.pinGang.adopt_blocked", "pod", klog.KObj(p.pod), "gang", p.info.Key, "domain", d)
-	return fwk.NewStatus(fwk.Unschedulable, msg.AdoptReserved(d, p.info.Key))
 }
 
 // holdCapped returns the status that parks the gang when its namespace already has as many

@@ -25,7 +25,8 @@ import (
 //     decision; releases and unwinds follow from it in one place.
 //  2. gate (gate.go): may the gang be planned now? (split, templates, sibling and anchor waits)
 //  3. choose (choose.go): keep the pin, adopt the placed members' domain, defer the choice to
-//     Reserve for a spread anchor, or pin the best-fitting domain.
+//     Reserve for a spread anchor, or pin the best-fitting domain; when none can be pinned,
+//     nofit.go says why and parks the pod.
 type planner struct {
 	pl        *Planner
 	logger    klog.Logger

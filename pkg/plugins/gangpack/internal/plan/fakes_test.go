@@ -1,0 +1,187 @@
+package plan
+
+import (
+	"fmt"
+	"testing"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes/fake"
+	"k8s.io/klog/v2"
+	"k8s.io/klog/v2/ktesting"
+	fwk "k8s.io/kube-scheduler/framework"
+	schedcache "k8s.io/kubernetes/pkg/scheduler/backend/cache"
+	st "k8s.io/kubernetes/pkg/scheduler/testing"
+
+	"github.com/moirai-internal/ome-scheduler/pkg/placement"
+	"github.com/moirai-internal/ome-scheduler/pkg/plugins/gangpack/internal/gang"
+)
+
+// fakeLedger is a Ledger over fixed answers that records every call that carries out a
+// decision, records a wait or wakes pods, one line per call, in call order. Reads are
+// answered from its fields and not recorded.
+type fakeLedger struct {
+	pin      *placement.Commitment // the gang's pin (nil: none)
+	attempts map[types.UID]uint64  // pod → the attempt it passed Reserve under
+	reserved map[types.UID]string  // pod → the node it is reserved on
+	// waitersRejected is what Drop answers.
+	waitersRejected bool
+
+	calls []string
+}
+
+var _ Ledger = (*fakeLedger)(nil)
+
+func (f *fakeLedger) record(format string, args ...any) {
+	f.calls = append(f.calls, fmt.Sprintf(format, args...))
+}
+
+func (f *fakeLedger) Commitment(string) (placement.Commitment, bool) {
+	if f.pin == nil {
+		return placement.Commitment{}, false
+	}
+	return *f.pin, true
+}
+func (f *fakeLedger) Pinned(string) bool                                      { return f.pin != nil }
+func (f *fakeLedger) Generation() uint64                                      { return 1 }
+func (f *fakeLedger) ReservedExcept(string) map[string]placement.Reserved     { return nil }
+func (f *fakeLedger) FormingIn(string, string) int                            { return 0 }
+func (f *fakeLedger) Failed(placement.GangOwner, string) map[string]struct{}  { return nil }
+func (f *fakeLedger) FailedHas(placement.GangOwner, placement.DomainRef) bool { return false }
+func (f *fakeLedger) Resting(placement.GangOwner, string) map[string]struct{} { return nil }
+func (f *fakeLedger) Placed(g gang.Info, all []fwk.NodeInfo) []gang.Placed {
+	return gang.OnNodes(all, g)
+}
+func (f *fakeLedger) HeldDomainRefs() []placement.DomainRef { return nil }
+func (f *fakeLedger) GroupReady(string) bool                { return false }
+
+func (f *fakeLedger) AttemptOf(pod *v1.Pod) (uint64, bool) {
+	id, ok := f.attempts[pod.UID]
+	return id, ok
+}
+
+func (f *fakeLedger) ReservedNode(uid types.UID) (string, bool) {
+	node, ok := f.reserved[uid]
+	return node, ok
+}
+
+func (f *fakeLedger) Choose(req placement.ChooseRequest, _ gang.Info) placement.ChooseResult {
+	f.record("Choose %s need=%d", req.Gang, req.Need)
+	return placement.ChooseResult{}
+}
+
+func (f *fakeLedger) Pin(req placement.PinRequest, _ gang.Info, group string) (placement.Commitment, placement.PinOutcome) {
+	f.record("Pin %s %s group=%q", req.Gang, req.Domain, group)
+	return placement.Commitment{}, placement.HeldByOther
+}
+
+func (f *fakeLedger) PinGroup(group string, reqs []placement.PinRequest, _ []gang.Info) ([]placement.Commitment, placement.PinOutcome) {
+	f.record("PinGroup %s %d", group, len(reqs))
+	return nil, placement.HeldByOther
+}
+
+func (f *fakeLedger) Reserve(_ klog.Logger, key string, id uint64, _ placement.Reservation, _ placement.Capacity) bool {
+	f.record("Reserve %s %d", key, id)
+	return true
+}
+
+func (f *fakeLedger) Regrow(key string, id uint64, remaining int) (placement.Commitment, bool) {
+	f.record("Regrow %s %d remaining=%d", key, id, remaining)
+	if f.pin == nil {
+		return placement.Commitment{}, false
+	}
+	grown := *f.pin
+	grown.Remaining = remaining
+	return grown, true
+}
+
+func (f *fakeLedger) Drop(_ klog.Logger, c placement.Commitment, d gang.Drop) bool {
+	f.record("Drop %s %d %+v", c.Gang, c.ID, d)
+	return f.waitersRejected
+}
+
+func (f *fakeLedger) WrapFailed(o placement.GangOwner) { f.record("WrapFailed %s", o.Gang) }
+
+func (f *fakeLedger) ParkBlocked(_ klog.Logger, pod *v1.Pod, generation uint64) {
+	f.record("ParkBlocked %s/%s %d", pod.Namespace, pod.Name, generation)
+}
+
+func (f *fakeLedger) Await(awaited, waiter *v1.Pod) {
+	f.record("Await %s/%s by %s/%s", awaited.Namespace, awaited.Name, waiter.Namespace, waiter.Name)
+}
+
+func (f *fakeLedger) MembersMissing(key string) { f.record("MembersMissing %s", key) }
+
+func (f *fakeLedger) MembersComplete(_ klog.Logger, info gang.Info, except, trigger string) (int, bool) {
+	f.record("MembersComplete %s except=%s trigger=%s", info.Key, except, trigger)
+	return 1, true
+}
+
+func (f *fakeLedger) GroupWaits(group, why string) (string, bool) {
+	f.record("GroupWaits %s %s", group, why)
+	return "", false
+}
+
+func (f *fakeLedger) ActivateGroup(_ klog.Logger, partners []types.NamespacedName, except string) int {
+	f.record("ActivateGroup %v except=%s", partners, except)
+	return 0
+}
+
+// fakeHandle is the part of the framework handle planning reads: the snapshot.
+type fakeHandle struct {
+	fwk.Handle
+	snapshot *schedcache.Snapshot
+}
+
+func (h *fakeHandle) SnapshotSharedLister() fwk.SharedLister { return h.snapshot }
+
+// Test gang: ns/g, minMember 3, under testKey. Nodes a0 and a1 are in domain a, b0 in b.
+const (
+	testGang = "ns/g"
+	testUID  = "pg-uid"
+)
+
+func testInfo() gang.Info {
+	return gang.Info{Key: testGang, Namespace: "ns", Name: "g", UID: testUID, MinMember: 3, TopologyKey: testKey}
+}
+
+func testNodes() []*v1.Node {
+	return []*v1.Node{testNode("a0", "a", 8), testNode("a1", "a", 8), testNode("b0", "b", 8)}
+}
+
+// member is a member of ns/g, on node when node is not "".
+func member(name, node string) *v1.Pod {
+	return st.MakePod().Namespace("ns").Name(name).UID(name).Label(gang.Label, "g").Node(node).Obj()
+}
+
+// newTestPlanner builds the planner of one PreFilter for pod over a snapshot of nodes and
+// pods (those with a node sit on it), every pod also listed as a gang member, with l as the
+// ledger.
+func newTestPlanner(t *testing.T, l *fakeLedger, nodes []*v1.Node, pod *v1.Pod, pods ...*v1.Pod) *planner {
+	t.Helper()
+	factory := informers.NewSharedInformerFactory(fake.NewClientset(), 0)
+	members, err := gang.NewMembers(factory.Core().V1().Pods())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var onNodes []*v1.Pod
+	for _, q := range append([]*v1.Pod{pod}, pods...) {
+		if err := factory.Core().V1().Pods().Informer().GetIndexer().Add(q); err != nil {
+			t.Fatal(err)
+		}
+		if q.Spec.NodeName != "" {
+			onNodes = append(onNodes, q)
+		}
+	}
+	snapshot := schedcache.NewSnapshot(onNodes, nodes)
+	all, err := snapshot.NodeInfos().List()
+	if err != nil {
+		t.Fatal(err)
+	}
+	pl := New(&gang.Args{TopologyKey: testKey}, l, members, &fakeHandle{snapshot: snapshot}, nil, nil, nil)
+	logger, _ := ktesting.NewTestContext(t)
+	p := &planner{pl: pl, logger: logger, pod: pod, info: testInfo(), all: all, generation: l.Generation()}
+	p.findPlaced()
+	return p
+}

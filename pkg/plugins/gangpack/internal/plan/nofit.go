@@ -1,0 +1,77 @@
+package plan
+
+import (
+	"k8s.io/apimachinery/pkg/util/sets"
+	"k8s.io/klog/v2"
+	fwk "k8s.io/kube-scheduler/framework"
+
+	"github.com/moirai-internal/ome-scheduler/pkg/plugins/gangpack/internal/metrics"
+	"github.com/moirai-internal/ome-scheduler/pkg/plugins/gangpack/internal/msg"
+	"github.com/moirai-internal/ome-scheduler/pkg/topology"
+)
+
+// The statuses of a gang choose cannot pin now, each counted, logged and (where room may
+// come back) parked until it does: no domain has room, the only fitting domains rest, or the
+// placed members' domain has room only inside other gangs' reservations.
+
+// noFit returns "no domain has room", with the reserved suffix when capacity exists but every
+// fitting domain's room is reserved by forming gangs, counting and logging the decision.
+// rooms are counted outside the other gangs' reservations; reason overrides the logged
+// reason when non-empty.
+func (p *planner) noFit(rooms map[string]int, failed map[string]struct{}, reason string) *fwk.Status {
+	key := p.info.Key
+	p.recordPending()
+	if _, fit := topology.BestFit(rooms, p.need); !fit {
+		rooms = p.rawRooms(rooms)
+	}
+	if _, ok := topology.BestFit(rooms, p.need); ok {
+		p.waitForRoom()
+		metrics.CountPin(metrics.PinReserved)
+		p.logNoFit(rooms, failed, "reserved")
+		return fwk.NewStatus(fwk.Unschedulable, msg.NoRoomReserved(key))
+	}
+	metrics.CountPin(metrics.PinNoFit)
+	if reason == "" {
+		reason = "capacity"
+	}
+	p.logNoFit(rooms, failed, reason)
+	if d, room, ok := topology.Largest(rooms); ok {
+		return fwk.NewStatus(fwk.Unschedulable, msg.NoRoomBest(key, d, room, p.need))
+	}
+	return fwk.NewStatus(fwk.Unschedulable, msg.NoRoomNoLabel(key, p.info.TopologyKey))
+}
+
+func (p *planner) logNoFit(rooms map[string]int, failed map[string]struct{}, reason string) {
+	p.logger.V(4).Info("gangpack.pinGang.no_fit", "pod", klog.KObj(p.pod), "gang", p.info.Key, "topologyKey", p.info.TopologyKey,
+		"need", p.need, "room", rooms, "failedDomains", sets.List(sets.KeySet(failed)), "reason", reason)
+}
+
+// resting returns the wait of a gang whose only fitting domains rest after its reservation
+// expired there (nil otherwise); it is woken when the rest ends.
+func (p *planner) resting(rooms map[string]int, failed map[string]struct{}) *fwk.Status {
+	if len(failed) == 0 {
+		return nil
+	}
+	if _, fits := topology.BestFit(without(rooms, failed), p.need); fits {
+		return nil
+	}
+	d, ok := topology.BestFit(rooms, p.need)
+	if !ok {
+		return nil
+	}
+	if _, rests := p.pl.ledger.Resting(p.info.Owner(), p.info.TopologyKey)[d]; !rests {
+		return nil
+	}
+	metrics.CountPin(metrics.PinNoFit)
+	p.logNoFit(rooms, failed, "resting")
+	return fwk.NewStatus(fwk.Unschedulable, msg.NoRoomResting(p.info.Key, d))
+}
+
+// adoptBlocked parks a gang whose placed members' domain has room only inside other forming
+// gangs' reservations; it is woken when reserved room is given back.
+func (p *planner) adoptBlocked(d string) *fwk.Status {
+	p.waitForRoom()
+	metrics.CountPin(metrics.PinReserved)
+	p.logger.V(4).Info("gangpack.pinGang.adopt_blocked", "pod", klog.KObj(p.pod), "gang", p.info.Key, "domain", d)
+	return fwk.NewStatus(fwk.Unschedulable, msg.AdoptReserved(d, p.info.Key))
+}
