@@ -137,8 +137,8 @@ func newPlugin(ctx context.Context, args *gang.Args, h fwk.Handle, ml *gang.Memb
 		logger:  klog.FromContext(ctx),
 		quality: quality.New(),
 	}
-	pl.ledger = ledger.New(ctx, h, ml, func(l *ledger.Ledger) { pl.quality.HeldChanged(l) })
-	pl.evaluator = preempt.New(ctx, h, ml, nil, preemption{pl})
+	pl.ledger = ledger.New(ctx, h, ml, pl.quality.HeldChanged)
+	pl.evaluator = preempt.New(ctx, h, ml, nil, preemption{pl}, pl.ledger.Now)
 	pl.planner = plan.New(args, pl.ledger, ml, h, pl.quality, nil, pl.evaluator)
 	return pl
 }

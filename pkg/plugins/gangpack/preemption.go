@@ -1,8 +1,6 @@
 package gangpack
 
 import (
-	"time"
-
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
@@ -47,8 +45,6 @@ func (x preemption) Hold(logger klog.Logger, sf *gang.Shortfall, nodes []topolog
 }
 
 func (x preemption) Pins() []placement.Commitment { return x.pl.ledger.Pins() }
-
-func (x preemption) Now() time.Time { return x.pl.ledger.Now() }
 
 func (x preemption) Go(f func()) { x.pl.ledger.Go(f) }
 

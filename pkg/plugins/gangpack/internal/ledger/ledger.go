@@ -60,7 +60,7 @@ type Ledger struct {
 	spawn func(f func())
 }
 
-func New(ctx context.Context, h fwk.Handle, ml *gang.Members, onPins func(*Ledger)) *Ledger {
+func New(ctx context.Context, h fwk.Handle, ml *gang.Members, onPins func(held []placement.DomainRef)) *Ledger {
 	l := &Ledger{
 		handle:        h,
 		members:       ml,
@@ -88,7 +88,7 @@ func New(ctx context.Context, h fwk.Handle, ml *gang.Members, onPins func(*Ledge
 	l.store.SetOnChange(func() {
 		metrics.PinnedGroups.Set(float64(l.store.Len()))
 		if onPins != nil {
-			onPins(l)
+			onPins(l.store.HeldDomainRefs())
 		}
 	})
 	return l

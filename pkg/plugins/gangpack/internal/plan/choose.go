@@ -107,7 +107,7 @@ func (p *planner) buildGang() {
 		}
 	}
 	p.gang = g
-	p.signature = signatureOf(p.info.TopologyKey, g, groups)
+	p.classes = groups
 }
 
 // groupShapes groups templates by shape, in order of first appearance (the current pod's

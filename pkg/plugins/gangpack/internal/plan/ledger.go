@@ -26,7 +26,6 @@ type Ledger interface {
 	Placed(g gang.Info, all []fwk.NodeInfo) []gang.Placed
 	AttemptOf(pod *v1.Pod) (uint64, bool)
 	ReservedNode(uid types.UID) (string, bool)
-	HeldDomainRefs() []placement.DomainRef // for the quality gauges
 
 	// Decisions carried out: every new pin arms its deadline inside the ledger.
 	Choose(req placement.ChooseRequest, info gang.Info) placement.ChooseResult

@@ -25,7 +25,7 @@ func (p *planner) recordQualityOf(rooms map[string]int, free map[string]int64, r
 		threshold := p.pl.quality.SmallestNeed(key, p.info.Key, p.need, p.pl.members.GangPending)
 		stranded = quality.StrandedUnits(rooms, free, threshold)
 	}
-	p.pl.quality.Record(p.pl.ledger, key, rooms, largest, resource, hasResource, stranded)
+	p.pl.quality.Record(key, rooms, largest, resource, hasResource, stranded)
 }
 
 // recordPending records the gang as pending after "no domain has room".

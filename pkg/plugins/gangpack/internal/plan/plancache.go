@@ -170,7 +170,7 @@ func (p *planner) planAllCached() (map[string]*topology.DomainPlan, bool) {
 	c := p.pl.plans
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	sc := c.get(p.signature)
+	sc := c.get(signatureOf(p.info.TopologyKey, p.gang, p.classes))
 	if p.refresh(sc, domains, c.sameList(p.all), resource) || sc.version != version || sc.out == nil {
 		sc.out, sc.version = assemble(sc.domains), version
 	}

@@ -49,7 +49,9 @@ type planner struct {
 	tnodes    []topology.Node // the nodes of the last planning, as the planner saw them
 	// byDomain replaces tnodes when the last planning came from the plan cache (plancache.go).
 	byDomain  map[string][]topology.Node
-	signature string // what the plan of a domain depends on besides its nodes (plancache.go)
+	// classes are the gang's shape classes; with the gang they make the plan cache's
+	// signature, computed only when the cache is asked (plancache.go).
+	classes []shapeClass
 	shapeFits []*gang.PodFit
 	resources []string // every resource some shape requests: all a plan reads of a node
 	gang      topology.Gang

@@ -30,8 +30,7 @@ type Interface interface {
 	Hold(logger klog.Logger, sf *gang.Shortfall, nodes []topology.Node, domain string, victims []*v1.Pod)
 	// Pins lists every pin: the forming gangs that hold room.
 	Pins() []placement.Commitment
-	// Now is the clock of records; Go runs f on a goroutine of its own.
-	Now() time.Time
+	// Go runs f on a goroutine of its own.
 	Go(f func())
 }
 
@@ -46,15 +45,17 @@ type Evaluator struct {
 	pdbs      policylisters.PodDisruptionBudgetLister
 	preempted *preemptions
 	evicting  *evictions
+	// now is the clock of records (the ledger's).
+	now func() time.Time
 	// ctx and logger are for the eviction calls, made off the scheduling cycle.
 	ctx    context.Context
 	logger klog.Logger
 }
 
-// New builds the Evaluator; pdbs may be nil.
-func New(ctx context.Context, h fwk.Handle, members *gang.Members, pdbs policylisters.PodDisruptionBudgetLister, iface Interface) *Evaluator {
+// New builds the Evaluator; pdbs may be nil, now is the clock of its records.
+func New(ctx context.Context, h fwk.Handle, members *gang.Members, pdbs policylisters.PodDisruptionBudgetLister, iface Interface, now func() time.Time) *Evaluator {
 	return &Evaluator{iface: iface, handle: h, members: members, pdbs: pdbs, preempted: newPreemptions(), evicting: newEvictions(),
-		ctx: ctx, logger: klog.FromContext(ctx)}
+		now: now, ctx: ctx, logger: klog.FromContext(ctx)}
 }
 
 // Awaiting reports whether the preemptor (key) evicted victims for domain that still hold room.

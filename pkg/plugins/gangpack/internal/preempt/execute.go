@@ -86,7 +86,7 @@ func (pl *Evaluator) newRecord(pr *preemptor, domain, node string, victims []*v1
 	}
 	r.pod = victimRef{namespace: pr.pod.Namespace, name: pr.pod.Name, uid: pr.pod.UID}
 	r.request, r.priority = pr.fit.Request, pr.priority
-	r.protectUntil = pl.iface.Now().Add(time.Duration(grace)*time.Second + standaloneWaitMargin)
+	r.protectUntil = pl.now().Add(time.Duration(grace)*time.Second + standaloneWaitMargin)
 	return r
 }
 

@@ -81,7 +81,7 @@ func (p *preemptions) all() map[string]preemptRecord {
 
 // victimsLeft counts the record's victims that still hold room.
 func (gs *Evaluator) victimsLeft(r preemptRecord) int {
-	now, left := gs.iface.Now(), 0
+	now, left := gs.now(), 0
 	for _, v := range r.victims {
 		if gs.victimHolds(v, now) {
 			left++
@@ -159,7 +159,7 @@ func (gs *Evaluator) protects(r preemptRecord, now time.Time) bool {
 // recordLive reports whether a record is still needed: a victim still holds room, or it
 // protects a standalone preemptor's node.
 func (gs *Evaluator) recordLive(r preemptRecord) bool {
-	return gs.victimsLeft(r) > 0 || gs.protects(r, gs.iface.Now())
+	return gs.victimsLeft(r) > 0 || gs.protects(r, gs.now())
 }
 
 // awaitingVictims reports whether the preemptor (key) evicted victims for domain that still
@@ -175,7 +175,7 @@ func (gs *Evaluator) awaitingVictims(key, domain string) bool {
 // nominated pod of equal or higher priority on its node, the gang's planning does not count
 // that room as its own. It returns others, or a new map when others is nil.
 func (gs *Evaluator) withProtected(others map[string]placement.Reserved, priority func() int32) map[string]placement.Reserved {
-	now := gs.iface.Now()
+	now := gs.now()
 	known, prio := false, int32(0)
 	for key, r := range gs.preempted.all() {
 		if !gs.protects(r, now) {

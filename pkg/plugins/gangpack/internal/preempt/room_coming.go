@@ -22,7 +22,7 @@ import (
 // standaloneRoomComing is roomComing for a standalone pod: when no node takes it now but one
 // would once its Terminating pods are gone, the pod waits for them.
 func (pl *Evaluator) standaloneRoomComing(pr *preemptor) *waitResult {
-	back := gang.ReturningRoom(pr.all, pl.iface.Now())
+	back := gang.ReturningRoom(pr.all, pl.now())
 	if len(back) == 0 {
 		return nil
 	}

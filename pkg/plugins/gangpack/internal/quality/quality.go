@@ -64,19 +64,15 @@ func New() *Tracker {
 	}
 }
 
-// refreshHeld sets domain_held from the pin store.
-func (q *Tracker) HeldChanged(store Held) {
+// HeldChanged is the pin store's event, on every pin, drain and release: held are the
+// domains forming gangs hold now. A domain that became held gets 1, one that stopped being
+// held gets 0 while it is known and loses its series otherwise. It touches only the domains
+// whose state changed.
+func (q *Tracker) HeldChanged(held []placement.DomainRef) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	q.refreshHeldLocked(store)
-}
-
-// refreshHeldLocked follows the store's held domains: a domain that became held gets 1, one
-// that stopped being held gets 0 while it is known and loses its series otherwise. It touches
-// only the domains whose state changed: it runs on every pin, drain and release.
-func (q *Tracker) refreshHeldLocked(store Held) {
 	now := map[placement.DomainRef]struct{}{}
-	for _, ref := range store.HeldDomainRefs() {
+	for _, ref := range held {
 		now[ref] = struct{}{}
 		if _, was := q.held[ref]; !was {
 			metrics.DomainHeld.WithLabelValues(ref.Key, ref.Value).Set(1)
@@ -109,11 +105,11 @@ func (q *Tracker) forgetDomain(key, d string) {
 
 // Record sets the gauges of one planning over all nodes under key, deletes the member_room
 // series of domains that planning no longer saw, and refreshes the held series.
-func (q *Tracker) Record(store Held, key string, rooms map[string]int, largest int, resource string, hasResource bool, stranded int64) {
+func (q *Tracker) Record(key string, rooms map[string]int, largest int, resource string, hasResource bool, stranded int64) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	if sameMap(rooms, q.rooms[key]) { // the plan cache's planning of last time: series unchanged
-		q.finishRecord(store, key, largest, resource, hasResource, stranded)
+		q.finishRecord(key, largest, resource, hasResource, stranded)
 		return
 	}
 	q.rooms[key] = rooms
@@ -135,7 +131,7 @@ func (q *Tracker) Record(store Held, key string, rooms map[string]int, largest i
 			q.forgetDomain(key, d)
 		}
 	}
-	q.finishRecord(store, key, largest, resource, hasResource, stranded)
+	q.finishRecord(key, largest, resource, hasResource, stranded)
 }
 
 // sameMap reports whether a and b are the same map (not merely equal).
@@ -144,7 +140,7 @@ func sameMap(a, b map[string]int) bool {
 }
 
 // finishRecord sets the per-key gauges of a planning and refreshes the held series.
-func (q *Tracker) finishRecord(store Held, key string, largest int, resource string, hasResource bool, stranded int64) {
+func (q *Tracker) finishRecord(key string, largest int, resource string, hasResource bool, stranded int64) {
 	q.seen[key] = time.Now()
 	metrics.LargestPlaceableGang.WithLabelValues(key).Set(float64(largest))
 	if hasResource {
@@ -154,12 +150,11 @@ func (q *Tracker) finishRecord(store Held, key string, largest int, resource str
 		metrics.StrandedCapacity.WithLabelValues(key, resource).Set(float64(stranded))
 		q.resources[key] = resource
 	}
-	q.refreshHeldLocked(store)
 }
 
 // forgetStaleKeys deletes every series of the topology keys no planning recorded for
 // keyRetention (GC): tenant-chosen keys and resource names do not pile up as series.
-func (q *Tracker) ForgetStaleKeys(store Held, now time.Time) {
+func (q *Tracker) ForgetStaleKeys(now time.Time) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	for key, at := range q.seen {
@@ -179,7 +174,6 @@ func (q *Tracker) ForgetStaleKeys(store Held, now time.Time) {
 		delete(q.seen, key)
 		delete(q.rooms, key)
 	}
-	q.refreshHeldLocked(store)
 }
 
 func (q *Tracker) Pending(key, gang string, need int) {
@@ -329,11 +323,6 @@ func StrandedUnits(rooms map[string]int, free map[string]int64, threshold int) i
 		}
 	}
 	return sum
-}
-
-// Held is the pin store's one reading the gauges need: the domains forming gangs hold.
-type Held interface {
-	HeldDomainRefs() []placement.DomainRef
 }
 
 // PlacementOutcome is single_domain when every member's domain is the pinned domain (which is

@@ -216,7 +216,7 @@ func TestQualityTrackerSeries(t *testing.T) {
 	q := New()
 	s := placement.NewStore()
 
-	q.Record(s, key, map[string]int{"a": 2, "b": 3, "c": 0}, 3, gpu, true, 5)
+	q.Record(key, map[string]int{"a": 2, "b": 3, "c": 0}, 3, gpu, true, 5)
 	if got, want := series(t, "ome_scheduler_domain_member_room", key, "domain"), map[string]float64{"a": 2, "b": 3, "c": 0}; !reflect.DeepEqual(got, want) {
 		t.Fatalf("member_room = %v, want %v", got, want)
 	}
@@ -234,14 +234,14 @@ func TestQualityTrackerSeries(t *testing.T) {
 	if !res.OK || res.Commitment.Domain != "a" {
 		t.Fatalf("choose: %+v", res)
 	}
-	q.HeldChanged(s)
+	q.HeldChanged(s.HeldDomainRefs())
 	if got, want := series(t, "ome_scheduler_domain_held", key, "domain"), map[string]float64{"a": 1, "b": 0, "c": 0}; !reflect.DeepEqual(got, want) {
 		t.Fatalf("held after pin = %v, want %v", got, want)
 	}
 
 	// Domains a and c vanish from the latest planning: their member_room series go; a's held
 	// series stays while a forming gang holds it, then goes on release.
-	q.Record(s, key, map[string]int{"b": 1, "d": 4}, 4, "", false, 0)
+	q.Record(key, map[string]int{"b": 1, "d": 4}, 4, "", false, 0)
 	if got, want := series(t, "ome_scheduler_domain_member_room", key, "domain"), map[string]float64{"b": 1, "d": 4}; !reflect.DeepEqual(got, want) {
 		t.Fatalf("member_room after shrink = %v, want %v", got, want)
 	}
@@ -252,7 +252,7 @@ func TestQualityTrackerSeries(t *testing.T) {
 		t.Fatalf("stranded changed by a planning without extended resources: %v", got)
 	}
 	s.Release("ns/g", placement.AnyID, nil)
-	q.HeldChanged(s)
+	q.HeldChanged(s.HeldDomainRefs())
 	if got, want := series(t, "ome_scheduler_domain_held", key, "domain"), map[string]float64{"b": 0, "d": 0}; !reflect.DeepEqual(got, want) {
 		t.Fatalf("held after release = %v, want %v", got, want)
 	}
@@ -264,17 +264,16 @@ func TestQualityTrackerForgetsStaleKeys(t *testing.T) {
 	metrics.Register()
 	const key = "unit.test/stale"
 	q := New()
-	s := placement.NewStore()
-	q.Record(s, key, map[string]int{"a": 1}, 1, "example.com/old", true, 2)
-	q.Record(s, key, map[string]int{"a": 1}, 1, gpu, true, 3)
+	q.Record(key, map[string]int{"a": 1}, 1, "example.com/old", true, 2)
+	q.Record(key, map[string]int{"a": 1}, 1, gpu, true, 3)
 	if got, want := series(t, "ome_scheduler_stranded_capacity", key, "resource"), map[string]float64{gpu: 3}; !reflect.DeepEqual(got, want) {
 		t.Fatalf("stranded = %v, want %v (the old resource's series deleted)", got, want)
 	}
-	q.ForgetStaleKeys(s, time.Now())
+	q.ForgetStaleKeys(time.Now())
 	if len(series(t, "ome_scheduler_domain_member_room", key, "domain")) != 1 {
 		t.Fatal("a key planned just now lost its series")
 	}
-	q.ForgetStaleKeys(s, time.Now().Add(keyRetention+time.Second))
+	q.ForgetStaleKeys(time.Now().Add(keyRetention + time.Second))
 	for _, name := range []string{"ome_scheduler_domain_member_room", "ome_scheduler_domain_held", "ome_scheduler_stranded_capacity", "ome_scheduler_largest_placeable_gang"} {
 		if got := series(t, name, key, "topology_key"); len(got) != 0 {
 			t.Errorf("%s still has series for the stale key: %v", name, got)
