@@ -2,7 +2,6 @@ package ledger
 
 import (
 	v1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
 
@@ -126,11 +125,24 @@ func (l *Ledger) AdmitWaiters(key string, id uint64) int {
 // WakeBlocked wakes the pods refused because of a hold.
 func (l *Ledger) WakeBlocked(logger klog.Logger) { l.wakeBlocked(logger) }
 
-// AttemptOf returns the attempt a pod waits under at Permit.
-func (l *Ledger) AttemptOf(pod *v1.Pod) (uint64, bool) { return l.attempts.get(gang.PodKey(pod)) }
-
-// ReservedNode returns the node the member was reserved on, until it binds.
-func (l *Ledger) ReservedNode(uid types.UID) (string, bool) { return l.reserved.get(uid) }
+// WaiterNodes returns the nodes the gang's unbound members waiting under attempt id were
+// reserved on (none when the members cannot be listed).
+func (l *Ledger) WaiterNodes(g gang.Info, id uint64) []string {
+	pods, err := l.members.List(g.Namespace, g.Name)
+	if err != nil {
+		return nil
+	}
+	var out []string
+	for _, q := range pods {
+		if got, ok := l.attempts.get(gang.PodKey(q)); !ok || got != id || q.Spec.NodeName != "" {
+			continue
+		}
+		if node, ok := l.reserved.get(q.UID); ok {
+			out = append(out, node)
+		}
+	}
+	return out
+}
 
 // Placed returns the gang's live members placed on the snapshot's nodes (see placedMembers).
 func (l *Ledger) Placed(g gang.Info, all []fwk.NodeInfo) []gang.Placed {

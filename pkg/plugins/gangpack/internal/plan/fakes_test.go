@@ -25,6 +25,7 @@ type fakeLedger struct {
 	pin      *placement.Commitment // the gang's pin (nil: none)
 	attempts map[types.UID]uint64  // pod → the attempt it passed Reserve under
 	reserved map[types.UID]string  // pod → the node it is reserved on
+	pods     []*v1.Pod             // the gang's pods, as the member index lists them
 	// waitersRejected is what Drop answers.
 	waitersRejected bool
 
@@ -56,14 +57,16 @@ func (f *fakeLedger) Placed(g gang.Info, all []fwk.NodeInfo) []gang.Placed {
 func (f *fakeLedger) HeldDomainRefs() []placement.DomainRef { return nil }
 func (f *fakeLedger) GroupReady(string) bool                { return false }
 
-func (f *fakeLedger) AttemptOf(pod *v1.Pod) (uint64, bool) {
-	id, ok := f.attempts[pod.UID]
-	return id, ok
-}
-
-func (f *fakeLedger) ReservedNode(uid types.UID) (string, bool) {
-	node, ok := f.reserved[uid]
-	return node, ok
+func (f *fakeLedger) WaiterNodes(g gang.Info, id uint64) []string {
+	var out []string
+	for _, q := range f.pods {
+		if a, ok := f.attempts[q.UID]; ok && a == id && q.Spec.NodeName == "" && q.Namespace == g.Namespace && q.Labels[gang.Label] == g.Name {
+			if node, ok := f.reserved[q.UID]; ok {
+				out = append(out, node)
+			}
+		}
+	}
+	return out
 }
 
 func (f *fakeLedger) Choose(req placement.ChooseRequest, _ gang.Info) placement.ChooseResult {
@@ -166,7 +169,8 @@ func newTestPlanner(t *testing.T, l *fakeLedger, nodes []*v1.Node, pod *v1.Pod, 
 		t.Fatal(err)
 	}
 	var onNodes []*v1.Pod
-	for _, q := range append([]*v1.Pod{pod}, pods...) {
+	l.pods = append([]*v1.Pod{pod}, pods...)
+	for _, q := range l.pods {
 		if err := factory.Core().V1().Pods().Informer().GetIndexer().Add(q); err != nil {
 			t.Fatal(err)
 		}

@@ -24,8 +24,7 @@ type Ledger interface {
 	FailedHas(o placement.GangOwner, d placement.DomainRef) bool
 	Resting(o placement.GangOwner, key string) map[string]struct{}
 	Placed(g gang.Info, all []fwk.NodeInfo) []gang.Placed
-	AttemptOf(pod *v1.Pod) (uint64, bool)
-	ReservedNode(uid types.UID) (string, bool)
+	WaiterNodes(g gang.Info, id uint64) []string
 
 	// Decisions carried out: every new pin arms its deadline inside the ledger.
 	Choose(req placement.ChooseRequest, info gang.Info) placement.ChooseResult

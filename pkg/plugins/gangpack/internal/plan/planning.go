@@ -48,10 +48,10 @@ type planner struct {
 	returning map[string]gang.Returning
 	tnodes    []topology.Node // the nodes of the last planning, as the planner saw them
 	// byDomain replaces tnodes when the last planning came from the plan cache (plancache.go).
-	byDomain  map[string][]topology.Node
+	byDomain map[string][]topology.Node
 	// classes are the gang's shape classes; with the gang they make the plan cache's
 	// signature, computed only when the cache is asked (plancache.go).
-	classes []shapeClass
+	classes   []shapeClass
 	shapeFits []*gang.PodFit
 	resources []string // every resource some shape requests: all a plan reads of a node
 	gang      topology.Gang

@@ -97,19 +97,8 @@ func (p *planner) regrow(c *placement.Commitment, remaining int) {
 // waiterNodeGone reports a member waiting at Permit under attempt id whose node is no longer
 // in the snapshot (the node was deleted).
 func (p *planner) waiterNodeGone(id uint64) bool {
-	pods, err := p.pl.members.List(p.info.Namespace, p.info.Name)
-	if err != nil {
-		return false
-	}
 	infos := p.pl.handle.SnapshotSharedLister().NodeInfos()
-	for _, q := range pods {
-		if got, ok := p.pl.ledger.AttemptOf(q); !ok || got != id || q.Spec.NodeName != "" {
-			continue
-		}
-		node, ok := p.pl.ledger.ReservedNode(q.UID)
-		if !ok {
-			continue
-		}
+	for _, node := range p.pl.ledger.WaiterNodes(p.info, id) {
 		if ni, err := infos.Get(node); err != nil || ni.Node() == nil {
 			return true
 		}
