@@ -1,5 +1,7 @@
 package gang
 
+import "github.com/moirai-internal/ome-scheduler/pkg/placement"
+
 // Unwind causes (gangpack.unwind cause field).
 const (
 	CauseUnreserve       = "unreserve"
@@ -32,4 +34,16 @@ type Drop struct {
 	NewKey string
 	// ClearOwner forgets the failed domains of the pin's (previous) owner.
 	ClearOwner bool
+}
+
+// Reading is what a scheduling cycle's planning reads of the ledger first.
+type Reading struct {
+	// Generation is the pin store's hold generation: it changes whenever room is given back.
+	Generation uint64
+	// Others is what every other forming gang reserves, per node.
+	Others map[string]placement.Reserved
+	// Placed are the gang's live members placed on the snapshot's nodes.
+	Placed []Placed
+	// Pin is the gang's pin (nil: none).
+	Pin *placement.Commitment
 }

@@ -148,3 +148,13 @@ func (l *Ledger) WaiterNodes(g gang.Info, id uint64) []string {
 func (l *Ledger) Placed(g gang.Info, all []fwk.NodeInfo) []gang.Placed {
 	return l.placedMembers(g, all)
 }
+
+// Read is planning's first look at a gang in a cycle, in the order planning used to ask:
+// the hold generation, the other gangs' reservations, the gang's placed members, its pin.
+func (l *Ledger) Read(g gang.Info, all []fwk.NodeInfo) gang.Reading {
+	r := gang.Reading{Generation: l.store.Generation(), Others: l.store.ReservedExcept(g.Key), Placed: l.placedMembers(g, all)}
+	if c, ok := l.store.Get(g.Key); ok {
+		r.Pin = &c
+	}
+	return r
+}

@@ -189,3 +189,11 @@ func newTestPlanner(t *testing.T, l *fakeLedger, nodes []*v1.Node, pod *v1.Pod, 
 	p.findPlaced()
 	return p
 }
+
+func (f *fakeLedger) Read(g gang.Info, all []fwk.NodeInfo) gang.Reading {
+	r := gang.Reading{Generation: f.Generation(), Placed: f.Placed(g, all)}
+	if c, ok := f.Commitment(g.Key); ok {
+		r.Pin = &c
+	}
+	return r
+}

@@ -14,7 +14,9 @@ import (
 // scheduling cycles. The plugin's ledger (internal/ledger) implements it; planning holds no
 // such state of its own.
 type Ledger interface {
-	// What planning reads.
+	// What planning reads. Read is a cycle's first look: one call for what every planning
+	// reads first.
+	Read(g gang.Info, all []fwk.NodeInfo) gang.Reading
 	Commitment(key string) (placement.Commitment, bool)
 	Pinned(key string) bool
 	Generation() uint64

@@ -71,10 +71,11 @@ type planner struct {
 
 // Plan is PreFilter's planning for a validated gang member.
 func (pl *Planner) Plan(_ context.Context, logger klog.Logger, cs fwk.CycleState, pod *v1.Pod, info gang.Info, nodes []fwk.NodeInfo) (*fwk.PreFilterResult, *fwk.Status) {
-	p := &planner{pl: pl, logger: logger, pod: pod, info: info, all: nodes, generation: pl.ledger.Generation()}
-	p.others = pl.withProtected(pl.ledger.ReservedExcept(info.Key), func() int32 { return pl.gangPreemptPriority(pod) })
-	p.findPlaced()
-	pin, st := p.revalidate()
+	r := pl.ledger.Read(info, nodes)
+	p := &planner{pl: pl, logger: logger, pod: pod, info: info, all: nodes, generation: r.Generation}
+	p.others = pl.withProtected(r.Others, func() int32 { return pl.gangPreemptPriority(pod) })
+	p.setPlaced(r.Placed)
+	pin, st := p.revalidate(r.Pin)
 	if st != nil {
 		return nil, st
 	}
@@ -98,7 +99,12 @@ func (pl *Planner) Plan(_ context.Context, logger klog.Logger, cs fwk.CycleState
 
 // findPlaced finds the gang's live members on nodes (bound or assumed), sorted by pod name.
 func (p *planner) findPlaced() {
-	p.placed = p.pl.ledger.Placed(p.info, p.all)
+	p.setPlaced(p.pl.ledger.Placed(p.info, p.all))
+}
+
+// setPlaced records the gang's placed members, by name.
+func (p *planner) setPlaced(placed []gang.Placed) {
+	p.placed = placed
 	p.placedSet = make(map[string]struct{}, len(p.placed))
 	for _, m := range p.placed {
 		p.placedSet[m.Pod.Name] = struct{}{}

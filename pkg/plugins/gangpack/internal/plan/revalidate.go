@@ -33,11 +33,11 @@ type pinDecision struct {
 // revalidate checks the gang's existing pin against what the cluster says now. It returns the
 // pin to keep (nil when there is none or it was dropped), or the status that ends the cycle
 // because members waiting under a dropped pin were rejected.
-func (p *planner) revalidate() (*placement.Commitment, *fwk.Status) {
-	c, ok := p.pl.ledger.Commitment(p.info.Key)
-	if !ok {
+func (p *planner) revalidate(pin *placement.Commitment) (*placement.Commitment, *fwk.Status) {
+	if pin == nil {
 		return nil, nil
 	}
+	c := *pin
 	d := p.checkPin(c)
 	if d.keep {
 		if d.remaining > c.Remaining {

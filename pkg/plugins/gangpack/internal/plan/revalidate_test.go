@@ -216,7 +216,7 @@ func TestRevalidateCarriesOutTheDecision(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			l := &fakeLedger{pin: &tt.pin, waitersRejected: tt.waitersRejected}
 			p := newTestPlanner(t, l, testNodes(), member("g-0", ""), tt.members...)
-			kept, status := p.revalidate()
+			kept, status := p.revalidate(l.pin)
 			switch {
 			case tt.wantKept < 0 && kept != nil:
 				t.Errorf("revalidate() kept %+v, want it dropped", *kept)
