@@ -14,8 +14,7 @@ import (
 
 // PreFilter validates the gang (its PodGroup and what it says) and then plans it.
 func (pl *GangPack) PreFilter(ctx context.Context, cs fwk.CycleState, pod *v1.Pod, nodes []fwk.NodeInfo) (*fwk.PreFilterResult, *fwk.Status) {
-	pl.ledger.MarkActive()
-	cs.Write(requestStateKey, &requestState{request: gang.Request(pod), generation: pl.ledger.Generation()})
+	cs.Write(requestStateKey, &requestState{request: gang.Request(pod), generation: pl.ledger.Begin()})
 	key, name, ok := gang.Of(pod)
 	if !ok { // standalone pods pass; Filter still applies the hold barrier
 		return nil, nil

@@ -18,6 +18,13 @@ import (
 // MarkActive is the first PreFilter's: only an active (leading) replica activates pods.
 func (l *Ledger) MarkActive() { l.active.Store(true) }
 
+// Begin is every PreFilter's first call: it marks the ledger active and returns the hold
+// generation the cycle's decisions are made under.
+func (l *Ledger) Begin() uint64 {
+	l.active.Store(true)
+	return l.store.Generation()
+}
+
 // Commitment returns the gang's pin.
 func (l *Ledger) Commitment(key string) (placement.Commitment, bool) { return l.store.Get(key) }
 

@@ -9,7 +9,6 @@ import (
 	fwk "k8s.io/kube-scheduler/framework"
 
 	"github.com/moirai-internal/ome-scheduler/pkg/placement"
-	"github.com/moirai-internal/ome-scheduler/pkg/plugins/gangpack/internal/quality"
 	"github.com/moirai-internal/ome-scheduler/pkg/topology"
 )
 
@@ -166,7 +165,7 @@ func (p *planner) planAllCached() (map[string]*topology.DomainPlan, bool) {
 	if !ok || p.pl.plans == nil {
 		return nil, false
 	}
-	resource, hasResource := quality.PrimaryResource(p.gang.Shapes)
+	resource, hasResource := primaryResource(p.gang.Shapes)
 	c := p.pl.plans
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -243,9 +242,9 @@ func (p *planner) planDomain(d string, infos []fwk.NodeInfo, resource string) *d
 	}
 	e.nodes = p.topologyNodes(infos)
 	e.plan = topology.Plan(&p.gang, e.nodes)[d]
-	e.room = quality.MemberRooms(&p.gang, e.nodes)[d]
+	e.room = memberRooms(&p.gang, e.nodes)[d]
 	if resource != "" {
-		e.free = quality.FreeUnits(e.nodes, resource)[d]
+		e.free = freeUnits(e.nodes, resource)[d]
 	}
 	return e
 }

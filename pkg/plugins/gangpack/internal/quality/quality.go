@@ -13,14 +13,12 @@ package quality
 //     single_domain (or split) after checking the snapshot, and observes the formation time.
 
 import (
-	"math"
 	"reflect"
 	"sort"
 	"sync"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
-	v1helper "k8s.io/kubernetes/pkg/apis/core/v1/helper"
 
 	"github.com/moirai-internal/ome-scheduler/pkg/placement"
 	"github.com/moirai-internal/ome-scheduler/pkg/plugins/gangpack/internal/gang"
@@ -105,6 +103,20 @@ func (q *Tracker) forgetDomain(key, d string) {
 
 // Record sets the gauges of one planning over all nodes under key, deletes the member_room
 // series of domains that planning no longer saw, and refreshes the held series.
+// Planned is planning's event: one planning over all nodes under key gave each domain's
+// member room for a gang (gangKey, still needing need members) and, when the gang's shapes
+// request an extended resource, each domain's free units of it. The tracker derives the
+// largest placeable gang and the stranded capacity (below the smallest pending gang's need,
+// pending telling which gangs still wait) and records the series.
+func (q *Tracker) Planned(key, gangKey string, need int, rooms map[string]int, free map[string]int64, resource string, hasResource bool, pending func(gang string) bool) {
+	_, largest, _ := topology.Largest(rooms)
+	var stranded int64
+	if hasResource {
+		stranded = StrandedUnits(rooms, free, q.SmallestNeed(key, gangKey, need, pending))
+	}
+	q.Record(key, rooms, largest, resource, hasResource, stranded)
+}
+
 func (q *Tracker) Record(key string, rooms map[string]int, largest int, resource string, hasResource bool, stranded int64) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
@@ -260,58 +272,6 @@ func (q *Tracker) PruneParked(pending func(gang string) bool) {
 			q.forget(c.key, c.gang, c.need)
 		}
 	}
-}
-
-// MemberRooms is, per domain, the sum over its nodes of the node's member room (topology.NodeRoom)
-// with no per-node cap at the gang's need, and without the "can the whole gang
-// form here" condition of the planner's room: how many members of this gang's shape the
-// domain's nodes can take.
-func MemberRooms(g *topology.Gang, nodes []topology.Node) map[string]int {
-	uncapped := *g
-	uncapped.Need = math.MaxInt32
-	out := map[string]int{}
-	for i := range nodes {
-		n := &nodes[i]
-		if n.Domain == "" {
-			continue
-		}
-		out[n.Domain] += topology.NodeRoom(&uncapped, n)
-	}
-	return out
-}
-
-// PrimaryResource returns the extended resource with the largest per-member request among
-// the shapes (ties by name); ok is false when no shape requests an extended resource.
-func PrimaryResource(shapes []topology.Resources) (string, bool) {
-	best, bestQ := "", int64(0)
-	for _, s := range shapes {
-		for r, q := range s {
-			if q <= 0 || !v1helper.IsExtendedResourceName(v1.ResourceName(r)) {
-				continue
-			}
-			if q > bestQ || (q == bestQ && r < best) {
-				best, bestQ = r, q
-			}
-		}
-	}
-	return best, best != ""
-}
-
-// FreeUnits sums allocatable − requested of resource (clamped at 0 per node) per domain.
-func FreeUnits(nodes []topology.Node, resource string) map[string]int64 {
-	out := map[string]int64{}
-	for i := range nodes {
-		n := &nodes[i]
-		if n.Domain == "" {
-			continue
-		}
-		if f := n.Free[resource]; f > 0 {
-			out[n.Domain] += f
-		} else if _, ok := out[n.Domain]; !ok {
-			out[n.Domain] = 0
-		}
-	}
-	return out
 }
 
 // StrandedUnits sums the free units of the domains whose room is below threshold.
