@@ -7,6 +7,8 @@ import (
 	v1 "k8s.io/api/core/v1"
 )
 
+// Partner placement groups in preemption: a group is evicted as one unit.
+
 // A partner whose PodGroup was deleted stays in its placement group while its member pods
 // carry the group label: preemption evicts it together with the partners, never alone.
 func TestPlacementGroupVictimUnitOutlivesDeletedPodGroup(t *testing.T) {
