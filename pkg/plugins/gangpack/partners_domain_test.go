@@ -6,14 +6,15 @@ import (
 	"testing"
 
 	v1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
+	"k8s.io/kubernetes/pkg/scheduler/framework"
 
 	"github.com/moirai-internal/ome-scheduler/pkg/plugins/gangpack/internal/msg"
 )
 
-// Partner keys not nested in the group key: rack values repeat in every zone.
+// The group domain: partner keys not nested in the group key (rack values repeat in every
+// zone), the partners that anchor the group, and the group key's label changes.
 
 // rackNode is a one-GPU node of rack (the gangs' key) in zone (no zone label when "").
 func rackNode(name, zone, rack string) *v1.Node {
@@ -46,6 +47,17 @@ func (w *world) zoneOfNodes(names []string) []string {
 	}
 	sort.Strings(out)
 	return out
+}
+
+// zoneGroupOfTwo is a placement group of partners a and b (2 members each) keyed by zone, on
+// zone A and zone B's rack r1 only (racks repeat across zones).
+func zoneGroupOfTwo(t *testing.T) (*world, []*v1.Pod, []*v1.Pod) {
+	t.Helper()
+	nodes := zonesWithRepeatedRacks()[:6] // zone A, and zone B's rack r1 only
+	a, b := members("a", 2), members("b", 2)
+	w := newWorld(t, groupArgs(), nodes, slices.Concat(a, b),
+		partnerPG("a", 2, "grp", "2", testZoneKey), partnerPG("b", 2, "grp", "2", testZoneKey))
+	return w, a, b
 }
 
 // A partner's pin keeps its group domain: zone B has only rack r1 free (zone B's r2 is
@@ -160,73 +172,64 @@ func TestPartnerGroupAnchorWaits(t *testing.T) {
 	}
 }
 
-// A partner pinned by adoption joins its group's record: when its attempt is unwound, the
-// partner placed next to it is unwound too.
-func TestPartnerGroupAdoptedPartnerCascades(t *testing.T) {
+// A partner's planning finds its bound partner through the gang member index: placing the
+// group reads no pod of the 80 on the cluster's nodes.
+func TestPartnerGroupPlacementReadsNoPods(t *testing.T) {
+	nodes := zonesWithRepeatedRacks()[:8]
 	a, b := members("a", 2), members("b", 2)
-	b[0].Spec.NodeName = "a-r1-0" // b lost its other member's node in a restart
-	w := newWorld(t, groupArgs(), zonesWithRepeatedRacks()[:8], slices.Concat(a, b),
+	b[0].Spec.NodeName, b[1].Spec.NodeName = "a-r1-0", "a-r1-1"
+	w := newWorld(t, groupArgs(), nodes, slices.Concat(a, b, filler(nodes, 10)),
 		partnerPG("a", 2, "grp", "2", testZoneKey), partnerPG("b", 2, "grp", "2", testZoneKey))
-	w.mustPin(b[1]) // adopts rack r1 in zone A, one member still to place
-	pb, ok := w.pl.ledger.Commitment("ns/b")
-	if !ok || !pb.Forming() {
-		t.Fatalf("b pin %+v (%v), want a forming adoption", pb, ok)
+	reads := 0
+	cs := framework.NewCycleState()
+	res, st := w.pl.PreFilter(w.ctx, cs, a[0], w.counted(&reads))
+	if !st.IsSuccess() {
+		t.Fatalf("PreFilter(a-0) = %v", st)
 	}
-	w.mustPin(a[0]) // the group is anchored by b: a is placed in zone A
-	if _, ok := w.pl.ledger.Commitment("ns/a"); !ok {
-		t.Fatal("a not pinned")
+	if z := w.zoneOfNodes(res.NodeNames.UnsortedList()); !slices.Equal(z, []string{"A"}) {
+		t.Errorf("a-0 candidates in zones %v, want A (b's)", z)
 	}
-	w.pl.Unreserve(w.ctx, w.cycleOfPin(b[1]), b[1], "a-r1-1")
-	if pa, ok := w.pl.ledger.Commitment("ns/a"); ok {
-		t.Errorf("a still pinned (%+v) after its adopted partner b was unwound", pa)
+	if reads != 0 {
+		t.Errorf("placing the group read %d pods, want 0", reads)
 	}
 }
 
-// A surplus member (its gang committed before it was planned) that fails unwinds nothing:
-// neither its gang's committed pin nor the forming partner, whose waiter stays.
-func TestPartnerGroupSurplusFailureKeepsGroup(t *testing.T) {
-	for _, how := range []string{"Unreserve", "PostFilter"} {
-		t.Run(how, func(t *testing.T) {
-			a, b := members("a", 3), members("b", 2)
-			w := newWorld(t, groupArgs(), cliqueNodes("c6", "", 6), slices.Concat(a, b),
-				partnerPG("a", 2, "grp", "2", ""), partnerPG("b", 2, "grp", "2", ""))
-			waiters, st, nodeOf := w.formGroup([]*v1.Pod{a[0], a[1], b[0]})
-			if st.Code() != fwk.Wait || len(waiters) != 3 {
-				t.Fatalf("b-0 Permit %v, %d waiters; want Wait and 3", st, len(waiters))
-			}
-			if pa, _ := w.pl.ledger.Commitment("ns/a"); pa.Forming() {
-				t.Fatalf("a pin %+v, want committed", pa)
-			}
-			used := map[string]bool{}
-			for _, n := range nodeOf {
-				used[n] = true
-			}
-			w.resnap(assumed(a[0], nodeOf["a-0"]), assumed(a[1], nodeOf["a-1"]), assumed(b[0], nodeOf["b-0"]))
-			c := w.mustPin(a[2])
-			node := ""
-			for _, n := range sets.List(c.res.NodeNames) {
-				if !used[n] {
-					node = n
-					break
-				}
-			}
-			if how == "Unreserve" {
-				if st := c.reserveOn(node); st.Code() != fwk.Wait {
-					t.Fatalf("a-2 Permit = %v, want Wait (b forms)", st)
-				}
-				w.pl.Unreserve(w.ctx, c.cs, a[2], node)
-			} else {
-				w.pl.PostFilter(w.ctx, c.cs, a[2], nil)
-			}
-			for _, gang := range []string{"ns/a", "ns/b"} {
-				if _, ok := w.pl.ledger.Commitment(gang); !ok {
-					t.Errorf("%s unpinned by the surplus member's %s", gang, how)
-				}
-			}
-			if v := waiters["b-0"].now(); v != "" {
-				t.Errorf("b-0 decided %q, want still waiting", v)
-			}
-		})
+// A partner whose pin goes stale re-plans with its group: zone A holds partners a (rack r1)
+// and b (rack r2); a-0 waits at Permit in zone A when one of b's nodes is deleted. b's pin
+// has lost its room, and zone A has none left for b, so b-0 must not be placed at all, and
+// in particular not on zone B's free rack r1, away from a.
+func TestPartnerStalePinReplansWithItsGroup(t *testing.T) {
+	w, a, b := zoneGroupOfTwo(t)
+
+	c := w.mustPin(a[0])
+	cands := c.res.NodeNames.UnsortedList()
+	sort.Strings(cands)
+	if st := c.reserveOn(cands[0]); st.Code() != fwk.Wait {
+		t.Fatalf("a-0 Permit = %v, want Wait", st)
+	}
+	pb, ok := w.pl.ledger.Commitment("ns/b")
+	if !ok || pb.Within.Value != "A" {
+		t.Fatalf("b pinned = %v within %v, want zone A", ok, pb.Within)
+	}
+	var kept []*v1.Node
+	gone := false
+	for _, n := range w.nodes {
+		if !gone && n.Labels[testKey] == pb.Domain && n.Labels[testZoneKey] == "A" {
+			gone = true // one of b's nodes is deleted
+			continue
+		}
+		kept = append(kept, n)
+	}
+	w.nodes = kept
+	w.resnap(assumed(a[0], cands[0]))
+
+	cb, st := w.preFilter(b[0])
+	if st.IsSuccess() {
+		got := cb.res.NodeNames.UnsortedList()
+		t.Fatalf("b-0 PreFilter placed it on %v (zones %v), want it to wait for room in zone A", got, w.zoneOfNodes(got))
+	}
+	if pb, ok := w.pl.ledger.Commitment("ns/b"); ok && pb.Within.Value != "A" {
+		t.Errorf("b re-pinned to %s within %v, want no pin outside zone A", pb.Domain, pb.Within)
 	}
 }
 
@@ -241,15 +244,4 @@ func TestPartnerGroupHintOnGroupKey(t *testing.T) {
 	if h, err := w.pl.hintNodeChange(klog.Background(), a[0], old, cur); err != nil || h != fwk.Queue {
 		t.Fatalf("hint = %v, %v; want Queue", h, err)
 	}
-}
-
-// zoneGroupOfTwo is a placement group of partners a and b (2 members each) keyed by zone, on
-// zone A and zone B's rack r1 only (racks repeat across zones).
-func zoneGroupOfTwo(t *testing.T) (*world, []*v1.Pod, []*v1.Pod) {
-	t.Helper()
-	nodes := zonesWithRepeatedRacks()[:6] // zone A, and zone B's rack r1 only
-	a, b := members("a", 2), members("b", 2)
-	w := newWorld(t, groupArgs(), nodes, slices.Concat(a, b),
-		partnerPG("a", 2, "grp", "2", testZoneKey), partnerPG("b", 2, "grp", "2", testZoneKey))
-	return w, a, b
 }

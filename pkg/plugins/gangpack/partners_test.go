@@ -10,18 +10,16 @@ import (
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/component-base/metrics/testutil"
 	fwk "k8s.io/kube-scheduler/framework"
-	"k8s.io/kubernetes/pkg/scheduler/framework"
 
 	"github.com/moirai-internal/ome-scheduler/pkg/plugins/gangpack/internal/gang"
 	"github.com/moirai-internal/ome-scheduler/pkg/plugins/gangpack/internal/metrics"
-	"github.com/moirai-internal/ome-scheduler/pkg/plugins/gangpack/internal/msg"
-	"github.com/moirai-internal/ome-scheduler/pkg/plugins/gangpack/internal/plan"
 
 	schedv1alpha1 "sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
 )
 
-// Partner placement groups at the plugin level: gate, group placement, Permit across
-// partners, cascading unwinds, adoption.
+// Partner placement groups at the plugin level: the gate that waits for every partner (and
+// wakes them), the group's placement, Permit across partners, adoption of a bound partner.
+// partners_*_test.go cover the rest by concern.
 
 const (
 	testGroupLabel = "ome.io/placement-group"
@@ -193,6 +191,46 @@ func TestPartnerGroupGateWaitsForPartners(t *testing.T) {
 	}
 }
 
+// A waiting group's members are woken when the reason changes: the partners start to
+// disagree (so the parked members report it), then agree and complete.
+func TestPartnerGroupWakesOnReasonChange(t *testing.T) {
+	a, b := members("a", 2), members("b", 2)
+	w := newWorld(t, groupArgs(), cliqueNodes("c4", "", 4), a, partnerPG("a", 2, "grp", "2", ""))
+	if _, st := w.preFilter(a[0]); !strings.HasPrefix(st.Message(), "waiting for placement group ns/grp: ") {
+		t.Fatalf("PreFilter = %q", st.Message())
+	}
+	bad := partnerPG("b", 2, "grp", "3", "")
+	w.putPodGroup(bad)
+	w.addPod(b[0])
+	w.addPod(b[1])
+	w.h.activated = nil
+	if _, st := w.preFilter(b[0]); st.Message() != "placement group ns/grp: PodGroups disagree on ome.io/placement-group-size" {
+		t.Fatalf("PreFilter(b-0) = %q", st.Message())
+	}
+	if got := sortedActivated(w); !slices.Equal(got, []string{"ns/a-0", "ns/a-1", "ns/b-1"}) {
+		t.Errorf("activated %v on the new reason", got)
+	}
+	w.h.activated = nil
+	if _, st := w.preFilter(a[0]); !strings.Contains(st.Message(), "disagree") || len(w.h.activated) != 0 {
+		t.Errorf("same reason: %q, activated %v (want none)", st.Message(), w.h.activated)
+	}
+	good := bad.DeepCopy()
+	good.Annotations[testGroupLabel+gang.GroupSizeSuffix] = "2"
+	if err := w.pgs.Update(good); err != nil {
+		t.Fatal(err)
+	}
+	w.mustPin(b[0])
+	if got := sortedActivated(w); !slices.Equal(got, []string{"ns/a-0", "ns/a-1", "ns/b-1"}) {
+		t.Errorf("activated %v on completion", got)
+	}
+}
+
+func sortedActivated(w *world) []string {
+	got := slices.Clone(w.h.activated)
+	slices.Sort(got)
+	return got
+}
+
 // G3: no clique holds both partners (3-node cliques, 2 + 2 members): nothing is pinned,
 // though each partner alone would fit, and the message names the best domain.
 func TestPartnerGroupNoFit(t *testing.T) {
@@ -213,46 +251,6 @@ func TestPartnerGroupNoFit(t *testing.T) {
 	}
 	if got := groupCounter(t, metrics.GroupNoFit) - before; got != 2 {
 		t.Errorf("placement_group_total{no_fit} moved by %v, want 2", got)
-	}
-}
-
-// G6 and rule 6: PodGroups that disagree, or a bad size, park every partner with the exact text.
-func TestPartnerGroupErrors(t *testing.T) {
-	nodes := cliqueNodes("c4", "", 4)
-	a, b := members("a", 2), members("b", 2)
-	cases := []struct {
-		name   string
-		pa, pb *schedv1alpha1.PodGroup
-		want   string
-	}{
-		{"sizes disagree", partnerPG("a", 2, "grp", "2", ""), partnerPG("b", 2, "grp", "3", ""),
-			"placement group ns/grp: PodGroups disagree on ome.io/placement-group-size"},
-		{"keys disagree", partnerPG("a", 2, "grp", "2", testZoneKey), partnerPG("b", 2, "grp", "2", ""),
-			"placement group ns/grp: PodGroups disagree on ome.io/placement-group-topology-key"},
-		{"size 1", partnerPG("a", 2, "grp", "1", ""), partnerPG("b", 2, "grp", "1", ""),
-			"placement group ns/grp: ome.io/placement-group-size must be an integer of at least 2"},
-		{"size missing", partnerPG("a", 2, "grp", "", ""), partnerPG("b", 2, "grp", "", ""),
-			"placement group ns/grp: ome.io/placement-group-size must be an integer of at least 2"},
-		{"size not a number", partnerPG("a", 2, "grp", "two", ""), partnerPG("b", 2, "grp", "2", ""),
-			"placement group ns/grp: ome.io/placement-group-size must be an integer of at least 2"},
-		{"three PodGroups for two", partnerPG("a", 2, "grp", "2", ""), partnerPG("b", 2, "grp", "2", ""),
-			"placement group ns/grp: PodGroups disagree on ome.io/placement-group-size: 3 PodGroups carry the group label, the size is 2"},
-	}
-	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			pgs := []*schedv1alpha1.PodGroup{tc.pa, tc.pb}
-			if strings.HasPrefix(tc.name, "three") {
-				pgs = append(pgs, partnerPG("c", 1, "grp", "2", ""))
-			}
-			w := newWorld(t, groupArgs(), nodes, slices.Concat(a, b), pgs...)
-			_, st := w.preFilter(a[0])
-			if st.Message() != tc.want || st.Code() != fwk.Unschedulable {
-				t.Errorf("PreFilter = %v %q, want Unschedulable %q", st.Code(), st.Message(), tc.want)
-			}
-			if w.pl.ledger.Len() != 0 {
-				t.Errorf("pinned despite the error")
-			}
-		})
 	}
 }
 
@@ -277,49 +275,6 @@ func TestPartnerGroupCoarserGroupKey(t *testing.T) {
 	if da == db || (da != "c2" && da != "c3") || (db != "c2" && db != "c3") {
 		t.Errorf("a in %s, b in %s; want c2 and c3 (zone z2)", da, db)
 	}
-}
-
-// Rule 4: one partner's rejection unwinds the whole group: the other's pin goes and its
-// waiters are rejected.
-func TestPartnerGroupUnwindCascades(t *testing.T) {
-	metrics.Register()
-	nodes := cliqueNodes("c4", "", 4)
-	a, b := members("a", 2), members("b", 2)
-	w := newWorld(t, groupArgs(), nodes, slices.Concat(a, b),
-		partnerPG("a", 2, "grp", "2", ""), partnerPG("b", 2, "grp", "2", ""))
-	before := groupCounter(t, metrics.GroupUnwound)
-	waiters, st, nodeOf := w.formGroup([]*v1.Pod{a[0], a[1], b[0]})
-	if st.Code() != fwk.Wait || len(waiters) != 3 {
-		t.Fatalf("b-0 Permit %v, %d waiters; want Wait and 3", st, len(waiters))
-	}
-	// b-0 is rejected (its timeout): Unreserve unwinds b, and with it a.
-	cb := w.cycleOfPin(b[0])
-	w.pl.Unreserve(w.ctx, cb, b[0], nodeOf["b-0"])
-	for _, name := range []string{"a-0", "a-1"} {
-		if v := waiters[name].await(testWait); v != msg.Unwound("ns/a") {
-			t.Errorf("%s: %q, want %q", name, v, msg.Unwound("ns/a"))
-		}
-	}
-	if w.pl.ledger.Len() != 0 {
-		t.Errorf("%d pins left, want 0", w.pl.ledger.Len())
-	}
-	if got := groupCounter(t, metrics.GroupUnwound) - before; got != 1 {
-		t.Errorf("placement_group_total{unwound} moved by %v, want 1", got)
-	}
-}
-
-// cycleOfPin returns a cycle state carrying the current pin of the pod's gang, as
-// the pod's own cycle had it (for Unreserve).
-func (w *world) cycleOfPin(p *v1.Pod) fwk.CycleState {
-	w.t.Helper()
-	key, _, _ := gang.Of(p)
-	c, ok := w.pl.ledger.Commitment(key)
-	if !ok {
-		w.t.Fatalf("%s not pinned", key)
-	}
-	cs := framework.NewCycleState()
-	cs.Write(plan.PinStateKey, &plan.Pin{Gang: gang.Info{Key: key, Namespace: p.Namespace, Name: p.Labels[PodGroupLabel]}, Domain: c.Domain, ID: c.ID})
-	return cs
 }
 
 // Rule 5: a bound partner anchors the group: the missing partner is placed in its domain

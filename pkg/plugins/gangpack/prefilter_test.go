@@ -16,6 +16,9 @@ import (
 	schedv1alpha1 "sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
 )
 
+// PreFilter's checks before planning: the PodGroup's interpretation and the topology-key
+// allowlist.
+
 func chartArgs() *gang.Args {
 	return &gang.Args{
 		PodGroupTopologyKeyAnnotation:  "ome.io/topology-key",
@@ -143,4 +146,41 @@ func FuzzPodGroupInterpretation(f *testing.F) {
 		}
 		t.Fatalf("unknown reason %q", st.Message())
 	})
+}
+
+func TestTopologyKeyAllowlist(t *testing.T) {
+	nodes := []*v1.Node{testNode("a0", "a", 1)}
+	for _, tc := range []struct {
+		name    string
+		allowed []string
+		key     string // annotation value; "" = none
+		want    string // "" = planned
+	}{
+		{name: "no allowlist, any key", key: "kubernetes.io/os"},
+		{name: "listed key", allowed: []string{"example.com/rack"}, key: "example.com/rack"},
+		{name: "fallback key is always allowed", allowed: []string{"example.com/rack"}},
+		{name: "other key refused", allowed: []string{"example.com/rack", "example.com/zone"}, key: "kubernetes.io/os",
+			want: "PodGroup ns/g names topology key kubernetes.io/os, which the scheduler does not allow (allowed: " + testKey + ", example.com/rack, example.com/zone)"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			args := testArgs()
+			args.AllowedTopologyKeys = tc.allowed
+			pg := podGroup("g", 1)
+			if tc.key != "" {
+				pg.Annotations = map[string]string{"ome.io/topology-key": tc.key}
+			}
+			m := gangMember("g-0", "g", 1)
+			w := newWorld(t, args, nodes, []*v1.Pod{m}, pg)
+			_, st := w.preFilter(m)
+			if tc.want == "" {
+				if st.Message() != "" && strings.Contains(st.Message(), "does not allow") {
+					t.Fatalf("PreFilter = %v, want the key accepted", st)
+				}
+				return
+			}
+			if st.Code() != fwk.Unschedulable || st.Message() != tc.want {
+				t.Fatalf("PreFilter = %v, want %q", st, tc.want)
+			}
+		})
+	}
 }
