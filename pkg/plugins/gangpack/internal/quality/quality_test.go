@@ -11,14 +11,9 @@ import (
 
 	"github.com/moirai-internal/ome-scheduler/pkg/placement"
 	"github.com/moirai-internal/ome-scheduler/pkg/plugins/gangpack/internal/metrics"
-	"github.com/moirai-internal/ome-scheduler/pkg/topology"
 )
 
 const gpu = "nvidia.com/gpu"
-
-func gpuNode(name, domain string, free int64, fits bool) topology.Node {
-	return topology.Node{Name: name, Domain: domain, Free: topology.Resources{gpu: free, "cpu": 64000}, FreePods: 110, Fits: []bool{fits}}
-}
 
 func TestStrandedUnits(t *testing.T) {
 	rooms := map[string]int{"a": 3, "b": 1, "c": 0}
