@@ -190,7 +190,7 @@ var composeCases = []composeCase{
 		events: []string{"node 0 1 0 0", "node 0 0 0 0", "node 1 0 0 0", "node 1 0 0 0", "node 2 0 0 0", "node 2 1 0 0", "node 2 1 0 0", "gang 92 375 1 9", "gang 147 906 3 10", "sched 100 306 2 10", "sched 728 695 1 4", "sched 888 852 3 7", "gang 209 830 1 11", "nodedel 775 307 3 2"}},
 	{name: "preempts-again-while-victims-terminate", seed: 409, inv: invPreemption,
 		events: []string{"node 0 1 0 0", "node 0 0 0 0", "node 1 0 0 0", "node 1 0 0 0", "node 1 1 0 0", "node 1 1 0 0", "pod 557 835 0 14", "gang 249 914 0 11", "notready 144 761 1 1", "sched 857 787 0 13", "sched 262 72 1 15", "gang 2 605 2 5", "notready 646 777 2 6"}},
-	{name: "partner-evicted-gang.Apart-after-its-podgroup-deleted", seed: 1111, inv: invPreemption,
+	{name: "partner-evicted-apart-after-its-podgroup-deleted", seed: 1111, inv: invPreemption,
 		events: []string{"node 0 1 0 0", "node 0 1 0 0", "node 0 0 0 0", "gang 401 23 1 2", "gang 929 534 3 15", "sched 170 215 3 10", "sched 652 116 3 13", "sched 996 492 0 11", "pgdel 100 482 1 2", "gang 215 478 2 3"}},
 	{name: "partner-parked-after-pending-pod-deleted", seed: 695, inv: invLiveness,
 		events: []string{"node 0 0 0 0", "node 0 0 0 0", "node 0 0 0 0", "node 2 1 0 0", "node 2 1 0 0", "gang 649 334 2 15", "sched 13 336 0 15", "sched 111 202 0 3", "pod 601 306 1 9", "sched 184 577 2 8", "gang 190 15 3 9", "sched 495 954 1 4", "sched 644 869 1 12", "sched 678 41 3 8", "delete 773 79 0 4"}},
