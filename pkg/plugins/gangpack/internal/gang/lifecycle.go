@@ -1,6 +1,10 @@
 package gang
 
-import "github.com/moirai-internal/ome-scheduler/pkg/placement"
+import (
+	"time"
+
+	"github.com/moirai-internal/ome-scheduler/pkg/placement"
+)
 
 // Unwind causes (gangpack.unwind cause field).
 const (
@@ -46,4 +50,8 @@ type Reading struct {
 	Placed []Placed
 	// Pin is the gang's pin (nil: none).
 	Pin *placement.Commitment
+	// Failed are the domains of the gang's topology key its owner's attempts failed in.
+	Failed map[string]struct{}
+	// Now is the ledger's clock when the cycle began.
+	Now time.Time
 }

@@ -150,9 +150,12 @@ func (l *Ledger) Placed(g gang.Info, all []fwk.NodeInfo) []gang.Placed {
 }
 
 // Read is planning's first look at a gang in a cycle, in the order planning used to ask:
-// the hold generation, the other gangs' reservations, the gang's placed members, its pin.
+// the hold generation, the other gangs' reservations, the gang's placed members, its pin,
+// then its owner's failed domains and the clock. Within the cycle only planning's own
+// decisions change them, and it asks again where one does (a wrapped lap).
 func (l *Ledger) Read(g gang.Info, all []fwk.NodeInfo) gang.Reading {
-	r := gang.Reading{Generation: l.store.Generation(), Others: l.store.ReservedExcept(g.Key), Placed: l.placedMembers(g, all)}
+	r := gang.Reading{Generation: l.store.Generation(), Others: l.store.ReservedExcept(g.Key), Placed: l.placedMembers(g, all),
+		Failed: l.failed.Values(g.Owner(), g.TopologyKey), Now: l.now()}
 	if c, ok := l.store.Get(g.Key); ok {
 		r.Pin = &c
 	}

@@ -219,7 +219,7 @@ func (p *planner) bestFit(cs fwk.CycleState, plans map[string]*topology.DomainPl
 		return nil, st
 	}
 	rooms := topology.Rooms(plans)
-	failed := pl.ledger.Failed(info.Owner(), info.TopologyKey)
+	failed := p.failed
 	req := placement.ChooseRequest{Gang: info.Key, Owner: info.UID, Key: info.TopologyKey, Need: p.need,
 		MinMember: info.MinMember, Reserve: p.reservation, Capacity: p.capacity()}
 	req.Rooms = without(rooms, failed)

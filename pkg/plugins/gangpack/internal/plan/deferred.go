@@ -47,7 +47,7 @@ func (p *planner) deferredPlan(cs fwk.CycleState, plans map[string]*topology.Dom
 	}
 	rooms := topology.Rooms(plans)
 	eff := rooms // counted outside the other gangs' reservations
-	failed := pl.ledger.Failed(info.Owner(), info.TopologyKey)
+	failed := p.failed
 	eff1 := without(eff, failed)
 	if topology.CountFitting(eff1, p.need) == 0 && len(eff1) < len(eff) {
 		pl.ledger.WrapFailed(info.Owner()) // resting domains stay out

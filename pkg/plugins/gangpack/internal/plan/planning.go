@@ -3,6 +3,7 @@ package plan
 import (
 	"context"
 	"sort"
+	"time"
 
 	coreinformers "k8s.io/client-go/informers/core/v1"
 
@@ -61,6 +62,9 @@ type planner struct {
 	partners []Partner
 	// groupWoken is set when groupGate woke the partners' members in this cycle.
 	groupWoken bool
+	// failed are the owner's failed domains and now the clock, as the cycle began (Read).
+	failed map[string]struct{}
+	now    time.Time
 	// dryRun is preemption's question "does the gang lack room": planning that changes
 	// nothing (no waits recorded, no wake-ups, no pins).
 	dryRun bool
@@ -72,8 +76,8 @@ type planner struct {
 // Plan is PreFilter's planning for a validated gang member.
 func (pl *Planner) Plan(_ context.Context, logger klog.Logger, cs fwk.CycleState, pod *v1.Pod, info gang.Info, nodes []fwk.NodeInfo) (*fwk.PreFilterResult, *fwk.Status) {
 	r := pl.ledger.Read(info, nodes)
-	p := &planner{pl: pl, logger: logger, pod: pod, info: info, all: nodes, generation: r.Generation}
-	p.others = pl.withProtected(r.Others, func() int32 { return pl.gangPreemptPriority(pod) })
+	p := &planner{pl: pl, logger: logger, pod: pod, info: info, all: nodes, generation: r.Generation, failed: r.Failed, now: r.Now}
+	p.others = pl.withProtected(r.Others, func() int32 { return pl.gangPreemptPriority(pod) }, r.Now)
 	p.setPlaced(r.Placed)
 	pin, st := p.revalidate(r.Pin)
 	if st != nil {
@@ -175,7 +179,7 @@ type PodGroups interface {
 // victims, the room standalone preemptors wait for, and a gang's preemption priority.
 type Victims interface {
 	Awaiting(key, domain string) bool
-	WithProtected(others map[string]placement.Reserved, priority func() int32) map[string]placement.Reserved
+	WithProtected(others map[string]placement.Reserved, priority func() int32, now time.Time) map[string]placement.Reserved
 	PreemptPriority(pod *v1.Pod) int32
 }
 
@@ -191,11 +195,11 @@ func (pl *Planner) WatchNodes(nodes coreinformers.NodeInformer) error {
 	return pl.domains.watch(nodes.Informer())
 }
 
-func (pl *Planner) withProtected(others map[string]placement.Reserved, priority func() int32) map[string]placement.Reserved {
+func (pl *Planner) withProtected(others map[string]placement.Reserved, priority func() int32, now time.Time) map[string]placement.Reserved {
 	if pl.victims == nil {
 		return others
 	}
-	return pl.victims.WithProtected(others, priority)
+	return pl.victims.WithProtected(others, priority, now)
 }
 
 func (pl *Planner) gangPreemptPriority(pod *v1.Pod) int32 {

@@ -3,6 +3,7 @@ package plan
 import (
 	"slices"
 	"testing"
+	"time"
 
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -294,7 +295,7 @@ func TestStaleByRoom(t *testing.T) {
 type fakeVictims struct{ awaiting bool }
 
 func (v fakeVictims) Awaiting(string, string) bool { return v.awaiting }
-func (fakeVictims) WithProtected(o map[string]placement.Reserved, _ func() int32) map[string]placement.Reserved {
+func (fakeVictims) WithProtected(o map[string]placement.Reserved, _ func() int32, _ time.Time) map[string]placement.Reserved {
 	return o
 }
 func (fakeVictims) PreemptPriority(*v1.Pod) int32 { return 0 }

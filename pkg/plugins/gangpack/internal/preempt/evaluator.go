@@ -61,9 +61,9 @@ func New(ctx context.Context, h fwk.Handle, members *gang.Members, pdbs policyli
 // Awaiting reports whether the preemptor (key) evicted victims for domain that still hold room.
 func (pl *Evaluator) Awaiting(key, domain string) bool { return pl.awaitingVictims(key, domain) }
 
-// WithProtected adds the room standalone preemptors wait for (see withProtected).
-func (pl *Evaluator) WithProtected(others map[string]placement.Reserved, priority func() int32) map[string]placement.Reserved {
-	return pl.withProtected(others, priority)
+// WithProtected adds the room standalone preemptors wait for at now (see withProtected).
+func (pl *Evaluator) WithProtected(others map[string]placement.Reserved, priority func() int32, now time.Time) map[string]placement.Reserved {
+	return pl.withProtected(others, priority, now)
 }
 
 // PreemptPriority is the priority a gang member preempts with (see gangPreemptPriority).

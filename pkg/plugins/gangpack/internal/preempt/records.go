@@ -174,8 +174,7 @@ func (gs *Evaluator) awaitingVictims(key, domain string) bool {
 // when some record protects a node) is at most theirs: as kube-scheduler's Filter counts a
 // nominated pod of equal or higher priority on its node, the gang's planning does not count
 // that room as its own. It returns others, or a new map when others is nil.
-func (gs *Evaluator) withProtected(others map[string]placement.Reserved, priority func() int32) map[string]placement.Reserved {
-	now := gs.now()
+func (gs *Evaluator) withProtected(others map[string]placement.Reserved, priority func() int32, now time.Time) map[string]placement.Reserved {
 	known, prio := false, int32(0)
 	for key, r := range gs.preempted.all() {
 		if !gs.protects(r, now) {
