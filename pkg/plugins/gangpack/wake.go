@@ -28,22 +28,8 @@ import (
 
 // watchMembers follows gang members on the scheduler's pod informer.
 func (pl *GangPack) watchMembers(inf cache.SharedIndexInformer) error {
-	_, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc:    func(obj any) { pl.memberEvent(nil, asPod(obj)) },
-		UpdateFunc: func(old, cur any) { pl.memberEvent(asPod(old), asPod(cur)) },
-		DeleteFunc: func(obj any) {
-			if t, ok := obj.(cache.DeletedFinalStateUnknown); ok {
-				obj = t.Obj
-			}
-			pl.memberEvent(asPod(obj), nil)
-		},
-	})
+	_, err := inf.AddEventHandler(gang.Changes(pl.memberEvent))
 	return err
-}
-
-func asPod(obj any) *v1.Pod {
-	p, _ := obj.(*v1.Pod)
-	return p
 }
 
 // memberEvent handles one pod informer event (old nil: added; cur nil: deleted). Its cost is

@@ -5,6 +5,7 @@ import (
 	"slices"
 	"sync"
 
+	"github.com/moirai-internal/ome-scheduler/pkg/plugins/gangpack/internal/gang"
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	corelisters "k8s.io/client-go/listers/core/v1"
@@ -38,22 +39,8 @@ func newDomainIndex(lister corelisters.NodeLister, synced func() bool) *domainIn
 
 // watch keeps the index current from the node informer's events.
 func (x *domainIndex) watch(inf cache.SharedIndexInformer) error {
-	_, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc:    func(obj any) { x.update(nil, asNode(obj)) },
-		UpdateFunc: func(old, cur any) { x.update(asNode(old), asNode(cur)) },
-		DeleteFunc: func(obj any) {
-			if t, ok := obj.(cache.DeletedFinalStateUnknown); ok {
-				obj = t.Obj
-			}
-			x.update(asNode(obj), nil)
-		},
-	})
+	_, err := inf.AddEventHandler(gang.Changes(x.update))
 	return err
-}
-
-func asNode(obj any) *v1.Node {
-	n, _ := obj.(*v1.Node)
-	return n
 }
 
 // update moves a node between domains of every indexed key.

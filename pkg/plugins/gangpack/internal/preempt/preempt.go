@@ -2,6 +2,7 @@ package preempt
 
 import (
 	"context"
+	"maps"
 	"slices"
 
 	v1 "k8s.io/api/core/v1"
@@ -174,7 +175,7 @@ func (pl *Evaluator) evictEscaped(pr *preemptor, r preemptRecord) {
 func (pl *Evaluator) standaloneNodes(pr *preemptor, m fwk.NodeToStatusReader) {
 	f := pr.fit
 	pr.gang = topology.Gang{Need: 1, Shapes: []topology.Resources{f.Request}, Siblings: []int{0}}
-	names := resourceNames(f.Request)
+	names := slices.Collect(maps.Keys(f.Request))
 	for _, ni := range pr.all {
 		node := ni.Node()
 		if node == nil || (m != nil && m.Get(node.Name).Code() == fwk.UnschedulableAndUnresolvable) {
@@ -273,15 +274,6 @@ func (pl *Evaluator) memberPriorities(key string) (lo, hi int32, err error) {
 		lo, found = min(lo, q), true
 	}
 	return lo, hi, nil
-}
-
-// resourceNames lists a request's resource names.
-func resourceNames(r topology.Resources) []string {
-	out := make([]string, 0, len(r))
-	for k := range r {
-		out = append(out, k)
-	}
-	return out
 }
 
 // listPDBs returns every PodDisruptionBudget (none when the lister is missing or fails).
