@@ -171,9 +171,6 @@ func (l *Ledger) Prune(logger klog.Logger, liveGangs map[string]struct{}) {
 	l.reserved.prune(l.members.Pending)
 }
 
-// SetClock replaces the clock and the timer of deadlines and rests (tests move them by hand).
-func (l *Ledger) SetClock(now func() time.Time, after AfterFunc) { l.now, l.after = now, after }
-
 // SetSpawn replaces how the ledger starts its goroutines (tests run them when they choose).
 func (l *Ledger) SetSpawn(spawn func(f func())) { l.spawn = spawn }
 

@@ -125,7 +125,7 @@ func (pl *Planner) groupLacksRoom(logger klog.Logger, pod *v1.Pod, info gang.Inf
 		return nil, nil
 	}
 	for _, pt := range pts {
-		if !pl.PartnerReady(pt) {
+		if !pl.partnerReady(pt) {
 			return nil, nil
 		}
 	}

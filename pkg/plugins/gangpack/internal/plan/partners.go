@@ -111,7 +111,7 @@ func (pl *Planner) Partners(self gang.Info) ([]Partner, *fwk.Status) {
 }
 
 // ready reports whether a partner has its minMember live members (placed or not).
-func (pl *Planner) PartnerReady(pt Partner) bool {
+func (pl *Planner) partnerReady(pt Partner) bool {
 	if !pt.OK {
 		return false
 	}
@@ -140,7 +140,7 @@ func (p *planner) groupGate() *fwk.Status {
 	}
 	ready := 0
 	for _, pt := range pts {
-		if p.pl.PartnerReady(pt) {
+		if p.pl.partnerReady(pt) {
 			ready++
 		}
 	}
