@@ -14,16 +14,12 @@ import (
 	"github.com/moirai-internal/ome-scheduler/pkg/plugins/gangpack/internal/metrics"
 )
 
-// gangs owns every piece of state that lives across scheduling cycles, and every change of
-// it: pins and holds (the store, which announces its changes through pinsChanged), failed
-// domains, the attempt each waiting member waits under, the nodes members were reserved on,
-// the pods refused because of a hold, the gangs waiting for members, bindings in doubt and the
-// quality gauges' memory. Its methods are the only writers:
-//
-//   - holds.go: a new pin (armDeadline), a hold's end (expire), a refused pod's parking;
-//   - release.go: unwinds and silent releases, the waiting members of an attempt;
-//   - revalidate.go (dropPin): carrying out a decision to drop a pin;
-//   - activate.go: waking pods; placed.go: a gang's placed members; doubt.go; quality.go.
+// Ledger is the one owner of the state that lives across scheduling cycles: pins and their
+// reservations (the store, which announces every change), failed and resting domains, the
+// attempt each waiting member waits under, the nodes members were reserved on, the pods
+// parked behind holds, the gangs waiting for members, the members waiting for a sibling,
+// waiting placement groups and their records, bindings in doubt, and the timers of
+// deadlines, rests and doubts. Its fields are unexported: its methods are the only writers.
 type Ledger struct {
 	handle  fwk.Handle
 	members *gang.Members
