@@ -188,3 +188,29 @@ func TestPreemptStuckTerminatingDoesNotBlock(t *testing.T) {
 	assertNominated(t, res, st, "b1", "b2")
 	w.awaitRemaining("hi-0", "hi-1", "low-0", "low-1")
 }
+
+// A victim whose eviction call succeeded is not evicted again while the pod informer has not
+// yet delivered its deletion: the next member's PostFilter waits on it, and each victim gets
+// one Preempted event.
+func TestPreemptEvictsEachVictimOnce(t *testing.T) {
+	w, victims, hi := hiPreemptedLow(t)
+	w.settle() // the eviction calls are done; the informer still shows the victims bound
+	w.resnap()
+	if _, st := w.postFilter(hi[1]); st.Code() != fwk.Unschedulable || st.Message() != "; preemption: waiting for 2 preempted pods to terminate in domain a" {
+		t.Fatalf("PostFilter(hi-1) = %v, want a wait on the victims", st)
+	}
+	w.settle()
+	w.h.mu.Lock()
+	defer w.h.mu.Unlock()
+	count := map[string]int{}
+	for _, e := range w.h.events {
+		if e.reason == "Preempted" {
+			count[e.regarding]++
+		}
+	}
+	for _, v := range victims {
+		if n := count[testNS+"/"+v.Name]; n != 1 {
+			t.Errorf("%s got %d Preempted events, want 1", v.Name, n)
+		}
+	}
+}

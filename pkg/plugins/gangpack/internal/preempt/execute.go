@@ -103,7 +103,7 @@ func (pl *Evaluator) evictAsync(preemptor *v1.Pod, victims []*v1.Pod, msg string
 			pl.preemptedEvent(preemptor, v, msg)
 			continue
 		}
-		if pl.evicting.start(v.UID) {
+		if pl.evicting.start(v.UID, pl.now()) {
 			calls = append(calls, v)
 		}
 	}
@@ -112,12 +112,13 @@ func (pl *Evaluator) evictAsync(preemptor *v1.Pod, victims []*v1.Pod, msg string
 	}
 	pl.iface.Go(func() {
 		for _, v := range calls {
-			if err := pl.deleteVictim(pl.ctx, preemptor, v); err != nil {
+			err := pl.deleteVictim(pl.ctx, preemptor, v)
+			if err != nil {
 				pl.logger.V(2).Info("Evicting a preemption victim failed", "victim", klog.KObj(v), "preemptor", klog.KObj(preemptor), "err", err)
 			} else {
 				pl.preemptedEvent(preemptor, v, msg)
 			}
-			pl.evicting.done(v.UID)
+			pl.evicting.done(v.UID, err == nil, pl.now())
 		}
 	})
 }

@@ -204,29 +204,48 @@ func (gs *Evaluator) withProtected(others map[string]placement.Reserved, priorit
 	return others
 }
 
-// evictions tracks the victims whose eviction calls are under way.
+// evictedMemory is how long a victim whose eviction call succeeded is not evicted again: far
+// longer than the pod informer takes to show it Terminating or gone.
+const evictedMemory = 10 * time.Minute
+
+// evictions tracks the victims whose eviction calls are under way, and those whose call
+// succeeded lately: until the pod informer shows such a victim Terminating, it still looks
+// bound, and evicting it again would only repeat the call and its Preempted event.
 type evictions struct {
-	mu  sync.Mutex
-	set sets.Set[types.UID]
+	mu      sync.Mutex
+	set     sets.Set[types.UID]
+	evicted map[types.UID]time.Time
 }
 
-func newEvictions() *evictions { return &evictions{set: sets.New[types.UID]()} }
+func newEvictions() *evictions {
+	return &evictions{set: sets.New[types.UID](), evicted: map[types.UID]time.Time{}}
+}
 
-// start marks the victim's eviction under way; false when it already is.
-func (e *evictions) start(uid types.UID) bool {
+// start marks the victim's eviction under way; false when it already is, or when a call
+// evicted it within evictedMemory of now.
+func (e *evictions) start(uid types.UID, now time.Time) bool {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	if e.set.Has(uid) {
+	for u, at := range e.evicted {
+		if now.Sub(at) >= evictedMemory {
+			delete(e.evicted, u)
+		}
+	}
+	if _, recent := e.evicted[uid]; recent || e.set.Has(uid) {
 		return false
 	}
 	e.set.Insert(uid)
 	return true
 }
 
-func (e *evictions) done(uid types.UID) {
+// done ends the victim's eviction call; evicted says it succeeded at now.
+func (e *evictions) done(uid types.UID, evicted bool, now time.Time) {
 	e.mu.Lock()
+	defer e.mu.Unlock()
 	e.set.Delete(uid)
-	e.mu.Unlock()
+	if evicted {
+		e.evicted[uid] = now
+	}
 }
 
 // inFlight is how many evictions are under way.
