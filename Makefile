@@ -25,6 +25,8 @@ KUBE_LDFLAGS := -X $(VERSION_PKG).gitVersion=$(KUBE_VERSION) -X $(VERSION_PKG).g
                 -X $(VERSION_PKG).buildDate=1970-01-01T00:00:00Z
 CRD_SRC       = $(shell $(GO) list -m -f '{{.Dir}}' sigs.k8s.io/scheduler-plugins)/config/crd/bases/scheduling.x-k8s.io_podgroups.yaml
 CRD           := manifests/crds/scheduling.x-k8s.io_podgroups.yaml
+# The chart's copy: Helm installs it from crds/ on the first install when it is absent.
+CHART_CRD     := charts/ome-scheduler/crds/scheduling.x-k8s.io_podgroups.yaml
 
 # The control plane and helm (all make demo needs), then Prometheus for the tests.
 CLUSTER_TOOLS := $(BIN)/etcd $(BIN)/kube-apiserver $(BIN)/kube-controller-manager $(BIN)/kubectl $(BIN)/helm
@@ -131,12 +133,15 @@ fuzz:
 vuln:
 	$(GO) run golang.org/x/vuln/cmd/govulncheck@v1.1.4 ./...
 
-## crd: copy the PodGroup CRD from the pinned scheduler-plugins module
+## crd: copy the PodGroup CRD from the pinned scheduler-plugins module (manifests/crds/ and
+## the chart's crds/)
 crd:
-	cp $(CRD_SRC) $(CRD) && chmod 0644 $(CRD)
+	@src=$(CRD_SRC); for f in $(CRD) $(CHART_CRD); do \
+	  mkdir -p $$(dirname $$f) && cp $$src $$f && chmod 0644 $$f && echo "$$f"; done
 
 crd-check:
-	@cmp -s $(CRD_SRC) $(CRD) || { echo "$(CRD) differs from the scheduler-plugins module: run make crd"; exit 1; }
+	@src=$(CRD_SRC); for f in $(CRD) $(CHART_CRD); do \
+	  cmp -s $$src $$f || { echo "$$f differs from the scheduler-plugins module: run make crd"; exit 1; }; done
 
 ## chart: the packaged chart bin/ome-scheduler-$(VERSION).tgz (version and appVersion from
 ## VERSION; CHART_DIST changes the directory)

@@ -383,6 +383,8 @@ data:
 		for _, want := range []string{
 			"schedulerName: ome-scheduler",
 			"scheduling.x-k8s.io/pod-group",
+			"kubectl get crd podgroups.scheduling.x-k8s.io",
+			"--skip-crds",
 			"kubectl -n ome rollout status deployment/ome-scheduler",
 			"app.kubernetes.io/instance=ome-scheduler",
 			"kubectl -n ome get lease ome-scheduler",

@@ -107,7 +107,7 @@ func TestMakeChart(t *testing.T) {
 	wantEq(t, "packaged Chart.yaml version", meta["version"], v)
 	wantEq(t, "packaged Chart.yaml appVersion", meta["appVersion"], v)
 	wantEq(t, "packaged Chart.yaml kubeVersion", meta["kubeVersion"], ">=1.35.0-0 <1.36.0-0")
-	for _, f := range []string{"values.yaml", "values.schema.json", "README.md", "templates/deployment.yaml"} {
+	for _, f := range []string{"values.yaml", "values.schema.json", "README.md", "templates/deployment.yaml", "crds/scheduling.x-k8s.io_podgroups.yaml"} {
 		orig, err := os.ReadFile(filepath.Join(chartDir(t), f))
 		if err != nil {
 			t.Fatal(err)
