@@ -25,8 +25,8 @@ import (
 
 // TestInstallGuide walks docs/install.md on a cluster of its own: etcd, kube-apiserver and
 // kube-controller-manager (deployment, replicaset, namespace and garbage-collector
-// controllers) from bin/, without the PodGroup CRD, with the demo's nine fake GPU nodes and the
-// fake kubelet. Two bin/ome-scheduler processes play what a real cluster runs in pods: the
+// controllers) from bin/, without the PodGroup CRD (the chart's crds/ installs it), with the
+// demo's nine fake GPU nodes and the fake kubelet. Two bin/ome-scheduler processes play what a real cluster runs in pods: the
 // cluster's default scheduler (profile default-scheduler, which places the chart's own pods)
 // and the chart's scheduler (the installed ConfigMap's config.yaml, authenticated as the
 // chart's ServiceAccount), started when the guide's release exists and stopped when its
@@ -82,15 +82,16 @@ func TestInstallGuide(t *testing.T) {
 	if !strings.Contains(out[1], `Version:"v3.`) {
 		t.Errorf("helm version: not Helm 3:\n%s", out[1])
 	}
-	if _, err := c2.Client.Discovery().ServerResourcesForGroupVersion("scheduling.x-k8s.io/v1alpha1"); err == nil {
-		t.Fatal("the PodGroup API is served before the guide installed its CRD")
+	podGroupsServed := func(context.Context) bool {
+		_, err := c2.Client.Discovery().ServerResourcesForGroupVersion("scheduling.x-k8s.io/v1alpha1")
+		return err == nil
+	}
+	if podGroupsServed(ctx) {
+		t.Fatal("the PodGroup API is served before the chart installed its CRD")
 	}
 	out = g.run(t, s, "crd")
-	wantIn(t, "kubectl apply --server-side", out[0], "customresourcedefinition.apiextensions.k8s.io/podgroups.scheduling.x-k8s.io serverside-applied")
-	wantIn(t, "kubectl wait", out[1], "customresourcedefinition.apiextensions.k8s.io/podgroups.scheduling.x-k8s.io condition met")
-	// The client-side alternative the page mentions works on top of it.
-	if o, err := s.sh(t, "kubectl apply -f manifests/crds/scheduling.x-k8s.io_podgroups.yaml", time.Minute); err != nil {
-		t.Errorf("client-side kubectl apply of the CRD: %v\n%s", err, o)
+	if strings.TrimSpace(out[0]) != "" {
+		t.Errorf("kubectl get crd --ignore-not-found printed %q on a cluster without the CRD", out[0])
 	}
 	out = g.run(t, s, "nodes")
 	for _, c := range devenv.DemoLayout {
@@ -113,8 +114,16 @@ func TestInstallGuide(t *testing.T) {
 	out = g.run(t, s, "install-repo")
 	wantIn(t, "helm install (repository)", out[0], "STATUS: deployed")
 	checkDeploymentImage(t, ctx, c2, wantImage)
+	// Helm created the PodGroup CRD from the chart's crds/: the cluster had none.
+	if !waitFor(ctx, 30*time.Second, podGroupsServed) {
+		t.Fatal("the PodGroup API is not served after helm install: the chart's crds/ was not installed")
+	}
 	if o, err := s.sh(t, "helm uninstall ome-scheduler --namespace ome", time.Minute); err != nil {
 		t.Fatalf("helm uninstall between the two installs: %v\n%s", err, o)
+	}
+	// The CRD stays, and the second install finds it and skips it.
+	if !podGroupsServed(ctx) {
+		t.Fatal("helm uninstall deleted the PodGroup CRD of the chart's crds/")
 	}
 	if !strings.Contains(g.block(t, "install-package").commands[1].text, "bin/ome-scheduler-"+version+".tgz") {
 		t.Errorf("install-package does not install bin/ome-scheduler-%s.tgz (the VERSION file)", version)
@@ -238,7 +247,12 @@ func TestInstallGuide(t *testing.T) {
 		}
 	}
 
-	// 6. Upgrade from the repository and from the package; nothing restarts.
+	// 6. The CRD by hand (Helm never upgrades crds/), then the release from the repository
+	// and from the package; nothing restarts.
+	out = g.run(t, s, "crd-upgrade")
+	wantIn(t, "kubectl apply -f <chart's CRD>", out[0], "customresourcedefinition.apiextensions.k8s.io/podgroups.scheduling.x-k8s.io configured")
+	wantIn(t, "kubectl apply -f <chart's CRD>", out[0], "missing the kubectl.kubernetes.io/last-applied-configuration annotation")
+	wantIn(t, "kubectl wait", out[1], "customresourcedefinition.apiextensions.k8s.io/podgroups.scheduling.x-k8s.io condition met")
 	before := deploymentChecksum(t, ctx, c2)
 	out = g.run(t, s, "upgrade")
 	for i := range out {
