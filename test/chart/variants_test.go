@@ -119,6 +119,17 @@ subjects:
 		wantYAML(t, "imagePullSecrets", dig(r.get(t, "Deployment", "ome-scheduler").obj, "spec", "template", "spec", "imagePullSecrets"), "[{name: own-pull}]")
 	})
 
+	// The first fix the chart README gives for clusters that keep the critical priority
+	// classes to kube-system: the release in kube-system, with the default priority class.
+	t.Run("release in kube-system keeps system-cluster-critical", func(t *testing.T) {
+		t.Parallel()
+		r := renderNS(t, "kube-system")
+		d := r.get(t, "Deployment", "ome-scheduler")
+		wantEq(t, "Deployment namespace", d.namespace(), "kube-system")
+		wantEq(t, "priorityClassName", dig(d.obj, "spec", "template", "spec", "priorityClassName"), "system-cluster-critical")
+		wantLine(t, "config.yaml", configYAML(t, r, "ome-scheduler"), "  resourceNamespace: kube-system")
+	})
+
 	t.Run("release namespace propagates", func(t *testing.T) {
 		t.Parallel()
 		r := renderNS(t, "schedulers")
