@@ -388,6 +388,8 @@ data:
 			"kubectl -n ome rollout status deployment/ome-scheduler",
 			"app.kubernetes.io/instance=ome-scheduler",
 			"kubectl -n ome get lease ome-scheduler",
+			// The log command reads the Lease holder, never a pod the Deployment picks (the standby).
+			`kubectl -n ome logs "$(kubectl -n ome get lease ome-scheduler -o jsonpath='{.spec.holderIdentity}' | cut -d_ -f1)"`,
 			"reason=FailedScheduling",
 			"/metrics",
 			"Service ome/ome-scheduler-metrics port 10259",
@@ -400,6 +402,7 @@ data:
 		} {
 			wantContains(t, "NOTES", n, want)
 		}
+		wantNotContains(t, "NOTES", n, "logs deployment/")
 	})
 	t.Run("monitoring on", func(t *testing.T) {
 		t.Parallel()
@@ -426,5 +429,7 @@ data:
 		}
 		wantNotContains(t, "NOTES", n, "get lease")
 		wantNotContains(t, "NOTES", n, "port-forward")
+		// One replica without leader election: the Deployment's only pod is the scheduler.
+		wantContains(t, "NOTES", n, "kubectl -n ome logs deployment/ome-scheduler")
 	})
 }
