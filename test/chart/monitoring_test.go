@@ -54,8 +54,8 @@ func TestGrafanaDashboard(t *testing.T) {
 // ---------------------------------------------------------------------------------------
 // Optional PrometheusRule
 
-// omeAlerts are the alerts documented in docs/operations.md (Alerts) plus the scheduler's
-// availability.
+// omeAlerts are the alerts of the chart's PrometheusRule, as the chart README's Alerts table
+// lists them: the OMEGangPack alerts plus the scheduler's availability.
 var omeAlerts = []string{
 	"OMESchedulerDown", "OMESchedulerNoLeader", "OMEGangSplitPlacement", "OMEGangAlreadySplit",
 	"OMEGangNoFit", "OMEStrandedCapacity", "OMEGangReservedWait", "OMEGangsStuckForming",
