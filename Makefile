@@ -1,7 +1,9 @@
 # ome-scheduler — kube-scheduler 1.35 with the OMEGangPack plugin.
 #
 #   make demo   local control plane, fake GPU nodes, the seed's demo gang placed and shown
-#   make test   unit, chart and integration tests, go vet (builds the tools when missing)
+#   make test   the CRD check, gofmt, go vet, then the unit (pkg/ with -race, fuzz seeds), chart
+#               (test/chart), integration (test/integration), end-to-end (test/e2e) and
+#               reliability (test/reliability) tests; builds the tools when missing
 
 SHELL        := /bin/bash
 comma        := ,
