@@ -168,7 +168,7 @@ func TestDockerfile(t *testing.T) {
 		regexp.MustCompile(`(^|\s)GOOS=\$\{?TARGETOS\}?\s`),
 		regexp.MustCompile(`(^|\s)GOARCH=\$\{?TARGETARCH\}?\s`),
 		regexp.MustCompile(`\sgo build\s(.*\s)?-trimpath\s`),
-		regexp.MustCompile(`\s-ldflags[ =]["']-s -w\s`),
+		regexp.MustCompile(`\s-ldflags[ =]["']-s -w["'\s]`),
 		regexp.MustCompile(`\s\./cmd/ome-scheduler\s*$`),
 	} {
 		if !want.MatchString(" " + build) {
