@@ -12,8 +12,9 @@ BIN          := $(CURDIR)/bin
 export GOFLAGS := -buildvcs=false
 export OME_BIN_DIR := $(BIN)
 
-# The release version: the chart's version and appVersion (`make chart`) and the image tag
-# (`make image`). Chart.yaml carries the same value (test/chart checks it).
+# The release version, the one place it lives: the chart's version (`make chart`), and with a
+# leading v the chart's appVersion, the image tag (`make image`) and the version
+# `ome-scheduler --version` prints. Chart.yaml carries the same values (test/chart checks it).
 VERSION      := $(shell cat $(CURDIR)/VERSION)
 HELM_VERSION := v3.22.0
 KUBE_VERSION := v1.35.4
@@ -25,6 +26,9 @@ VERSION_PKG  := k8s.io/component-base/version
 KUBE_LDFLAGS := -X $(VERSION_PKG).gitVersion=$(KUBE_VERSION) -X $(VERSION_PKG).gitMajor=1 \
                 -X $(VERSION_PKG).gitMinor=35 -X $(VERSION_PKG).gitTreeState=clean \
                 -X $(VERSION_PKG).buildDate=1970-01-01T00:00:00Z
+# ome-scheduler's own version, next to the Kubernetes one (cmd/ome-scheduler prints both); the
+# Dockerfile stamps the same two from the build arguments `make image` passes.
+OME_LDFLAGS  := -X github.com/moirai-internal/ome-scheduler/internal/version.Version=v$(VERSION)
 CRD_SRC       = $(shell $(GO) list -m -f '{{.Dir}}' sigs.k8s.io/scheduler-plugins)/config/crd/bases/scheduling.x-k8s.io_podgroups.yaml
 CRD           := manifests/crds/scheduling.x-k8s.io_podgroups.yaml
 # The chart's copy: Helm installs it from crds/ on the first install when it is absent.
@@ -44,7 +48,7 @@ all: build
 ## build: bin/ome-scheduler (BUILD_TAGS=heapdump for memory investigations, docs/benchmarks.md)
 BUILD_TAGS ?=
 build:
-	$(GO) build -tags '$(BUILD_TAGS)' -ldflags "$(KUBE_LDFLAGS)" -o $(BIN)/ome-scheduler ./cmd/ome-scheduler
+	$(GO) build -tags '$(BUILD_TAGS)' -ldflags "$(KUBE_LDFLAGS) $(OME_LDFLAGS)" -o $(BIN)/ome-scheduler ./cmd/ome-scheduler
 
 ## tools: the real test components from the Go module proxy, cached in bin/
 tools: $(TOOLS)
@@ -145,29 +149,30 @@ crd-check:
 	@src=$(CRD_SRC); for f in $(CRD) $(CHART_CRD); do \
 	  cmp -s $$src $$f || { echo "$$f differs from the scheduler-plugins module: run make crd"; exit 1; }; done
 
-## chart: the packaged chart bin/ome-scheduler-$(VERSION).tgz (version and appVersion from
-## VERSION; CHART_DIST changes the directory)
+## chart: the packaged chart bin/ome-scheduler-$(VERSION).tgz (version VERSION, appVersion
+## vVERSION, the image tag; CHART_DIST changes the directory)
 CHART_DIST ?= $(BIN)
 chart: $(BIN)/helm
 	@mkdir -p $(CHART_DIST)
-	$(BIN)/helm package charts/ome-scheduler --version $(VERSION) --app-version $(VERSION) --destination $(CHART_DIST)
+	$(BIN)/helm package charts/ome-scheduler --version $(VERSION) --app-version v$(VERSION) --destination $(CHART_DIST)
 
-## image: the container image IMAGE (default {HUB/}ome-scheduler:$(VERSION), the reference the
-## chart renders with global.hub=HUB). With docker buildx: for PLATFORMS (linux/amd64 and
+## image: the container image IMAGE (default {HUB/}ome-scheduler:v$(VERSION), the reference the
+## chart renders with global.hub=HUB), its binary stamped with VERSION and KUBE_VERSION. With docker buildx: for PLATFORMS (linux/amd64 and
 ## linux/arm64), pushed with PUSH=1, else kept in the build cache (a single platform is loaded
 ## into the local image store). Without buildx: docker build for the local platform, then
 ## docker push with PUSH=1. Needs a Docker engine (not available on the CI machines).
 HUB       ?=
-IMAGE     ?= $(if $(HUB),$(patsubst %/,%,$(HUB))/)ome-scheduler:$(VERSION)
+IMAGE     ?= $(if $(HUB),$(patsubst %/,%,$(HUB))/)ome-scheduler:v$(VERSION)
+BUILD_ARGS = --build-arg VERSION=$(VERSION) --build-arg KUBE_VERSION=$(KUBE_VERSION)
 PLATFORMS ?= linux/amd64,linux/arm64
 PUSH      ?=
 BUILDX    ?= $(shell docker buildx version >/dev/null 2>&1 && echo 1)
 image:
 ifeq ($(BUILDX),1)
-	$(strip docker buildx build --platform $(PLATFORMS) -t $(IMAGE) \
+	$(strip docker buildx build --platform $(PLATFORMS) $(BUILD_ARGS) -t $(IMAGE) \
 		$(if $(filter 1,$(PUSH)),--push,$(if $(findstring $(comma),$(PLATFORMS)),,--load)) .)
 else
-	docker build -t $(IMAGE) .
+	docker build $(BUILD_ARGS) -t $(IMAGE) .
 	$(if $(filter 1,$(PUSH)),docker push $(IMAGE))
 endif
 

@@ -24,8 +24,8 @@ func TestChartYAML(t *testing.T) {
 		{"apiVersion", "v2"},
 		{"name", "ome-scheduler"},
 		{"type", "application"},
-		{"version", "0.1.0"},
-		{"appVersion", "0.1.0"},
+		{"version", "1.3.0"},
+		{"appVersion", "v1.3.0"},
 		{"kubeVersion", ">=1.35.0-0 <1.36.0-0"},
 	} {
 		t.Run(tc.key, func(t *testing.T) {
@@ -33,7 +33,7 @@ func TestChartYAML(t *testing.T) {
 		})
 	}
 	t.Run("appVersion quoted", func(t *testing.T) {
-		wantLine(t, "Chart.yaml", string(b), `appVersion: "0.1.0"`)
+		wantLine(t, "Chart.yaml", string(b), `appVersion: "v1.3.0"`)
 	})
 	t.Run("description", func(t *testing.T) {
 		d, _ := c["description"].(string)

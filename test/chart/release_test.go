@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"sort"
 	"strings"
 	"testing"
@@ -57,14 +58,29 @@ func runMake(t *testing.T, args ...string) string {
 	return stdout.String()
 }
 
-// Chart.yaml carries the version of the VERSION file as version and appVersion, so a
-// `helm install` from the repository path and one from `make chart`'s package run the same
-// image tag.
+// Chart.yaml carries the version of the VERSION file as version and, with a leading v (the
+// image tag convention), as appVersion, so a `helm install` from the repository path and one
+// from `make chart`'s package run the same image tag, the one `make image` builds.
 func TestVersionFile(t *testing.T) {
 	v := releaseVersion(t)
+	if !regexp.MustCompile(`^\d+\.\d+\.\d+$`).MatchString(v) {
+		t.Errorf("VERSION %q is not MAJOR.MINOR.PATCH without a v (the chart's SemVer version)", v)
+	}
 	cv, av := chartMeta(t)
 	wantEq(t, "Chart.yaml version (VERSION)", cv, v)
-	wantEq(t, "Chart.yaml appVersion (VERSION)", av, v)
+	wantEq(t, "Chart.yaml appVersion (v + VERSION)", av, "v"+v)
+}
+
+// `make build` stamps bin/ome-scheduler with the release version (v + VERSION), which
+// `ome-scheduler --version` prints, and keeps the Kubernetes version stamp KUBE_VERSION.
+func TestMakeBuildStampsVersion(t *testing.T) {
+	v := releaseVersion(t)
+	out := runMake(t, "-n", "build")
+	if re := regexp.MustCompile(`-X github\.com/moirai-internal/ome-scheduler/internal/version\.Version=v` + regexp.QuoteMeta(v) + `["\s]`); !re.MatchString(out) {
+		t.Errorf("make -n build does not stamp the release version v%s (%s):\n%s", v, re, out)
+	}
+	wantContains(t, "make -n build", out, "-X k8s.io/component-base/version.gitVersion=v1.35.")
+	wantContains(t, "make -n build", out, " ./cmd/ome-scheduler")
 }
 
 // `make chart` packages charts/ome-scheduler with helm package --version/--app-version from
@@ -76,7 +92,7 @@ func TestMakeChart(t *testing.T) {
 	v := releaseVersion(t)
 	dist := t.TempDir()
 	out := runMake(t, "chart", "CHART_DIST="+dist)
-	wantContains(t, "make chart", out, "helm package charts/ome-scheduler --version "+v+" --app-version "+v+" --destination "+dist)
+	wantContains(t, "make chart", out, "helm package charts/ome-scheduler --version "+v+" --app-version v"+v+" --destination "+dist)
 	tgz := filepath.Join(dist, "ome-scheduler-"+v+".tgz")
 	wantContains(t, "make chart", out, "Successfully packaged chart and saved it to: "+tgz)
 
@@ -112,7 +128,7 @@ func TestMakeChart(t *testing.T) {
 		t.Fatal(err)
 	}
 	wantEq(t, "packaged Chart.yaml version", meta["version"], v)
-	wantEq(t, "packaged Chart.yaml appVersion", meta["appVersion"], v)
+	wantEq(t, "packaged Chart.yaml appVersion", meta["appVersion"], "v"+v)
 	wantEq(t, "packaged Chart.yaml kubeVersion", meta["kubeVersion"], ">=1.35.0-0 <1.36.0-0")
 	for _, f := range []string{"values.yaml", "values.schema.json", "README.md", "templates/deployment.yaml", "crds/scheduling.x-k8s.io_podgroups.yaml"} {
 		orig, err := os.ReadFile(filepath.Join(chartDir(t), f))
@@ -124,44 +140,47 @@ func TestMakeChart(t *testing.T) {
 		}
 	}
 
-	// The package renders like the directory, with the image tag from VERSION.
+	// The package renders like the directory, with the image tag v + VERSION.
 	res := helmTemplate(t, devenv.HelmRender{Chart: tgz})
 	if res.err != nil {
 		t.Fatalf("helm template %s: %v\n%s", tgz, res.err, res.stderr)
 	}
-	wantLine(t, "render of the package", res.stdout, "        image: ome-scheduler:"+v)
+	wantLine(t, "render of the package", res.stdout, "        image: ome-scheduler:v"+v)
 	wantLine(t, "render of the package", res.stdout, "    helm.sh/chart: ome-scheduler-"+v)
 }
 
 // `make image` tags the image with the reference the chart renders by default (with
-// global.hub=HUB when HUB is given): repository ome-scheduler, tag VERSION. The recipes are
-// checked with make -n, since the test machines have no Docker engine.
+// global.hub=HUB when HUB is given): repository ome-scheduler, tag v + VERSION, and passes
+// VERSION and KUBE_VERSION as build arguments (the Dockerfile stamps them like `make build`,
+// test/e2e TestDockerfile). The recipes are checked with make -n, since the test machines have
+// no Docker engine.
 func TestMakeImage(t *testing.T) {
 	v := releaseVersion(t)
 	const hub = "registry.example.com/ome"
 	r := render(t, "--set", "global.hub="+hub)
 	img, _ := dig(r.get(t, "Deployment", releaseName).obj, "spec", "template", "spec", "containers", 0, "image").(string)
-	wantEq(t, "chart image with global.hub", img, hub+"/ome-scheduler:"+v)
+	wantEq(t, "chart image with global.hub", img, hub+"/ome-scheduler:v"+v)
 	r = render(t)
 	def, _ := dig(r.get(t, "Deployment", releaseName).obj, "spec", "template", "spec", "containers", 0, "image").(string)
-	wantEq(t, "chart image by default", def, "ome-scheduler:"+v)
+	wantEq(t, "chart image by default", def, "ome-scheduler:v"+v)
+	ba := "--build-arg VERSION=" + v + " --build-arg KUBE_VERSION=" + kubeVersionOfMakefile(t)
 
 	cases := []struct {
 		name string
 		args []string
 		want []string
 	}{
-		{"docker build, no push", []string{"BUILDX="}, []string{"docker build -t " + def + " ."}},
+		{"docker build, no push", []string{"BUILDX="}, []string{"docker build " + ba + " -t " + def + " ."}},
 		{"docker build and push to HUB", []string{"BUILDX=", "HUB=" + hub, "PUSH=1"},
-			[]string{"docker build -t " + img + " .", "docker push " + img}},
+			[]string{"docker build " + ba + " -t " + img + " .", "docker push " + img}},
 		{"buildx, both platforms, pushed", []string{"BUILDX=1", "HUB=" + hub + "/", "PUSH=1"},
-			[]string{"docker buildx build --platform linux/amd64,linux/arm64 -t " + img + " --push ."}},
+			[]string{"docker buildx build --platform linux/amd64,linux/arm64 " + ba + " -t " + img + " --push ."}},
 		{"buildx, both platforms, build cache only", []string{"BUILDX=1"},
-			[]string{"docker buildx build --platform linux/amd64,linux/arm64 -t " + def + " ."}},
+			[]string{"docker buildx build --platform linux/amd64,linux/arm64 " + ba + " -t " + def + " ."}},
 		{"buildx, one platform, loaded", []string{"BUILDX=1", "PLATFORMS=linux/arm64"},
-			[]string{"docker buildx build --platform linux/arm64 -t " + def + " --load ."}},
+			[]string{"docker buildx build --platform linux/arm64 " + ba + " -t " + def + " --load ."}},
 		{"explicit IMAGE", []string{"BUILDX=", "IMAGE=quay.io/acme/ome-scheduler:" + v, "PUSH=1"},
-			[]string{"docker build -t quay.io/acme/ome-scheduler:" + v + " .", "docker push quay.io/acme/ome-scheduler:" + v}},
+			[]string{"docker build " + ba + " -t quay.io/acme/ome-scheduler:" + v + " .", "docker push quay.io/acme/ome-scheduler:" + v}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -175,6 +194,21 @@ func TestMakeImage(t *testing.T) {
 			wantEq(t, "make -n image "+strings.Join(tc.args, " "), strings.Join(got, "\n"), strings.Join(tc.want, "\n"))
 		})
 	}
+}
+
+// kubeVersionOfMakefile is the Makefile's KUBE_VERSION, the Kubernetes version the binaries are
+// stamped with.
+func kubeVersionOfMakefile(t *testing.T) string {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(repoRoot(t), "Makefile"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := regexp.MustCompile(`(?m)^KUBE_VERSION\s*:=\s*(v\S+)\s*$`).FindSubmatch(b)
+	if m == nil {
+		t.Fatal("Makefile has no KUBE_VERSION := v...")
+	}
+	return string(m[1])
 }
 
 // untar returns the regular files of a .tgz by name.

@@ -3,6 +3,7 @@ package e2e
 import (
 	"encoding/json"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -40,12 +41,56 @@ func parseDockerfile(text string) []dockerInstruction {
 	return out
 }
 
+// checkDockerBuildStamps runs the Dockerfile's build instruction with sh, as docker does, with
+// the build arguments `make image` passes and a fake go that prints its -ldflags, and wants the
+// version stamps of `make build`: the release version from VERSION and the Kubernetes version.
+func checkDockerBuildStamps(t *testing.T, root, build string) {
+	t.Helper()
+	version := strings.TrimSpace(readFile(t, filepath.Join(root, "VERSION")))
+	km := regexp.MustCompile(`(?m)^KUBE_VERSION\s*:=\s*(v(\d+)\.(\d+)\.\d+)\s*$`).FindStringSubmatch(readFile(t, filepath.Join(root, "Makefile")))
+	if km == nil {
+		t.Fatal("Makefile has no KUBE_VERSION := vX.Y.Z")
+	}
+	fake := t.TempDir()
+	out := filepath.Join(fake, "ldflags")
+	script := "#!/bin/sh\nwhile [ $# -gt 0 ]; do if [ \"$1\" = -ldflags ]; then printf '%s' \"$2\" > " + out + "; fi; shift; done\n"
+	if err := os.WriteFile(filepath.Join(fake, "go"), []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command("/bin/sh", "-c", build)
+	cmd.Env = []string{"PATH=" + fake + ":/usr/bin:/bin", "TARGETOS=linux", "TARGETARCH=amd64",
+		"VERSION=" + version, "KUBE_VERSION=" + km[1]}
+	if o, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("the build instruction with a fake go: %v\n%s", err, o)
+	}
+	ld := strings.Fields(readFile(t, out))
+	kv := "k8s.io/component-base/version."
+	for _, want := range []string{
+		"github.com/moirai-internal/ome-scheduler/internal/version.Version=v" + version,
+		kv + "gitVersion=" + km[1], kv + "gitMajor=" + km[2], kv + "gitMinor=" + km[3],
+	} {
+		if !contains(ld, want) {
+			t.Errorf("the image's go build -ldflags %q lack -X %s", ld, want)
+		}
+	}
+}
+
+func containsPrefix(list []string, prefix string) bool {
+	for _, s := range list {
+		if strings.HasPrefix(s, prefix) {
+			return true
+		}
+	}
+	return false
+}
+
 // TestDockerfile pins the facts the chart and the release rely on, since the image cannot be
 // built on the CI machines: a static (CGO_ENABLED=0), trimmed, stripped build of
 // ./cmd/ome-scheduler for TARGETOS/TARGETARCH on golang:${GO_VERSION} (the go.mod language
 // version), a distroless static nonroot base, the binary at /ome-scheduler (the chart's
 // container command), the numeric nonroot user 65532 (the chart sets runAsNonRoot, which a
-// non-numeric user would fail), and the exec-form entrypoint.
+// non-numeric user would fail), the exec-form entrypoint, and the version stamps of `make build`
+// from the build arguments VERSION and KUBE_VERSION.
 func TestDockerfile(t *testing.T) {
 	root := repoRoot(t)
 	b, err := os.ReadFile(filepath.Join(root, "Dockerfile"))
@@ -123,13 +168,19 @@ func TestDockerfile(t *testing.T) {
 		regexp.MustCompile(`(^|\s)GOOS=\$\{?TARGETOS\}?\s`),
 		regexp.MustCompile(`(^|\s)GOARCH=\$\{?TARGETARCH\}?\s`),
 		regexp.MustCompile(`\sgo build\s(.*\s)?-trimpath\s`),
-		regexp.MustCompile(`\s-ldflags[ =]["']-s -w["']\s`),
+		regexp.MustCompile(`\s-ldflags[ =]["']-s -w["'\s]`),
 		regexp.MustCompile(`\s\./cmd/ome-scheduler\s*$`),
 	} {
 		if !want.MatchString(" " + build) {
 			t.Errorf("go build instruction %q does not match %s", build, want)
 		}
 	}
+	for _, a := range []string{"VERSION", "KUBE_VERSION"} {
+		if !contains(args, a) && !containsPrefix(args, a+"=") {
+			t.Errorf("builder stage must declare ARG %s (make image passes it)", a)
+		}
+	}
+	checkDockerBuildStamps(t, root, build)
 	om := regexp.MustCompile(`\s-o\s+(\S+)`).FindStringSubmatch(build)
 	if om == nil {
 		t.Fatalf("go build instruction %q has no -o", build)

@@ -110,7 +110,7 @@ func TestInstallGuide(t *testing.T) {
 
 	// 3. Install from the repository, then (after an uninstall) from the package.
 	version := strings.TrimSpace(readFile(t, filepath.Join(repoRoot(t), "VERSION")))
-	wantImage := "registry.example.com/ome/ome-scheduler:" + version
+	wantImage := "registry.example.com/ome/ome-scheduler:v" + version // the image tag is v + VERSION
 	out = g.run(t, s, "install-repo")
 	wantIn(t, "helm install (repository)", out[0], "STATUS: deployed")
 	checkDeploymentImage(t, ctx, c2, wantImage)

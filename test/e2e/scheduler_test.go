@@ -396,3 +396,31 @@ func sampleValue(mf *dto.MetricFamily, label, value string) float64 {
 	}
 	return -1
 }
+
+// TestSchedulerVersion: bin/ome-scheduler --version prints the release version of the VERSION
+// file (with a v, the image tag) and the Kubernetes version it is built from, the Makefile's
+// KUBE_VERSION, which stays what kube-scheduler itself reports (--version=raw).
+func TestSchedulerVersion(t *testing.T) {
+	root := repoRoot(t)
+	version := strings.TrimSpace(readFile(t, filepath.Join(root, "VERSION")))
+	km := regexp.MustCompile(`(?m)^KUBE_VERSION\s*:=\s*(v\S+)\s*$`).FindStringSubmatch(readFile(t, filepath.Join(root, "Makefile")))
+	if km == nil {
+		t.Fatal("Makefile has no KUBE_VERSION")
+	}
+	bin, err := devenv.Bin("ome-scheduler")
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := exec.Command(bin, "--version").CombinedOutput()
+	if err != nil {
+		t.Fatalf("ome-scheduler --version: %v\n%s", err, out)
+	}
+	if want := "ome-scheduler v" + version + " (Kubernetes " + km[1] + ")\n"; string(out) != want {
+		t.Errorf("ome-scheduler --version printed %q, want %q", out, want)
+	}
+	out, err = exec.Command(bin, "--version=raw").CombinedOutput()
+	if err != nil {
+		t.Fatalf("ome-scheduler --version=raw: %v\n%s", err, out)
+	}
+	wantIn(t, "ome-scheduler --version=raw", string(out), `GitVersion:"`+km[1]+`"`)
+}
