@@ -201,7 +201,7 @@ func newWorld(t testing.TB, args *gang.Args, nodes []*v1.Node, pods []*v1.Pod, p
 	w.pl.podGroups = &podGroupReader{}
 	w.pl.planner.UsePodGroups(w.pl.podGroups)
 	w.pl.podGroups.cur.Store(&pgInformer{lister: pglisters.NewPodGroupLister(w.pgs), informer: nil})
-	w.pl.ledger.MarkActive()
+	w.pl.ledger.Begin()
 	for _, pg := range pgs {
 		w.putPodGroup(pg)
 	}

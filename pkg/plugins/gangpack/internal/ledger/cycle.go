@@ -15,11 +15,8 @@ import (
 // cycle (Reserve, Unreserve, PostBind), and what they read from it. Permit's verbs are in
 // admit.go; PreFilter's decisions carried out are in pins.go and drop.go.
 
-// MarkActive is the first PreFilter's: only an active (leading) replica activates pods.
-func (l *Ledger) MarkActive() { l.active.Store(true) }
-
-// Begin is every PreFilter's first call: it marks the ledger active and returns the hold
-// generation the cycle's decisions are made under.
+// Begin is every PreFilter's first call: it marks the ledger active (only an active, leading
+// replica activates pods) and returns the hold generation the cycle's decisions are made under.
 func (l *Ledger) Begin() uint64 {
 	l.active.Store(true)
 	return l.store.Generation()
