@@ -5,6 +5,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/moirai-internal/ome-scheduler/pkg/plugins/gangpack/internal/gang"
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/cache"
@@ -135,27 +136,15 @@ func (l *Ledger) WatchDoubts(inf cache.SharedIndexInformer) error {
 // bind) may have been written before the bind request reached the API server, so it proves
 // nothing; the doubt then lasts until maxDoubt.
 func (l *Ledger) doubtEvents() cache.ResourceEventHandlerFuncs {
-	return cache.ResourceEventHandlerFuncs{
-		UpdateFunc: func(oldObj, newObj any) {
-			old, ok1 := oldObj.(*v1.Pod)
-			cur, ok2 := newObj.(*v1.Pod)
-			switch {
-			case !ok1 || !ok2:
-			case old.UID != cur.UID:
-				l.endDoubt(old.UID)
-			case cur.Spec.NodeName != "":
-				l.endDoubt(cur.UID)
-			}
-		},
-		DeleteFunc: func(obj any) {
-			if d, ok := obj.(cache.DeletedFinalStateUnknown); ok {
-				obj = d.Obj
-			}
-			if p, ok := obj.(*v1.Pod); ok {
-				l.endDoubt(p.UID)
-			}
-		},
-	}
+	return gang.Changes(func(old, cur *v1.Pod) {
+		switch {
+		case old == nil: // added, or not a pod: no doubt to end
+		case cur == nil || old.UID != cur.UID:
+			l.endDoubt(old.UID)
+		case cur.Spec.NodeName != "":
+			l.endDoubt(cur.UID)
+		}
+	})
 }
 
 // doubtBegan starts the timer that ends the pod's doubt at maxDoubt: refused pods are woken
