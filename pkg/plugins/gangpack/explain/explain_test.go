@@ -43,7 +43,6 @@ func pod(ns, name, nodeName, group string, gpus int64) *v1.Pod {
 	return p
 }
 
-
 // Three cliques of two 4-GPU nodes: a has 8 free GPUs, b 5 (a bound gang of 3), c 2 (six
 // standalone GPUs used).
 func cluster() *Cluster {
