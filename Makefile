@@ -46,9 +46,11 @@ INTEGRATION_TIMEOUT ?= 40m
 all: build
 
 ## build: bin/ome-scheduler (BUILD_TAGS=heapdump for memory investigations, docs/benchmarks.md)
+## and bin/kubectl-ome, the kubectl plugin (copy it onto the PATH: `kubectl ome ...`)
 BUILD_TAGS ?=
 build:
 	$(GO) build -tags '$(BUILD_TAGS)' -ldflags "$(KUBE_LDFLAGS) $(OME_LDFLAGS)" -o $(BIN)/ome-scheduler ./cmd/ome-scheduler
+	$(GO) build -ldflags "$(KUBE_LDFLAGS) $(OME_LDFLAGS)" -o $(BIN)/kubectl-ome ./cmd/kubectl-ome
 
 ## tools: the real test components from the Go module proxy, cached in bin/
 tools: $(TOOLS)
