@@ -30,9 +30,9 @@ type debugView struct{}
 func (debugView) MarshalJSON() ([]byte, error) {
 	pl := debugPlugin.Load()
 	if pl == nil {
-		return json.Marshal(explain.Reservations{Pins: []explain.Pin{}})
+		return json.Marshal(explain.Reservations{Pins: []explain.Pin{}, Assumed: []explain.AssumedPod{}})
 	}
-	return json.Marshal(explain.Wire(pl.ledger.Holds(), pl.ledger.Active(), pl.args))
+	return json.Marshal(explain.Wire(pl.ledger.Holds(), pl.ledger.AssumedMembers(), pl.ledger.Active(), pl.args))
 }
 
 // serveDebug makes pl the plugin /configz shows.

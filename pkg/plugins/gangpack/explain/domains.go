@@ -46,6 +46,7 @@ type DomainUse struct {
 // shape it can place.
 func Domains(c *Cluster, s Shape) (*DomainsResult, error) {
 	s.MinMember = 1
+	c = c.withAssumed()
 	cc, pg, pods, err := c.hypothetical(s)
 	if err != nil {
 		return nil, err

@@ -75,6 +75,7 @@ type Domain struct {
 
 // Explain plans the gang as the scheduler's PreFilter would, changing nothing.
 func Explain(c *Cluster, r Request) (*Result, error) {
+	c = c.withAssumed()
 	pg := r.PodGroup
 	res := &Result{PodGroup: pg.Namespace + "/" + pg.Name, MinMember: int(pg.Spec.MinMember), ReservationsKnown: c.Reservations != nil}
 	pod, fullyPlaced := r.Pod, false
@@ -185,4 +186,26 @@ func placedDomain(nodes []fwk.NodeInfo, info gang.Info) string {
 		return m.Domain
 	}
 	return ""
+}
+
+// withAssumed is the cluster with the members the scheduler placed but has not bound yet on
+// their nodes, as the scheduler's snapshot has them.
+func (c *Cluster) withAssumed() *Cluster {
+	if c.Reservations == nil || len(c.Reservations.Assumed) == 0 {
+		return c
+	}
+	at := make(map[string]string, len(c.Reservations.Assumed))
+	for _, a := range c.Reservations.Assumed {
+		at[a.UID] = a.Node
+	}
+	cc := *c
+	cc.Pods = make([]*v1.Pod, len(c.Pods))
+	for i, p := range c.Pods {
+		if node, ok := at[string(p.UID)]; ok && p.Spec.NodeName == "" {
+			p = p.DeepCopy()
+			p.Spec.NodeName = node
+		}
+		cc.Pods[i] = p
+	}
+	return &cc
 }

@@ -177,3 +177,19 @@ func TestWireRoundTrip(t *testing.T) {
 		t.Fatal("a /configz without the entry decoded")
 	}
 }
+
+// A member waiting at Permit (assumed, unbound in the API) occupies its node and counts as
+// placed, as in the scheduler's snapshot.
+func TestAssumedMembersOccupy(t *testing.T) {
+	c := cluster()
+	pg := &schedv1alpha1.PodGroup{ObjectMeta: metav1.ObjectMeta{Namespace: "t", Name: "w", UID: "pg"}, Spec: schedv1alpha1.PodGroupSpec{MinMember: 2}}
+	c.Pods = append(c.Pods, pod("t", "w-0", "", "w", 1), pod("t", "w-1", "", "w", 1))
+	c.Reservations = &Reservations{Leader: true, Assumed: []AssumedPod{{Namespace: "t", Name: "w-0", UID: "uid-w-0", Node: "a-1"}}}
+	r, err := Explain(c, Request{PodGroup: pg})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Placed != 1 || r.ChosenDomain != "a" || r.Domains[0].Free[gpu] != 7 {
+		t.Fatalf("%+v", r)
+	}
+}

@@ -23,6 +23,17 @@ type Reservations struct {
 	Args *Args `json:"args,omitempty"`
 	// Pins are the gangs' pins, sorted by gang key.
 	Pins []Pin `json:"pins"`
+	// Assumed are the gang members the scheduler placed on a node that are not bound yet
+	// (waiting at Permit, or binding): the API server shows them unscheduled.
+	Assumed []AssumedPod `json:"assumed"`
+}
+
+// AssumedPod is one member placed on a node in the scheduler's memory only.
+type AssumedPod struct {
+	Namespace string `json:"namespace"`
+	Name      string `json:"name"`
+	UID       string `json:"uid"`
+	Node      string `json:"node"`
 }
 
 // Pin is one gang's pin: forming (members still to place, room reserved) or committed.
@@ -57,9 +68,12 @@ func (p Pin) ReservedMembers() int {
 	return n
 }
 
-// Wire turns the ledger's pins into the served document.
-func Wire(holds []ledger.Held, leader bool, args *Args) Reservations {
-	out := Reservations{Leader: leader, Args: args, Pins: make([]Pin, 0, len(holds))}
+// Wire turns the ledger's pins and assumed members into the served document.
+func Wire(holds []ledger.Held, assumed []ledger.Assumed, leader bool, args *Args) Reservations {
+	out := Reservations{Leader: leader, Args: args, Pins: make([]Pin, 0, len(holds)), Assumed: make([]AssumedPod, 0, len(assumed))}
+	for _, a := range assumed {
+		out.Assumed = append(out.Assumed, AssumedPod{Namespace: a.Namespace, Name: a.Name, UID: string(a.UID), Node: a.Node})
+	}
 	for _, h := range holds {
 		c := h.Commitment
 		p := Pin{Gang: c.Gang, TopologyKey: c.Key, Domain: c.Domain, Attempt: c.ID, Owner: c.Owner,

@@ -84,3 +84,17 @@ func (l *Ledger) Holds() []Held {
 
 // Active reports whether this replica has run a scheduling cycle: only the leader does.
 func (l *Ledger) Active() bool { return l.active.Load() }
+
+// Assumed is a gang member the scheduler reserved a node for that is not bound yet (it waits
+// at Permit or is binding): the API server does not show it on its node.
+type Assumed struct {
+	Namespace, Name string
+	UID             types.UID
+	Node            string
+}
+
+// AssumedMembers returns the members reserved on a node and not yet bound, sorted by
+// namespace and name.
+func (l *Ledger) AssumedMembers() []Assumed {
+	return l.reserved.list()
+}
