@@ -115,4 +115,3 @@ func (o *options) podGroupClient() (pgclientset.Interface, error) {
 	}
 	return pgclientset.NewForConfig(cfg)
 }
-
