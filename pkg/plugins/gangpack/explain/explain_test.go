@@ -193,3 +193,5 @@ func TestAssumedMembersOccupy(t *testing.T) {
 		t.Fatalf("%+v", r)
 	}
 }
+
+func resourceOf(n int64) *resource.Quantity { return resource.NewQuantity(n, resource.DecimalSI) }
