@@ -73,16 +73,21 @@ type Domain struct {
 	Reason   string `json:"reason"`
 }
 
-// Explain plans the gang as the scheduler's PreFilter would, changing nothing.
+// Explain plans the gang as the scheduler's PreFilter would, changing nothing. A gang whose
+// live members are all on nodes is planned again as if none were placed, which shows why its
+// domain was the best fit (or what would be now).
 func Explain(c *Cluster, r Request) (*Result, error) {
 	c = c.withAssumed()
 	pg := r.PodGroup
 	res := &Result{PodGroup: pg.Namespace + "/" + pg.Name, MinMember: int(pg.Spec.MinMember), ReservationsKnown: c.Reservations != nil}
-	pod, fullyPlaced := r.Pod, false
+	pod, placedOn := r.Pod, []string(nil)
 	if pod == nil {
-		pod, fullyPlaced = memberToPlan(c.Pods, pg, r.Extra)
+		pod, placedOn = memberToPlan(c.Pods, pg, r.Extra)
 		if pod == nil {
 			return nil, fmt.Errorf("PodGroup %s has no live member pods: nothing to plan", res.PodGroup)
+		}
+		if placedOn != nil {
+			c = c.unplaced(pg)
 		}
 	}
 	ex, nodes, info, refused, err := c.explain(pg, pod, r.Extra)
@@ -97,12 +102,10 @@ func Explain(c *Cluster, r Request) (*Result, error) {
 	res.Need, res.Placed = ex.Need, ex.Placed
 	res.ChosenDomain = ex.Domain
 	res.Reason = chosenReason(ex, c.Reservations != nil)
-	if fullyPlaced && ex.Placed >= info.MinMember {
-		res.ChosenDomain = ex.Domain
-		if ex.Domain == "" && len(ex.Plans) > 0 {
-			res.ChosenDomain = placedDomain(nodes, info)
-		}
-		res.Reason = fmt.Sprintf("the gang is placed: %d members on nodes of %s", ex.Placed, res.ChosenDomain)
+	if placedOn != nil {
+		res.Placed = len(placedOn)
+		res.ChosenDomain = domainOfNode(ex, placedOn[0])
+		res.Reason = fmt.Sprintf("the gang is placed: %d members on nodes of %s; planned again without them, %s", len(placedOn), res.ChosenDomain, res.Reason)
 	}
 	res.Domains = domainsOf(ex, nodes, info, c.Reservations)
 	return res, nil
@@ -155,12 +158,29 @@ func Snapshot(nodes []*v1.Node, pods []*v1.Pod) ([]fwk.NodeInfo, error) {
 }
 
 // memberToPlan is the member the scheduler would plan: the first live unbound one by name
-// (hypothetical members first). When every live member is on a node, a copy of the first
-// one without its node (fullyPlaced), so that the gang's domain is still shown.
-func memberToPlan(pods []*v1.Pod, pg *schedv1alpha1.PodGroup, extra []*v1.Pod) (*v1.Pod, bool) {
+// (hypothetical members first). When every live member is on a node, the first one without
+// its node, and the nodes of all of them (placedOn).
+func memberToPlan(pods []*v1.Pod, pg *schedv1alpha1.PodGroup, extra []*v1.Pod) (*v1.Pod, []string) {
 	if len(extra) > 0 {
-		return extra[0], false
+		return extra[0], nil
 	}
+	live := liveMembers(pods, pg)
+	var placedOn []string
+	for _, p := range live {
+		if p.Spec.NodeName == "" {
+			return p, nil
+		}
+		placedOn = append(placedOn, p.Spec.NodeName)
+	}
+	if len(live) == 0 {
+		return nil, nil
+	}
+	cp := live[0].DeepCopy()
+	cp.Spec.NodeName = ""
+	return cp, placedOn
+}
+
+func liveMembers(pods []*v1.Pod, pg *schedv1alpha1.PodGroup) []*v1.Pod {
 	var live []*v1.Pod
 	for _, p := range pods {
 		if p.Namespace == pg.Namespace && p.Labels[gang.Label] == pg.Name && gang.Live(p) {
@@ -168,22 +188,28 @@ func memberToPlan(pods []*v1.Pod, pg *schedv1alpha1.PodGroup, extra []*v1.Pod) (
 		}
 	}
 	sort.Slice(live, func(i, j int) bool { return live[i].Name < live[j].Name })
-	for _, p := range live {
-		if p.Spec.NodeName == "" {
-			return p, false
-		}
-	}
-	if len(live) == 0 {
-		return nil, false
-	}
-	cp := live[0].DeepCopy()
-	cp.Spec.NodeName = ""
-	return cp, true
+	return live
 }
 
-func placedDomain(nodes []fwk.NodeInfo, info gang.Info) string {
-	for _, m := range gang.OnNodes(nodes, info) {
-		return m.Domain
+// unplaced is the cluster with the gang's live members taken off their nodes.
+func (c *Cluster) unplaced(pg *schedv1alpha1.PodGroup) *Cluster {
+	cc := *c
+	cc.Pods = make([]*v1.Pod, len(c.Pods))
+	for i, p := range c.Pods {
+		if p.Namespace == pg.Namespace && p.Labels[gang.Label] == pg.Name && gang.Live(p) {
+			p = p.DeepCopy()
+			p.Spec.NodeName = ""
+		}
+		cc.Pods[i] = p
+	}
+	return &cc
+}
+
+func domainOfNode(ex *plan.Explanation, node string) string {
+	for _, n := range ex.Nodes {
+		if n.Name == node {
+			return n.Domain
+		}
 	}
 	return ""
 }

@@ -195,3 +195,17 @@ func TestAssumedMembersOccupy(t *testing.T) {
 }
 
 func resourceOf(n int64) *resource.Quantity { return resource.NewQuantity(n, resource.DecimalSI) }
+
+// A gang placed whole: its domain, and its planning again without its members.
+func TestExplainPlacedGang(t *testing.T) {
+	c := cluster()
+	pg := &schedv1alpha1.PodGroup{ObjectMeta: metav1.ObjectMeta{Namespace: "t", Name: "bound", UID: "pg"}, Spec: schedv1alpha1.PodGroupSpec{MinMember: 3}}
+	r, err := Explain(c, Request{PodGroup: pg})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := "the gang is placed: 3 members on nodes of b; planned again without them, best fit: a has the least room (8) of the 2 domains"
+	if r.ChosenDomain != "b" || r.Placed != 3 || !strings.HasPrefix(r.Reason, want) || r.Domains[1].Free[gpu] != 8 {
+		t.Fatalf("%+v", r)
+	}
+}
