@@ -204,7 +204,7 @@ func TestExplainPlacedGang(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := "the gang is placed: 3 members on nodes of b; planned again without them, best fit: a has the least room (8) of the 2 domains"
+	want := "the gang is placed: 3 members on nodes of b; planned again without them, best fit: a has the least room (6) of the 2 domains"
 	if r.ChosenDomain != "b" || r.Placed != 3 || !strings.HasPrefix(r.Reason, want) || r.Domains[1].Free[gpu] != 8 {
 		t.Fatalf("%+v", r)
 	}
