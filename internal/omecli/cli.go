@@ -7,10 +7,13 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"runtime/debug"
 
 	"github.com/spf13/cobra"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
+
+	"github.com/moirai-internal/ome-scheduler/pkg/plugins/gangpack/explain"
 )
 
 // Exit codes, as kubectl's: 0 done, 1 an error, 2 a usage error.
@@ -37,6 +40,7 @@ type options struct {
 
 // Run runs kubectl-ome with args and returns its exit code.
 func Run(args []string, streams genericiooptions.IOStreams) int {
+	defer debug.SetGCPercent(debug.SetGCPercent(explain.GCPercent))
 	cmd := NewCommand(streams)
 	cmd.SetArgs(args)
 	err := cmd.Execute()

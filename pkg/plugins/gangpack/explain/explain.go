@@ -20,6 +20,10 @@ import (
 	"github.com/moirai-internal/ome-scheduler/pkg/plugins/gangpack/internal/plan"
 )
 
+// GCPercent is the garbage collector's target kubectl-ome runs with: one explanation over
+// 5,000 nodes allocates about 30 MB of short-lived objects in a short-lived process.
+const GCPercent = 400
+
 // Cluster is what explain reads of the cluster.
 type Cluster struct {
 	Nodes []*v1.Node
