@@ -94,7 +94,7 @@ func Explain(c *Cluster, r Request) (*Result, error) {
 			c = c.unplaced(pg)
 		}
 	}
-	ex, nodes, info, refused, err := c.explain(pg, pod, r.Extra)
+	ex, _, info, refused, err := c.explain(pg, pod, r.Extra)
 	if err != nil {
 		return nil, err
 	}
@@ -111,7 +111,7 @@ func Explain(c *Cluster, r Request) (*Result, error) {
 		res.ChosenDomain = domainOfNode(ex, placedOn[0])
 		res.Reason = fmt.Sprintf("the gang is placed: %d members on nodes of %s; planned again without them, %s", len(placedOn), res.ChosenDomain, res.Reason)
 	}
-	res.Domains = domainsOf(ex, nodes, info, c.Reservations)
+	res.Domains = domainsOf(ex, info, c.Reservations)
 	return res, nil
 }
 

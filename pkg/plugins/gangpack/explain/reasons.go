@@ -5,8 +5,6 @@ import (
 	"sort"
 	"strings"
 
-	fwk "k8s.io/kube-scheduler/framework"
-
 	"github.com/moirai-internal/ome-scheduler/pkg/plugins/gangpack/internal/gang"
 	"github.com/moirai-internal/ome-scheduler/pkg/plugins/gangpack/internal/msg"
 	"github.com/moirai-internal/ome-scheduler/pkg/plugins/gangpack/internal/plan"
@@ -42,21 +40,16 @@ func chosenReason(ex *plan.Explanation, known bool) string {
 }
 
 // domainsOf describes every domain of the gang's key, sorted by name.
-func domainsOf(ex *plan.Explanation, nodes []fwk.NodeInfo, info gang.Info, r *Reservations) []Domain {
+func domainsOf(ex *plan.Explanation, info gang.Info, r *Reservations) []Domain {
 	resources := requested(ex)
+	others := reservedByOthers(r, info.Key)
 	free := map[string]map[string]int64{}
-	for _, ni := range nodes {
-		n := ni.Node()
-		if n == nil || n.Labels[info.TopologyKey] == "" {
-			continue
+	for _, n := range ex.Nodes { // free outside reservations, plus what others reserve
+		if free[n.Domain] == nil {
+			free[n.Domain] = map[string]int64{}
 		}
-		d := n.Labels[info.TopologyKey]
-		if free[d] == nil {
-			free[d] = map[string]int64{}
-		}
-		f, _ := gang.NodeFree(ni, resources)
 		for _, res := range resources {
-			free[d][res] += max(f[res], 0)
+			free[n.Domain][res] += max(n.Free[res]+others[n.Name][res], 0)
 		}
 	}
 	out := make([]Domain, 0, len(ex.Plans))
@@ -152,4 +145,26 @@ func Primary(resources map[string]int64) string {
 		}
 	}
 	return "cpu"
+}
+
+// reservedByOthers sums, per node, the resources forming gangs other than self reserve.
+func reservedByOthers(r *Reservations, self string) map[string]map[string]int64 {
+	out := map[string]map[string]int64{}
+	if r == nil {
+		return out
+	}
+	for _, p := range r.Pins {
+		if !p.Forming || p.Gang == self {
+			continue
+		}
+		for _, s := range p.Reserved {
+			if out[s.Node] == nil {
+				out[s.Node] = map[string]int64{}
+			}
+			for name, q := range s.Each {
+				out[s.Node][name] += q * int64(s.Members)
+			}
+		}
+	}
+	return out
 }

@@ -62,7 +62,7 @@ func (pl *Planner) Explain(logger klog.Logger, pod *v1.Pod, info gang.Info, all 
 	plans := p.planOver(p.all)
 	rooms := topology.Rooms(plans)
 	ex := Explanation{Need: p.need, Placed: len(p.placed), Gang: p.gang, Nodes: p.tnodes, Plans: plans,
-		RawRooms: p.rawRooms(rooms), MemberRooms: memberRooms(&p.gang, p.tnodes), Failed: r.Failed,
+		RawRooms: p.rawRoomsWhereReserved(rooms), MemberRooms: memberRooms(&p.gang, p.tnodes), Failed: r.Failed,
 		Fitting: topology.CountFitting(without(rooms, r.Failed), p.need)}
 	if gateStatus != nil {
 		ex.Status, ex.Gated = gateStatus, true
@@ -135,4 +135,36 @@ func (p *planner) explainNarrow(d, source string, plans map[string]*topology.Dom
 		return "", source, fwk.NewStatus(fwk.Unschedulable, msg.NoFeasibleNode(d, p.info.Key))
 	}
 	return d, source, nil
+}
+
+// rawRoomsWhereReserved is rawRooms planned again only for the domains where other gangs
+// reserve room: elsewhere setting reservations aside changes nothing.
+func (p *planner) rawRoomsWhereReserved(rooms map[string]int) map[string]int {
+	if len(p.others) == 0 {
+		return rooms
+	}
+	touched := map[string]struct{}{}
+	for _, n := range p.tnodes {
+		if _, ok := p.others[n.Name]; ok {
+			touched[n.Domain] = struct{}{}
+		}
+	}
+	var set []fwk.NodeInfo
+	for _, ni := range p.all {
+		if n := ni.Node(); n != nil {
+			if _, ok := touched[n.Labels[p.info.TopologyKey]]; ok {
+				set = append(set, ni)
+			}
+		}
+	}
+	p.ignoreReserved = true
+	defer func() { p.ignoreReserved = false }()
+	out := make(map[string]int, len(rooms))
+	for d, r := range rooms {
+		out[d] = r
+	}
+	for d, r := range topology.Rooms(topology.Plan(&p.gang, p.topologyNodes(set))) {
+		out[d] = r
+	}
+	return out
 }
