@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"runtime/debug"
+	"strings"
 
 	"github.com/spf13/cobra"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
@@ -49,7 +50,7 @@ func Run(args []string, streams genericiooptions.IOStreams) int {
 	}
 	fmt.Fprintln(streams.ErrOut, "error:", err)
 	var u usageError
-	if errors.As(err, &u) {
+	if errors.As(err, &u) || strings.HasPrefix(err.Error(), "unknown command") {
 		return ExitUsage
 	}
 	return ExitError
