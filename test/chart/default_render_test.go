@@ -96,7 +96,7 @@ func TestDefaultRender(t *testing.T) {
 		if has(ps, "containers", 0, "resources", "limits", "cpu") {
 			t.Errorf("default resources have a CPU limit")
 		}
-		wantEq(t, "memory limit", dig(ps, "containers", 0, "resources", "limits", "memory"), "2Gi")
+		wantEq(t, "memory limit", dig(ps, "containers", 0, "resources", "limits", "memory"), "4Gi")
 		wantEq(t, "CPU request", dig(ps, "containers", 0, "resources", "requests", "cpu"), "200m")
 		wantEq(t, "memory request", dig(ps, "containers", 0, "resources", "requests", "memory"), "512Mi")
 		for probe, path := range map[string]string{"livenessProbe": "/livez", "readinessProbe": "/readyz", "startupProbe": "/livez"} {
