@@ -28,8 +28,8 @@ const (
 	ZoneKey       = "topology.kubernetes.io/zone"
 )
 
-// NodeSpec describes a fake node: created through the API, made Ready with the given
-// allocatable through the status subresource (no kubelet).
+// NodeSpec describes a fake node: created through the API with the given allocatable set
+// through the status subresource, and made Ready there too, or by kwok with Kwok.
 type NodeSpec struct {
 	Name          string
 	Labels        map[string]string
@@ -40,16 +40,23 @@ type NodeSpec struct {
 	Pods          int64  // default 110
 	Unschedulable bool
 	Taints        []v1.Taint
+	// Kwok annotates the node for kwok (KwokNodeAnnotation) and leaves its Ready condition to
+	// kwok's node-initialize stage (WaitNodesReady waits for it).
+	Kwok bool
 }
 
-// CreateNode creates a Ready node.
+// CreateNode creates a node, Ready at once unless s.Kwok (then kwok makes it Ready).
 func CreateNode(ctx context.Context, c kubernetes.Interface, s NodeSpec) (*v1.Node, error) {
 	labels := map[string]string{v1.LabelHostname: s.Name}
 	for k, v := range s.Labels {
 		labels[k] = v
 	}
+	var annotations map[string]string
+	if s.Kwok {
+		annotations = map[string]string{KwokNodeAnnotation: KwokNodeValue}
+	}
 	node := &v1.Node{
-		ObjectMeta: metav1.ObjectMeta{Name: s.Name, Labels: labels},
+		ObjectMeta: metav1.ObjectMeta{Name: s.Name, Labels: labels, Annotations: annotations},
 		Spec:       v1.NodeSpec{Unschedulable: s.Unschedulable, Taints: s.Taints},
 	}
 	created, err := c.CoreV1().Nodes().Create(ctx, node, metav1.CreateOptions{})
@@ -77,13 +84,12 @@ func CreateNode(ctx context.Context, c kubernetes.Interface, s NodeSpec) (*v1.No
 	for k, v := range s.ExtraResource {
 		rl[k] = resource.MustParse(v)
 	}
-	created.Status = v1.NodeStatus{
-		Capacity:    rl,
-		Allocatable: rl,
-		Conditions: []v1.NodeCondition{{
+	created.Status = v1.NodeStatus{Capacity: rl, Allocatable: rl}
+	if !s.Kwok {
+		created.Status.Conditions = []v1.NodeCondition{{
 			Type: v1.NodeReady, Status: v1.ConditionTrue, Reason: "KubeletReady",
 			LastHeartbeatTime: metav1.Now(), LastTransitionTime: metav1.Now(),
-		}},
+		}}
 	}
 	updated, err := c.CoreV1().Nodes().UpdateStatus(ctx, created, metav1.UpdateOptions{})
 	if err != nil {
