@@ -163,7 +163,7 @@ func run(ctx context.Context) (err error) {
 
 	step("Check the placement")
 	cmds := [][]string{
-		{"get", "pods", "-n", "gang-demo", "-l", "app=gang-demo", "-o", "custom-columns=NAME:.metadata.name,STATUS:.status.phase,NODE:.spec.nodeName"},
+		{"get", "pods", "-n", "gang-demo", "-l", "app=gang-demo", "-o", "custom-columns=NAME:.metadata.name,STATUS:.status.phase,IP:.status.podIP,NODE:.spec.nodeName"},
 		{"get", "nodes", "-L", devenv.CliqueKey},
 		{"get", "events", "-n", "gang-demo", "--field-selector", "reason=Scheduled", "-o",
 			"custom-columns=REASON:.reason,FROM:.reportingComponent,OBJECT:.involvedObject.name,MESSAGE:.message"},
@@ -250,7 +250,7 @@ func waitLease(ctx context.Context, cp *devenv.ControlPlane) (string, error) {
 	return holder, nil
 }
 
-// waitGang waits for both demo pods to be bound and Running.
+// waitGang waits for both demo pods to be bound and Running with a pod IP (kwok's pod-ready stage).
 func waitGang(ctx context.Context, cp *devenv.ControlPlane) ([]v1.Pod, error) {
 	var pods []v1.Pod
 	start := time.Now()
@@ -260,7 +260,7 @@ func waitGang(ctx context.Context, cp *devenv.ControlPlane) ([]v1.Pod, error) {
 			return false, nil
 		}
 		for _, p := range list.Items {
-			if p.Spec.NodeName == "" || p.Status.Phase != v1.PodRunning {
+			if p.Spec.NodeName == "" || p.Status.Phase != v1.PodRunning || p.Status.PodIP == "" {
 				return false, nil
 			}
 		}
@@ -270,7 +270,7 @@ func waitGang(ctx context.Context, cp *devenv.ControlPlane) ([]v1.Pod, error) {
 	if err != nil {
 		return nil, fmt.Errorf("the demo gang was not placed within 90s: %w", err)
 	}
-	fmt.Printf("both members bound %.1fs after the Deployment was applied\n", time.Since(start).Seconds())
+	fmt.Printf("both members bound, and Running with a pod IP from kwok, %.1fs after the Deployment was applied\n", time.Since(start).Seconds())
 	return pods, nil
 }
 

@@ -51,18 +51,44 @@ func CreateNode(ctx context.Context, c kubernetes.Interface, s NodeSpec) (*v1.No
 	for k, v := range s.Labels {
 		labels[k] = v
 	}
-	var annotations map[string]string
-	if s.Kwok {
-		annotations = map[string]string{KwokNodeAnnotation: KwokNodeValue}
-	}
 	node := &v1.Node{
-		ObjectMeta: metav1.ObjectMeta{Name: s.Name, Labels: labels, Annotations: annotations},
+		ObjectMeta: metav1.ObjectMeta{Name: s.Name, Labels: labels},
 		Spec:       v1.NodeSpec{Unschedulable: s.Unschedulable, Taints: s.Taints},
+	}
+	rl := s.resources()
+	if s.Kwok {
+		// The status goes in with the create (the API server keeps a new node's status): kwok
+		// initializes the node as soon as it sees it, keeping this allocatable, and a later
+		// status update would race with it.
+		node.Annotations = map[string]string{KwokNodeAnnotation: KwokNodeValue}
+		node.Status = v1.NodeStatus{Capacity: rl, Allocatable: rl}
+		created, err := c.CoreV1().Nodes().Create(ctx, node, metav1.CreateOptions{})
+		if err != nil {
+			return nil, fmt.Errorf("create node %s: %w", s.Name, err)
+		}
+		return created, nil
 	}
 	created, err := c.CoreV1().Nodes().Create(ctx, node, metav1.CreateOptions{})
 	if err != nil {
 		return nil, fmt.Errorf("create node %s: %w", s.Name, err)
 	}
+	created.Status = v1.NodeStatus{
+		Capacity:    rl,
+		Allocatable: rl,
+		Conditions: []v1.NodeCondition{{
+			Type: v1.NodeReady, Status: v1.ConditionTrue, Reason: "KubeletReady",
+			LastHeartbeatTime: metav1.Now(), LastTransitionTime: metav1.Now(),
+		}},
+	}
+	updated, err := c.CoreV1().Nodes().UpdateStatus(ctx, created, metav1.UpdateOptions{})
+	if err != nil {
+		return nil, fmt.Errorf("set status of node %s: %w", s.Name, err)
+	}
+	return updated, nil
+}
+
+// resources returns the node's capacity (= allocatable).
+func (s NodeSpec) resources() v1.ResourceList {
 	cpu, mem, pods := s.CPU, s.Memory, s.Pods
 	if cpu == "" {
 		cpu = "64"
@@ -84,18 +110,7 @@ func CreateNode(ctx context.Context, c kubernetes.Interface, s NodeSpec) (*v1.No
 	for k, v := range s.ExtraResource {
 		rl[k] = resource.MustParse(v)
 	}
-	created.Status = v1.NodeStatus{Capacity: rl, Allocatable: rl}
-	if !s.Kwok {
-		created.Status.Conditions = []v1.NodeCondition{{
-			Type: v1.NodeReady, Status: v1.ConditionTrue, Reason: "KubeletReady",
-			LastHeartbeatTime: metav1.Now(), LastTransitionTime: metav1.Now(),
-		}}
-	}
-	updated, err := c.CoreV1().Nodes().UpdateStatus(ctx, created, metav1.UpdateOptions{})
-	if err != nil {
-		return nil, fmt.Errorf("set status of node %s: %w", s.Name, err)
-	}
-	return updated, nil
+	return rl
 }
 
 // CreateNamespace creates a namespace (ignoring AlreadyExists).
