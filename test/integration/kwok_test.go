@@ -2,6 +2,7 @@ package integration
 
 import (
 	"context"
+	"os"
 	"testing"
 	"time"
 
@@ -24,6 +25,12 @@ func TestKwokNodeAndPodLifecycle(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer plane.Stop()
+	defer func() {
+		if t.Failed() {
+			b, _ := os.ReadFile(plane.Kwok.LogPath)
+			t.Logf("kwok's log (last 4 KiB):\n%s", b[max(0, len(b)-4096):])
+		}
+	}()
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	c := plane.Client
