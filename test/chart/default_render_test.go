@@ -63,6 +63,8 @@ func TestDefaultRender(t *testing.T) {
 		for _, l := range []string{
 			"          multiPoint:",
 			"              - name: OMEGangPack",
+			"          bind:",
+			"              - name: DefaultBinder",
 			"          score:",
 			"              - name: NodeResourcesFit",
 			"                type: MostAllocated",
