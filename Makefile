@@ -190,7 +190,8 @@ clean:
 ## stock kube-scheduler, each a separate process on a fresh control plane (etcd and
 ## kube-apiserver processes), the whole backlog created before the scheduler starts: time until
 ## every pod is bound, pods/s, CPU time, peak RSS (VmHWM), a heap profile per case. Sizes from
-## SBS_NODES (512), SBS_GANG (4,8), SBS_RUNS (1), SBS_FILL, SBS_GPUS_PER_NODE, SBS_CLIQUE;
+## SBS_NODES (512), SBS_GANG (4,8), SBS_RUNS (1), SBS_FILL, SBS_GPUS_PER_NODE, SBS_CLIQUE,
+## SBS_KWOK (1: bin/kwok runs the nodes and pods; 0: nothing does);
 ## results.md, heap_*.pb.gz and scheduler logs in $(SBS_OUT). See docs/benchmarks.md.
 SBS_OUT     ?= $(BIN)/sidebyside
 SBS_TIMEOUT ?= 90m
