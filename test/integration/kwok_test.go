@@ -34,29 +34,7 @@ func TestKwokNodeAndPodLifecycle(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	c := plane.Client
-	if _, err := devenv.CreateNode(ctx, c, devenv.NodeSpec{Name: "kwok-node", GPUs: 2, Kwok: true}); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := devenv.CreateNode(ctx, c, devenv.NodeSpec{Name: "plain-node", GPUs: 2}); err != nil {
-		t.Fatal(err)
-	}
-	if err := devenv.WaitNodesReady(ctx, c, 30*time.Second, "kwok-node"); err != nil {
-		t.Fatal(err)
-	}
-	node, err := c.CoreV1().Nodes().Get(ctx, "kwok-node", metav1.GetOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if got := node.Status.Allocatable[devenv.GPU]; got.Value() != 2 {
-		t.Fatalf("kwok changed the node's allocatable GPUs to %s, want 2", got.String())
-	}
-	err = wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
-		_, err := c.CoordinationV1().Leases(v1.NamespaceNodeLease).Get(ctx, "kwok-node", metav1.GetOptions{})
-		return err == nil, nil
-	})
-	if err != nil {
-		t.Fatalf("kwok keeps no Lease for kwok-node: %v", err)
-	}
+	kwokNodes(ctx, t, plane)
 
 	ns := "kwok"
 	if err := devenv.CreateNamespace(ctx, c, ns); err != nil {
@@ -99,6 +77,36 @@ func TestKwokNodeAndPodLifecycle(t *testing.T) {
 	}
 	if _, err := c.CoreV1().Pods(ns).Get(ctx, "run", metav1.GetOptions{}); err != nil {
 		t.Fatalf("the pod nobody deleted: %v", err)
+	}
+}
+
+// kwokNodes creates kwok-node (for kwok, 2 GPUs) and plain-node (without the annotation) and
+// checks that kwok makes kwok-node Ready, keeps its allocatable and renews its Lease.
+func kwokNodes(ctx context.Context, t *testing.T, plane *devenv.ControlPlane) {
+	t.Helper()
+	c := plane.Client
+	if _, err := devenv.CreateNode(ctx, c, devenv.NodeSpec{Name: "kwok-node", GPUs: 2, Kwok: true}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := devenv.CreateNode(ctx, c, devenv.NodeSpec{Name: "plain-node", GPUs: 2}); err != nil {
+		t.Fatal(err)
+	}
+	if err := devenv.WaitNodesReady(ctx, c, 30*time.Second, "kwok-node"); err != nil {
+		t.Fatal(err)
+	}
+	node, err := c.CoreV1().Nodes().Get(ctx, "kwok-node", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := node.Status.Allocatable[devenv.GPU]; got.Value() != 2 {
+		t.Fatalf("kwok changed the node's allocatable GPUs to %s, want 2", got.String())
+	}
+	err = wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+		_, err := c.CoordinationV1().Leases(v1.NamespaceNodeLease).Get(ctx, "kwok-node", metav1.GetOptions{})
+		return err == nil, nil
+	})
+	if err != nil {
+		t.Fatalf("kwok keeps no Lease for kwok-node: %v", err)
 	}
 }
 
