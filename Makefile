@@ -1,6 +1,6 @@
 # ome-scheduler — kube-scheduler 1.35 with the OMEGangPack plugin.
 #
-#   make demo   local control plane, fake GPU nodes, the seed's demo gang placed and shown
+#   make demo   local control plane, GPU nodes simulated by kwok, the demo gang placed and shown
 #   make test   the CRD check, gofmt, go vet, then the unit (pkg/ with -race, fuzz seeds), chart
 #               (test/chart), integration (test/integration), end-to-end (test/e2e) and
 #               reliability (test/reliability) tests; builds the tools when missing
@@ -25,22 +25,25 @@ PROMETHEUS_VERSION := v0.316.0
 KO_VERSION         := v0.19.1
 REGISTRY_VERSION   := v3.1.2
 CRANE_VERSION      := v0.22.1
+# kwok simulates the kubelets of make demo's and the side-by-side runs' nodes (docs/benchmarks.md).
+KWOK_VERSION := v0.8.0
 # Stamp the Kubernetes version into the binaries built from the module proxy (a plain `go
 # build` reports v0.0.0-master, which Helm's kubeVersion check and kubectl would see).
 VERSION_PKG  := k8s.io/component-base/version
 KUBE_LDFLAGS := -X $(VERSION_PKG).gitVersion=$(KUBE_VERSION) -X $(VERSION_PKG).gitMajor=1 \
                 -X $(VERSION_PKG).gitMinor=35 -X $(VERSION_PKG).gitTreeState=clean \
                 -X $(VERSION_PKG).buildDate=1970-01-01T00:00:00Z
-# ome-scheduler's own version, next to the Kubernetes one (cmd/ome-scheduler prints both); the
-# Dockerfile stamps the same two from the build arguments `make image` passes.
+# ome-scheduler's own version, next to the Kubernetes one (cmd/ome-scheduler prints both); `make
+# image` (ko) stamps the same two.
 OME_LDFLAGS  := -X github.com/moirai-internal/ome-scheduler/internal/version.Version=v$(VERSION)
 CRD_SRC       = $(shell $(GO) list -m -f '{{.Dir}}' sigs.k8s.io/scheduler-plugins)/config/crd/bases/scheduling.x-k8s.io_podgroups.yaml
 CRD           := manifests/crds/scheduling.x-k8s.io_podgroups.yaml
 # The chart's copy: Helm installs it from crds/ on the first install when it is absent.
 CHART_CRD     := charts/ome-scheduler/crds/scheduling.x-k8s.io_podgroups.yaml
 
-# The control plane and helm (all make demo needs), then Prometheus for the tests.
-CLUSTER_TOOLS := $(BIN)/etcd $(BIN)/kube-apiserver $(BIN)/kube-controller-manager $(BIN)/kubectl $(BIN)/helm
+# The control plane, kwok and helm (all make demo needs), then Prometheus, ko, the registry
+# and crane for the tests.
+CLUSTER_TOOLS := $(BIN)/etcd $(BIN)/kube-apiserver $(BIN)/kube-controller-manager $(BIN)/kubectl $(BIN)/kwok $(BIN)/helm
 TOOLS := $(CLUSTER_TOOLS) $(BIN)/prometheus $(BIN)/promtool $(BIN)/ko $(BIN)/registry $(BIN)/crane
 
 GO_TEST_FLAGS ?=
@@ -89,6 +92,11 @@ $(BIN)/registry:
 
 $(BIN)/crane:
 	GOBIN=$(BIN) $(GO) install github.com/google/go-containerregistry/cmd/crane@$(CRANE_VERSION)
+
+# Built outside this module too: kwok pins newer k8s.io modules than ours, so it never enters
+# our go.mod.
+$(BIN)/kwok:
+	GOBIN=$(BIN) $(GO) install sigs.k8s.io/kwok/cmd/kwok@$(KWOK_VERSION)
 
 ## demo: the main job (see README)
 demo: build $(CLUSTER_TOOLS)
@@ -205,7 +213,8 @@ clean:
 ## stock kube-scheduler, each a separate process on a fresh control plane (etcd and
 ## kube-apiserver processes), the whole backlog created before the scheduler starts: time until
 ## every pod is bound, pods/s, CPU time, peak RSS (VmHWM), a heap profile per case. Sizes from
-## SBS_NODES (512), SBS_GANG (4,8), SBS_RUNS (1), SBS_FILL, SBS_GPUS_PER_NODE, SBS_CLIQUE;
+## SBS_NODES (512), SBS_GANG (4,8), SBS_RUNS (1), SBS_FILL, SBS_GPUS_PER_NODE, SBS_CLIQUE,
+## SBS_KWOK (1: bin/kwok runs the nodes and pods; 0: nothing does);
 ## results.md, heap_*.pb.gz and scheduler logs in $(SBS_OUT). See docs/benchmarks.md.
 SBS_OUT     ?= $(BIN)/sidebyside
 SBS_TIMEOUT ?= 90m
