@@ -192,7 +192,9 @@ CHART_REPO   ?=
 IMAGE_REPO    = $(if $(HUB),$(patsubst %/,%,$(HUB))/)ome-scheduler
 PLATFORMS    ?= linux/amd64,linux/arm64
 BASE_IMAGE   ?= gcr.io/distroless/static:nonroot
-IMAGE_LAYOUT ?= $(BIN)/image
+# Relative: ko names the layout's image after its path, which must be a valid (lowercase)
+# repository name.
+IMAGE_LAYOUT ?= bin/image
 KO_BUILD      = KO_DOCKER_REPO=$(IMAGE_REPO) KO_DEFAULTBASEIMAGE=$(BASE_IMAGE) $(BIN)/ko build ./cmd/ome-scheduler \
                 --bare --tags v$(VERSION) --platform $(PLATFORMS) --image-user 65532:65532 \
                 --ldflags "-s -w $(KUBE_LDFLAGS) $(OME_LDFLAGS)"

@@ -195,11 +195,14 @@ func newGuideShell(t *testing.T, kubeconfig string) *guideShell {
 		t.Fatal(err)
 	}
 	home := t.TempDir()
+	// HOME is private to the test; the Go caches stay the machine's (under the private HOME they
+	// would be empty, and `make image` would download and compile everything again).
+	goEnv := goCacheEnv(t)
 	env := []string{}
 	for _, kv := range os.Environ() {
 		k, _, _ := strings.Cut(kv, "=")
 		switch k {
-		case "PATH", "KUBECONFIG", "MAKEFLAGS", "MAKELEVEL", "MFLAGS", "HELM_CONFIG_HOME", "HELM_CACHE_HOME", "HELM_DATA_HOME", "HOME":
+		case "PATH", "KUBECONFIG", "MAKEFLAGS", "MAKELEVEL", "MFLAGS", "HELM_CONFIG_HOME", "HELM_CACHE_HOME", "HELM_DATA_HOME", "HOME", "GOCACHE", "GOMODCACHE", "GOPATH":
 			continue
 		}
 		env = append(env, kv)
@@ -212,7 +215,23 @@ func newGuideShell(t *testing.T, kubeconfig string) *guideShell {
 		"HELM_CACHE_HOME="+filepath.Join(home, "helm-cache"),
 		"HELM_DATA_HOME="+filepath.Join(home, "helm-data"),
 	)
+	env = append(env, goEnv...)
 	return &guideShell{dir: dir, env: env, subst: map[string]string{}}
+}
+
+// goCacheEnv returns GOCACHE, GOMODCACHE and GOPATH as the go command resolves them for this
+// process.
+func goCacheEnv(t *testing.T) []string {
+	t.Helper()
+	out, err := exec.Command("go", "env", "GOCACHE", "GOMODCACHE", "GOPATH").Output()
+	if err != nil {
+		t.Fatalf("go env: %v", err)
+	}
+	vals := strings.Split(strings.TrimSpace(string(out)), "\n")
+	if len(vals) != 3 {
+		t.Fatalf("go env GOCACHE GOMODCACHE GOPATH: %q", out)
+	}
+	return []string{"GOCACHE=" + vals[0], "GOMODCACHE=" + vals[1], "GOPATH=" + vals[2]}
 }
 
 // sh runs one command with bash -o pipefail and returns its combined output.

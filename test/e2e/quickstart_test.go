@@ -164,7 +164,7 @@ func checkPublished(t *testing.T, inst *guide, s *guideShell, reg *localRegistry
 	}
 	dir := t.TempDir()
 	entry := strings.TrimPrefix(cfg.Config.Entrypoint[0], "/")
-	shOK(t, s, fmt.Sprintf("crane export %s - | tar -x -C %s %s", image, dir, entry))
+	shOK(t, s, fmt.Sprintf("crane export %s - | tar -x -C %s", image, dir))
 	binary := filepath.Join(dir, entry)
 	v, err := exec.Command(binary, "--version").CombinedOutput()
 	if err != nil || !strings.Contains(string(v), "ome-scheduler v"+version+" (Kubernetes v1.35.") {
