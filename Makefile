@@ -1,6 +1,6 @@
 # ome-scheduler — kube-scheduler 1.35 with the OMEGangPack plugin.
 #
-#   make demo   local control plane, fake GPU nodes, the seed's demo gang placed and shown
+#   make demo   local control plane, GPU nodes simulated by kwok, the demo gang placed and shown
 #   make test   the CRD check, gofmt, go vet, then the unit (pkg/ with -race, fuzz seeds), chart
 #               (test/chart), integration (test/integration), end-to-end (test/e2e) and
 #               reliability (test/reliability) tests; builds the tools when missing
@@ -20,37 +20,46 @@ HELM_VERSION := v3.22.0
 KUBE_VERSION := v1.35.4
 # Prometheus and promtool for the e2e scrape test and the alert rule unit tests.
 PROMETHEUS_VERSION := v0.316.0
+# ko builds the image (make image, make publish); the CNCF distribution registry and crane
+# serve and inspect it in the e2e test of the published chart (test/e2e/quickstart_test.go).
+KO_VERSION         := v0.19.1
+REGISTRY_VERSION   := v3.1.2
+CRANE_VERSION      := v0.22.1
+# kwok simulates the kubelets of make demo's and the side-by-side runs' nodes (docs/benchmarks.md).
+KWOK_VERSION := v0.8.0
 # Stamp the Kubernetes version into the binaries built from the module proxy (a plain `go
 # build` reports v0.0.0-master, which Helm's kubeVersion check and kubectl would see).
 VERSION_PKG  := k8s.io/component-base/version
 KUBE_LDFLAGS := -X $(VERSION_PKG).gitVersion=$(KUBE_VERSION) -X $(VERSION_PKG).gitMajor=1 \
                 -X $(VERSION_PKG).gitMinor=35 -X $(VERSION_PKG).gitTreeState=clean \
                 -X $(VERSION_PKG).buildDate=1970-01-01T00:00:00Z
-# ome-scheduler's own version, next to the Kubernetes one (cmd/ome-scheduler prints both); the
-# Dockerfile stamps the same two from the build arguments `make image` passes.
+# ome-scheduler's own version, next to the Kubernetes one (cmd/ome-scheduler prints both); `make
+# image` (ko) stamps the same two.
 OME_LDFLAGS  := -X github.com/moirai-internal/ome-scheduler/internal/version.Version=v$(VERSION)
 CRD_SRC       = $(shell $(GO) list -m -f '{{.Dir}}' sigs.k8s.io/scheduler-plugins)/config/crd/bases/scheduling.x-k8s.io_podgroups.yaml
 CRD           := manifests/crds/scheduling.x-k8s.io_podgroups.yaml
 # The chart's copy: Helm installs it from crds/ on the first install when it is absent.
 CHART_CRD     := charts/ome-scheduler/crds/scheduling.x-k8s.io_podgroups.yaml
 
-# The control plane and helm (all make demo needs), then Prometheus for the tests.
-CLUSTER_TOOLS := $(BIN)/etcd $(BIN)/kube-apiserver $(BIN)/kube-controller-manager $(BIN)/kubectl $(BIN)/helm
-TOOLS := $(CLUSTER_TOOLS) $(BIN)/prometheus $(BIN)/promtool
+# The control plane, kwok and helm (all make demo needs), then Prometheus, ko, the registry
+# and crane for the tests.
+CLUSTER_TOOLS := $(BIN)/etcd $(BIN)/kube-apiserver $(BIN)/kube-controller-manager $(BIN)/kubectl $(BIN)/kwok $(BIN)/helm
+TOOLS := $(CLUSTER_TOOLS) $(BIN)/prometheus $(BIN)/promtool $(BIN)/ko $(BIN)/registry $(BIN)/crane
 
 GO_TEST_FLAGS ?=
 INTEGRATION_TIMEOUT ?= 40m
 
-.PHONY: all build tools demo test unit test-chart test-integration test-e2e test-reliability soak fuzz vuln vet fmt-check race crd crd-check image chart clean sidebyside
+.PHONY: all build tools demo test unit test-chart test-integration test-e2e test-reliability soak fuzz vuln vet fmt-check race crd crd-check image publish chart clean sidebyside
 
 all: build
 
-## build: bin/ome-scheduler (BUILD_TAGS=heapdump for memory investigations, docs/benchmarks.md)
+## build: bin/ome-scheduler (BUILD_TAGS=heapdump for memory investigations, docs/benchmarks.md),
+## static and with -trimpath like the image's binary, so `make image` reuses its compiled packages;
 ## and bin/kubectl-ome, the kubectl plugin (copy it onto the PATH: `kubectl ome ...`)
 BUILD_TAGS ?=
 build:
-	$(GO) build -tags '$(BUILD_TAGS)' -ldflags "$(KUBE_LDFLAGS) $(OME_LDFLAGS)" -o $(BIN)/ome-scheduler ./cmd/ome-scheduler
-	$(GO) build -ldflags "$(KUBE_LDFLAGS) $(OME_LDFLAGS)" -o $(BIN)/kubectl-ome ./cmd/kubectl-ome
+	CGO_ENABLED=0 $(GO) build -trimpath -tags '$(BUILD_TAGS)' -ldflags "$(KUBE_LDFLAGS) $(OME_LDFLAGS)" -o $(BIN)/ome-scheduler ./cmd/ome-scheduler
+	CGO_ENABLED=0 $(GO) build -trimpath -ldflags "$(KUBE_LDFLAGS) $(OME_LDFLAGS)" -o $(BIN)/kubectl-ome ./cmd/kubectl-ome
 
 ## tools: the real test components from the Go module proxy, cached in bin/
 tools: $(TOOLS)
@@ -76,6 +85,20 @@ $(BIN)/prometheus:
 
 $(BIN)/promtool:
 	GOBIN=$(BIN) $(GO) install github.com/prometheus/prometheus/cmd/promtool@$(PROMETHEUS_VERSION)
+
+$(BIN)/ko:
+	GOBIN=$(BIN) $(GO) install github.com/google/ko@$(KO_VERSION)
+
+$(BIN)/registry:
+	GOBIN=$(BIN) $(GO) install github.com/distribution/distribution/v3/cmd/registry@$(REGISTRY_VERSION)
+
+$(BIN)/crane:
+	GOBIN=$(BIN) $(GO) install github.com/google/go-containerregistry/cmd/crane@$(CRANE_VERSION)
+
+# Built outside this module too: kwok pins newer k8s.io modules than ours, so it never enters
+# our go.mod.
+$(BIN)/kwok:
+	GOBIN=$(BIN) $(GO) install sigs.k8s.io/kwok/cmd/kwok@$(KWOK_VERSION)
 
 ## demo: the main job (see README)
 demo: build $(CLUSTER_TOOLS)
@@ -158,25 +181,34 @@ chart: $(BIN)/helm
 	@mkdir -p $(CHART_DIST)
 	$(BIN)/helm package charts/ome-scheduler --version $(VERSION) --app-version v$(VERSION) --destination $(CHART_DIST)
 
-## image: the container image IMAGE (default {HUB/}ome-scheduler:v$(VERSION), the reference the
-## chart renders with global.hub=HUB), its binary stamped with VERSION and KUBE_VERSION. With docker buildx: for PLATFORMS (linux/amd64 and
-## linux/arm64), pushed with PUSH=1, else kept in the build cache (a single platform is loaded
-## into the local image store). Without buildx: docker build for the local platform, then
-## docker push with PUSH=1. Needs a Docker engine (not available on the CI machines).
-HUB       ?=
-IMAGE     ?= $(if $(HUB),$(patsubst %/,%,$(HUB))/)ome-scheduler:v$(VERSION)
-BUILD_ARGS = --build-arg VERSION=$(VERSION) --build-arg KUBE_VERSION=$(KUBE_VERSION)
-PLATFORMS ?= linux/amd64,linux/arm64
-PUSH      ?=
-BUILDX    ?= $(shell docker buildx version >/dev/null 2>&1 && echo 1)
-image:
-ifeq ($(BUILDX),1)
-	$(strip docker buildx build --platform $(PLATFORMS) $(BUILD_ARGS) -t $(IMAGE) \
-		$(if $(filter 1,$(PUSH)),--push,$(if $(findstring $(comma),$(PLATFORMS)),,--load)) .)
-else
-	docker build $(BUILD_ARGS) -t $(IMAGE) .
-	$(if $(filter 1,$(PUSH)),docker push $(IMAGE))
-endif
+## image: the multi-platform image ({HUB/}ome-scheduler:v$(VERSION), the reference the chart
+## renders with global.hub=HUB) built with ko, without a Docker engine, on BASE_IMAGE (distroless
+## static, run as 65532:65532) for PLATFORMS, its binary stamped like `make build`. Written as an
+## OCI image layout to $(IMAGE_LAYOUT); nothing is pushed.
+## publish: push the image to HUB and the packaged chart to CHART_REPO (oci://…, `helm push`),
+## e.g. make publish HUB=registry.example.com/ome CHART_REPO=oci://registry.example.com/charts.
+## Credentials come from `docker login`/`helm registry login` (~/.docker/config.json); a
+## registry with a private CA needs SSL_CERT_FILE. See docs/install.md, section 2.
+HUB          ?=
+CHART_REPO   ?=
+IMAGE_REPO    = $(if $(HUB),$(patsubst %/,%,$(HUB))/)ome-scheduler
+PLATFORMS    ?= linux/amd64,linux/arm64
+BASE_IMAGE   ?= gcr.io/distroless/static:nonroot
+# Relative: ko names the layout's image after its path, which must be a valid (lowercase)
+# repository name.
+IMAGE_LAYOUT ?= bin/image
+KO_BUILD      = KO_DOCKER_REPO=$(IMAGE_REPO) KO_DEFAULTBASEIMAGE=$(BASE_IMAGE) $(BIN)/ko build ./cmd/ome-scheduler \
+                --bare --tags v$(VERSION) --platform $(PLATFORMS) --image-user 65532:65532 \
+                --ldflags "-s -w $(KUBE_LDFLAGS) $(OME_LDFLAGS)"
+image: $(BIN)/ko
+	rm -rf $(IMAGE_LAYOUT)
+	$(KO_BUILD) --push=false --oci-layout-path $(IMAGE_LAYOUT)
+
+publish: $(BIN)/ko $(BIN)/helm
+	@test -n "$(HUB)" -a -n "$(CHART_REPO)" || { echo "make publish needs HUB=registry/path and CHART_REPO=oci://registry/path"; exit 2; }
+	$(KO_BUILD) --image-refs $(BIN)/image-ref
+	$(MAKE) --no-print-directory chart
+	$(BIN)/helm push $(CHART_DIST)/ome-scheduler-$(VERSION).tgz $(CHART_REPO)
 
 clean:
 	rm -rf $(BIN)
@@ -185,7 +217,8 @@ clean:
 ## stock kube-scheduler, each a separate process on a fresh control plane (etcd and
 ## kube-apiserver processes), the whole backlog created before the scheduler starts: time until
 ## every pod is bound, pods/s, CPU time, peak RSS (VmHWM), a heap profile per case. Sizes from
-## SBS_NODES (512), SBS_GANG (4,8), SBS_RUNS (1), SBS_FILL, SBS_GPUS_PER_NODE, SBS_CLIQUE;
+## SBS_NODES (512), SBS_GANG (4,8), SBS_RUNS (1), SBS_FILL, SBS_GPUS_PER_NODE, SBS_CLIQUE,
+## SBS_KWOK (1: bin/kwok runs the nodes and pods; 0: nothing does);
 ## results.md, heap_*.pb.gz and scheduler logs in $(SBS_OUT). See docs/benchmarks.md.
 SBS_OUT     ?= $(BIN)/sidebyside
 SBS_TIMEOUT ?= 90m

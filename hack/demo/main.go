@@ -1,6 +1,7 @@
 // Command demo is `make demo`: it starts a local control plane (etcd, kube-apiserver,
-// kube-controller-manager; a fake kubelet marks bound pods Running), installs the PodGroup CRD, creates fake GPU nodes in
-// nvidia.com/gpu.clique domains across two zones, runs bin/ome-scheduler with the Helm chart's
+// kube-controller-manager; kwok from bin/ simulates the nodes' kubelets), installs the
+// PodGroup CRD, creates kwok GPU nodes in nvidia.com/gpu.clique domains across two zones,
+// runs bin/ome-scheduler with the Helm chart's
 // default configuration, applies the demo gang of manifests/demo and shows where it landed.
 // Optional acts follow: -partners (DEMO_PARTNERS=1, partners.go) a partner placement group,
 // then -preempt (DEMO_PREEMPT=1, preempt.go) preemption. It stops everything it started, also
@@ -62,8 +63,8 @@ func run(ctx context.Context) (err error) {
 	if err != nil {
 		return err
 	}
-	step("Starting a local control plane (etcd + kube-apiserver from bin/, no kubelets)")
-	cp, err := devenv.Start(devenv.Options{})
+	step("Starting a local control plane (etcd + kube-apiserver from bin/) and kwok for the nodes")
+	cp, err := devenv.Start(devenv.Options{Kwok: true})
 	if err != nil {
 		return err
 	}
@@ -76,16 +77,19 @@ func run(ctx context.Context) (err error) {
 		if err != nil {
 			// keep the logs of a failed run
 			keep, _ := os.MkdirTemp("", "ome-demo-logs-")
-			for _, p := range procs {
+			for _, p := range append(procs, cp.Kwok) {
 				_ = copyFile(p.LogPath, filepath.Join(keep, filepath.Base(p.LogPath)))
 			}
 			logs = keep
 			fmt.Fprintf(os.Stderr, "component logs kept in %s\n", logs)
 		}
 		cp.Stop()
-		fmt.Println("\nStopped the scheduler, kube-controller-manager, kube-apiserver and etcd.")
+		fmt.Println("\nStopped the scheduler, kube-controller-manager, kwok, kube-apiserver and etcd.")
 	}()
 	fmt.Printf("API server %s; PodGroup CRD podgroups.scheduling.x-k8s.io installed from %s\n", cp.Config.Host, "manifests/crds")
+	fmt.Printf("kwok (bin/kwok, pid %d) manages the nodes annotated %s=%s: it makes them Ready, keeps their Leases,\n"+
+		"runs bound pods (Running, Ready, pod IP) and finishes graceful deletions (at most %s Terminating)\n",
+		cp.Kwok.Cmd.Process.Pid, devenv.KwokNodeAnnotation, devenv.KwokNodeValue, devenv.DefaultMaxGrace)
 
 	kcm, err := devenv.StartProcess(cp.Dir, "kube-controller-manager", "kube-controller-manager",
 		"--kubeconfig="+cp.KubeConfigPath, "--controllers=deployment,replicaset,namespace,garbagecollector",
@@ -96,10 +100,12 @@ func run(ctx context.Context) (err error) {
 	procs = append(procs, kcm)
 	kubectl := func(args ...string) (string, error) { return runKubectl(ctx, cp.KubeConfigPath, args...) }
 
-	step("Creating fake GPU nodes (1 nvidia.com/gpu each, Ready, no kubelet)")
-	if err := devenv.CreateLayout(ctx, cp.Client, devenv.DemoLayout); err != nil {
+	step("Creating kwok GPU nodes (1 nvidia.com/gpu each; kwok's node-initialize stage makes them Ready)")
+	began := time.Now()
+	if err := cp.CreateLayout(ctx, devenv.DemoLayout); err != nil {
 		return err
 	}
+	fmt.Printf("%d nodes Ready %.1fs after they were created\n", len(devenv.LayoutNodes(devenv.DemoLayout)), time.Since(began).Seconds())
 	out, err := kubectl("get", "nodes", "-L", devenv.CliqueKey, "-L", devenv.ZoneKey)
 	if err != nil {
 		return err
@@ -157,7 +163,8 @@ func run(ctx context.Context) (err error) {
 
 	step("Check the placement")
 	cmds := [][]string{
-		{"get", "pods", "-n", "gang-demo", "-l", "app=gang-demo", "-o", "custom-columns=NAME:.metadata.name,STATUS:.status.phase,NODE:.spec.nodeName"},
+		{"get", "pods", "-n", "gang-demo", "-l", "app=gang-demo", "-o", "custom-columns=NAME:.metadata.name,STATUS:.status.phase,IP:.status.podIP,NODE:.spec.nodeName," +
+			`DOMAIN:.metadata.annotations.ome\.io/domain,DOMAIN-KEY:.metadata.annotations.ome\.io/domain-key`},
 		{"get", "nodes", "-L", devenv.CliqueKey},
 		{"get", "events", "-n", "gang-demo", "--field-selector", "reason=Scheduled", "-o",
 			"custom-columns=REASON:.reason,FROM:.reportingComponent,OBJECT:.involvedObject.name,MESSAGE:.message"},
@@ -247,7 +254,7 @@ func waitLease(ctx context.Context, cp *devenv.ControlPlane) (string, error) {
 	return holder, nil
 }
 
-// waitGang waits for both demo pods to be bound and Running.
+// waitGang waits for both demo pods to be bound and Running with a pod IP (kwok's pod-ready stage).
 func waitGang(ctx context.Context, cp *devenv.ControlPlane) ([]v1.Pod, error) {
 	var pods []v1.Pod
 	start := time.Now()
@@ -257,7 +264,7 @@ func waitGang(ctx context.Context, cp *devenv.ControlPlane) ([]v1.Pod, error) {
 			return false, nil
 		}
 		for _, p := range list.Items {
-			if p.Spec.NodeName == "" || p.Status.Phase != v1.PodRunning {
+			if p.Spec.NodeName == "" || p.Status.Phase != v1.PodRunning || p.Status.PodIP == "" {
 				return false, nil
 			}
 		}
@@ -267,7 +274,7 @@ func waitGang(ctx context.Context, cp *devenv.ControlPlane) ([]v1.Pod, error) {
 	if err != nil {
 		return nil, fmt.Errorf("the demo gang was not placed within 90s: %w", err)
 	}
-	fmt.Printf("both members bound %.1fs after the Deployment was applied\n", time.Since(start).Seconds())
+	fmt.Printf("both members bound, and Running with a pod IP from kwok, %.1fs after the Deployment was applied\n", time.Since(start).Seconds())
 	return pods, nil
 }
 

@@ -34,8 +34,10 @@ type ControlPlane struct {
 	Client         kubernetes.Interface
 	PodGroups      pgclientset.Interface
 	Dir            string
-	// Kubelet is the fake kubelet (nil with Options.WithoutKubelet).
+	// Kubelet is the fake kubelet (nil with Options.WithoutKubelet or Options.Kwok).
 	Kubelet *Kubelet
+	// Kwok is the kwok process (Options.Kwok), else nil.
+	Kwok *Process
 }
 
 // Options tune Start.
@@ -47,15 +49,18 @@ type Options struct {
 	// WithoutKubelet runs no fake kubelet: bound pods stay Pending and a deleted bound pod
 	// stays Terminating for ever.
 	WithoutKubelet bool
-	// MaxGrace caps the fake kubelet's graceful deletions (0 = DefaultMaxGrace).
+	// MaxGrace caps the graceful deletions of the fake kubelet or kwok (0 = DefaultMaxGrace).
 	MaxGrace time.Duration
+	// Kwok runs bin/kwok instead of the fake kubelet: it simulates the nodes created with
+	// NodeSpec.Kwok (or ControlPlane.CreateLayout) and the pods bound to them.
+	Kwok bool
 }
 
 var setLogger sync.Once
 
 // Start starts etcd and kube-apiserver from bin/ (no real kubelets; the admission plugins
-// that need them are off), installs the PodGroup CRD and starts the fake kubelet unless told
-// not to.
+// that need them are off), installs the PodGroup CRD and starts kwok (Options.Kwok) or the
+// fake kubelet unless told not to.
 func Start(opts Options) (*ControlPlane, error) {
 	// envtest logs through controller-runtime's logger; without one set it prints a stack
 	// trace that reads like a failure in every test run's output.
@@ -92,7 +97,13 @@ func Start(opts Options) (*ControlPlane, error) {
 			return nil, err
 		}
 	}
-	if !opts.WithoutKubelet {
+	switch {
+	case opts.Kwok:
+		if cp.Kwok, err = StartKwok(context.Background(), cp.Dir, cp.KubeConfigPath, opts.MaxGrace); err != nil {
+			cp.Stop()
+			return nil, err
+		}
+	case !opts.WithoutKubelet:
 		if cp.Kubelet, err = StartKubelet(context.Background(), cp.Client, opts.MaxGrace); err != nil {
 			cp.Stop()
 			return nil, err
@@ -127,6 +138,7 @@ func (cp *ControlPlane) Stop() {
 		return
 	}
 	cp.Kubelet.Stop()
+	cp.Kwok.Stop(10 * time.Second)
 	_ = cp.Env.Stop()
 	if cp.Dir != "" {
 		_ = os.RemoveAll(cp.Dir)

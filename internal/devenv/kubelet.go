@@ -24,7 +24,9 @@ const DefaultMaxGrace = 3 * time.Second
 // and Ready, and finishes the graceful deletion of a bound pod once its grace period (capped
 // at MaxGrace) has passed, so a deleted member stays Terminating — still on its node, still
 // holding its resources — for a while, as on a real cluster. Unbound pods need no kubelet:
-// the API server deletes them at once.
+// the API server deletes them at once. The integration, end-to-end and reliability tests use
+// it; `make demo` and the side-by-side runs use kwok instead (kwok.go, Options.Kwok), and
+// docs/benchmarks.md ("Simulated nodes") says why.
 type Kubelet struct {
 	client   kubernetes.Interface
 	lister   corelisters.PodLister

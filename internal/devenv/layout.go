@@ -5,6 +5,7 @@ import (
 	"flag"
 	"io"
 	"os"
+	"time"
 
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/klog/v2"
@@ -26,14 +27,41 @@ var DemoLayout = []Clique{
 
 // CreateLayout creates the nodes of a layout, Ready with one GPU each.
 func CreateLayout(ctx context.Context, c kubernetes.Interface, layout []Clique) error {
+	_, err := createLayout(ctx, c, layout, false)
+	return err
+}
+
+// CreateLayout creates the nodes of a layout with one GPU each: for kwok when the control
+// plane runs it (then it waits until kwok has made them Ready), else Ready at once.
+func (cp *ControlPlane) CreateLayout(ctx context.Context, layout []Clique) error {
+	names, err := createLayout(ctx, cp.Client, layout, cp.Kwok != nil)
+	if err != nil || cp.Kwok == nil {
+		return err
+	}
+	return WaitNodesReady(ctx, cp.Client, time.Minute, names...)
+}
+
+// LayoutNodes returns the names of a layout's nodes.
+func LayoutNodes(layout []Clique) []string {
+	var names []string
+	for _, d := range layout {
+		names = append(names, d.Nodes...)
+	}
+	return names
+}
+
+func createLayout(ctx context.Context, c kubernetes.Interface, layout []Clique, kwok bool) ([]string, error) {
+	var names []string
 	for _, d := range layout {
 		for _, n := range d.Nodes {
-			if _, err := CreateNode(ctx, c, NodeSpec{Name: n, GPUs: 1, Labels: map[string]string{CliqueKey: d.Name, ZoneKey: d.Zone}}); err != nil {
-				return err
+			s := NodeSpec{Name: n, GPUs: 1, Labels: map[string]string{CliqueKey: d.Name, ZoneKey: d.Zone}, Kwok: kwok}
+			if _, err := CreateNode(ctx, c, s); err != nil {
+				return nil, err
 			}
+			names = append(names, n)
 		}
 	}
-	return nil
+	return names, nil
 }
 
 // QuietKlog sets klog up for a test binary: verbosity from $OME_TEST_V (default 0), and no

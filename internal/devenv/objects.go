@@ -28,8 +28,8 @@ const (
 	ZoneKey       = "topology.kubernetes.io/zone"
 )
 
-// NodeSpec describes a fake node: created through the API, made Ready with the given
-// allocatable through the status subresource (no kubelet).
+// NodeSpec describes a fake node: created through the API with the given allocatable set
+// through the status subresource, and made Ready there too, or by kwok with Kwok.
 type NodeSpec struct {
 	Name          string
 	Labels        map[string]string
@@ -40,9 +40,12 @@ type NodeSpec struct {
 	Pods          int64  // default 110
 	Unschedulable bool
 	Taints        []v1.Taint
+	// Kwok annotates the node for kwok (KwokNodeAnnotation) and leaves its Ready condition to
+	// kwok's node-initialize stage (WaitNodesReady waits for it).
+	Kwok bool
 }
 
-// CreateNode creates a Ready node.
+// CreateNode creates a node, Ready at once unless s.Kwok (then kwok makes it Ready).
 func CreateNode(ctx context.Context, c kubernetes.Interface, s NodeSpec) (*v1.Node, error) {
 	labels := map[string]string{v1.LabelHostname: s.Name}
 	for k, v := range s.Labels {
@@ -52,10 +55,40 @@ func CreateNode(ctx context.Context, c kubernetes.Interface, s NodeSpec) (*v1.No
 		ObjectMeta: metav1.ObjectMeta{Name: s.Name, Labels: labels},
 		Spec:       v1.NodeSpec{Unschedulable: s.Unschedulable, Taints: s.Taints},
 	}
+	rl := s.resources()
+	if s.Kwok {
+		// The status goes in with the create (the API server keeps a new node's status): kwok
+		// initializes the node as soon as it sees it, keeping this allocatable, and a later
+		// status update would race with it.
+		node.Annotations = map[string]string{KwokNodeAnnotation: KwokNodeValue}
+		node.Status = v1.NodeStatus{Capacity: rl, Allocatable: rl}
+		created, err := c.CoreV1().Nodes().Create(ctx, node, metav1.CreateOptions{})
+		if err != nil {
+			return nil, fmt.Errorf("create node %s: %w", s.Name, err)
+		}
+		return created, nil
+	}
 	created, err := c.CoreV1().Nodes().Create(ctx, node, metav1.CreateOptions{})
 	if err != nil {
 		return nil, fmt.Errorf("create node %s: %w", s.Name, err)
 	}
+	created.Status = v1.NodeStatus{
+		Capacity:    rl,
+		Allocatable: rl,
+		Conditions: []v1.NodeCondition{{
+			Type: v1.NodeReady, Status: v1.ConditionTrue, Reason: "KubeletReady",
+			LastHeartbeatTime: metav1.Now(), LastTransitionTime: metav1.Now(),
+		}},
+	}
+	updated, err := c.CoreV1().Nodes().UpdateStatus(ctx, created, metav1.UpdateOptions{})
+	if err != nil {
+		return nil, fmt.Errorf("set status of node %s: %w", s.Name, err)
+	}
+	return updated, nil
+}
+
+// resources returns the node's capacity (= allocatable).
+func (s NodeSpec) resources() v1.ResourceList {
 	cpu, mem, pods := s.CPU, s.Memory, s.Pods
 	if cpu == "" {
 		cpu = "64"
@@ -77,19 +110,7 @@ func CreateNode(ctx context.Context, c kubernetes.Interface, s NodeSpec) (*v1.No
 	for k, v := range s.ExtraResource {
 		rl[k] = resource.MustParse(v)
 	}
-	created.Status = v1.NodeStatus{
-		Capacity:    rl,
-		Allocatable: rl,
-		Conditions: []v1.NodeCondition{{
-			Type: v1.NodeReady, Status: v1.ConditionTrue, Reason: "KubeletReady",
-			LastHeartbeatTime: metav1.Now(), LastTransitionTime: metav1.Now(),
-		}},
-	}
-	updated, err := c.CoreV1().Nodes().UpdateStatus(ctx, created, metav1.UpdateOptions{})
-	if err != nil {
-		return nil, fmt.Errorf("set status of node %s: %w", s.Name, err)
-	}
-	return updated, nil
+	return rl
 }
 
 // CreateNamespace creates a namespace (ignoring AlreadyExists).

@@ -43,8 +43,15 @@ func BinDir() (string, error) {
 	return filepath.Join(root, "bin"), nil
 }
 
-// Bin returns the path of a tool binary and fails clearly when it has not been built.
+// Bin returns the path of a tool binary and fails clearly when it has not been built; an
+// absolute path is returned as it is when the file exists.
 func Bin(name string) (string, error) {
+	if filepath.IsAbs(name) {
+		if _, err := os.Stat(name); err != nil {
+			return "", err
+		}
+		return name, nil
+	}
 	dir, err := BinDir()
 	if err != nil {
 		return "", err

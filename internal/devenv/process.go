@@ -26,7 +26,7 @@ type Process struct {
 	done    chan struct{}
 }
 
-// StartProcess runs bin/<name> with args, logging to <dir>/<logName>.log.
+// StartProcess runs bin/<name> (or name, when it is an absolute path) with args, logging to <dir>/<logName>.log.
 func StartProcess(dir, name, logName string, args ...string) (*Process, error) {
 	return StartProcessEnv(dir, name, logName, nil, args...)
 }
@@ -124,13 +124,19 @@ func WithKubeconfig(config []byte, kubeconfig string) ([]byte, error) {
 // authorization of the secure port (in a cluster the in-cluster config plays that part). It
 // returns the process and its port.
 func StartSchedulerProcess(ctx context.Context, dir, logName, configPath, kubeconfig string, extraArgs ...string) (*Process, int, error) {
+	return StartSchedulerBinary(ctx, "ome-scheduler", dir, logName, configPath, kubeconfig, extraArgs...)
+}
+
+// StartSchedulerBinary is StartSchedulerProcess for another build of the scheduler: binary is
+// a tool name in bin/ or an absolute path (such as the binary of a pulled image).
+func StartSchedulerBinary(ctx context.Context, binary, dir, logName, configPath, kubeconfig string, extraArgs ...string) (*Process, int, error) {
 	port, err := FreePort()
 	if err != nil {
 		return nil, 0, err
 	}
 	args := append([]string{"--config=" + configPath, "--bind-address=127.0.0.1", fmt.Sprintf("--secure-port=%d", port),
 		"--authentication-kubeconfig=" + kubeconfig, "--authorization-kubeconfig=" + kubeconfig}, extraArgs...)
-	p, err := StartProcess(dir, "ome-scheduler", logName, args...)
+	p, err := StartProcess(dir, binary, logName, args...)
 	if err != nil {
 		return nil, 0, err
 	}

@@ -64,6 +64,8 @@ func TestDefaultRender(t *testing.T) {
 		for _, l := range []string{
 			"          multiPoint:",
 			"              - name: OMEGangPack",
+			"          bind:",
+			"              - name: DefaultBinder",
 			"          score:",
 			"              - name: NodeResourcesFit",
 			"                type: MostAllocated",
@@ -95,8 +97,9 @@ func TestDefaultRender(t *testing.T) {
 		if has(ps, "containers", 0, "resources", "limits", "cpu") {
 			t.Errorf("default resources have a CPU limit")
 		}
-		wantEq(t, "memory limit", dig(ps, "containers", 0, "resources", "limits", "memory"), "12Gi")
+		wantEq(t, "memory limit", dig(ps, "containers", 0, "resources", "limits", "memory"), "4Gi")
 		wantEq(t, "CPU request", dig(ps, "containers", 0, "resources", "requests", "cpu"), "200m")
+		wantEq(t, "memory request", dig(ps, "containers", 0, "resources", "requests", "memory"), "512Mi")
 		for probe, path := range map[string]string{"livenessProbe": "/livez", "readinessProbe": "/readyz", "startupProbe": "/livez"} {
 			wantEq(t, probe+" path", dig(ps, "containers", 0, probe, "httpGet", "path"), path)
 			if !has(ps, "containers", 0, probe, "timeoutSeconds") || !has(ps, "containers", 0, probe, "failureThreshold") {

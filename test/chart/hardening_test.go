@@ -142,12 +142,12 @@ func TestResourcesCPULimit(t *testing.T) {
 	t.Run("no CPU limit by default", func(t *testing.T) {
 		t.Parallel()
 		c := dig(podSpec(t, render(t), "ome-scheduler"), "containers", 0)
-		wantYAML(t, "resources", dig(c, "resources"), `{limits: {memory: 12Gi}, requests: {cpu: 200m, memory: 4Gi}}`)
+		wantYAML(t, "resources", dig(c, "resources"), `{limits: {memory: 4Gi}, requests: {cpu: 200m, memory: 512Mi}}`)
 	})
 	t.Run("a CPU limit can still be set", func(t *testing.T) {
 		t.Parallel()
 		c := dig(podSpec(t, render(t, "--set", "scheduler.resources.limits.cpu=4"), "ome-scheduler"), "containers", 0)
-		wantYAML(t, "resources", dig(c, "resources"), `{limits: {cpu: 4, memory: 12Gi}, requests: {cpu: 200m, memory: 4Gi}}`)
+		wantYAML(t, "resources", dig(c, "resources"), `{limits: {cpu: 4, memory: 4Gi}, requests: {cpu: 200m, memory: 512Mi}}`)
 	})
 }
 

@@ -39,6 +39,17 @@ func releaseVersion(t *testing.T) string {
 // runMake runs make in the repository root with the given arguments and returns stdout.
 func runMake(t *testing.T, args ...string) string {
 	t.Helper()
+	out, err := runMakeErr(t, args...)
+	if err != nil {
+		t.Fatalf("make %s: %v\n%s", strings.Join(args, " "), err, out)
+	}
+	return out
+}
+
+// runMakeErr runs make in the repository with a private Helm home; it returns stdout, or
+// stdout and stderr with the error.
+func runMakeErr(t *testing.T, args ...string) (string, error) {
+	t.Helper()
 	if _, err := exec.LookPath("make"); err != nil {
 		t.Fatalf("make not found: %v", err)
 	}
@@ -53,9 +64,9 @@ func runMake(t *testing.T, args ...string) string {
 		"MAKEFLAGS=", "MAKELEVEL=",
 	)
 	if err := cmd.Run(); err != nil {
-		t.Fatalf("make %s: %v\n%s%s", strings.Join(args, " "), err, stdout.String(), stderr.String())
+		return stdout.String() + stderr.String(), err
 	}
-	return stdout.String()
+	return stdout.String(), nil
 }
 
 // Chart.yaml carries the version of the VERSION file as version and, with a leading v (the
@@ -149,11 +160,10 @@ func TestMakeChart(t *testing.T) {
 	wantLine(t, "render of the package", res.stdout, "    helm.sh/chart: ome-scheduler-"+v)
 }
 
-// `make image` tags the image with the reference the chart renders by default (with
-// global.hub=HUB when HUB is given): repository ome-scheduler, tag v + VERSION, and passes
-// VERSION and KUBE_VERSION as build arguments (the Dockerfile stamps them like `make build`,
-// test/e2e TestDockerfile). The recipes are checked with make -n, since the test machines have
-// no Docker engine.
+// `make image` and `make publish` build the image with ko under the reference the chart renders
+// by default (with global.hub=HUB when HUB is given): repository ome-scheduler, tag v + VERSION,
+// the binary stamped like `make build`, user 65532:65532. The recipes are checked here with
+// make -n; test/e2e TestQuickstart runs `make image` and `make publish` against a registry.
 func TestMakeImage(t *testing.T) {
 	v := releaseVersion(t)
 	const hub = "registry.example.com/ome"
@@ -163,36 +173,55 @@ func TestMakeImage(t *testing.T) {
 	r = render(t)
 	def, _ := dig(r.get(t, "Deployment", releaseName).obj, "spec", "template", "spec", "containers", 0, "image").(string)
 	wantEq(t, "chart image by default", def, "ome-scheduler:v"+v)
-	ba := "--build-arg VERSION=" + v + " --build-arg KUBE_VERSION=" + kubeVersionOfMakefile(t)
+	repo := func(image string) string { return strings.TrimSuffix(image, ":v"+v) }
+	stamps := []string{"-X github.com/moirai-internal/ome-scheduler/internal/version.Version=v" + v,
+		"-X k8s.io/component-base/version.gitVersion=" + kubeVersionOfMakefile(t)}
 
 	cases := []struct {
-		name string
-		args []string
-		want []string
+		name      string
+		args      []string
+		want      []string // substrings of the ko command line
+		wantAfter []string // substrings of later recipe lines
 	}{
-		{"docker build, no push", []string{"BUILDX="}, []string{"docker build " + ba + " -t " + def + " ."}},
-		{"docker build and push to HUB", []string{"BUILDX=", "HUB=" + hub, "PUSH=1"},
-			[]string{"docker build " + ba + " -t " + img + " .", "docker push " + img}},
-		{"buildx, both platforms, pushed", []string{"BUILDX=1", "HUB=" + hub + "/", "PUSH=1"},
-			[]string{"docker buildx build --platform linux/amd64,linux/arm64 " + ba + " -t " + img + " --push ."}},
-		{"buildx, both platforms, build cache only", []string{"BUILDX=1"},
-			[]string{"docker buildx build --platform linux/amd64,linux/arm64 " + ba + " -t " + def + " ."}},
-		{"buildx, one platform, loaded", []string{"BUILDX=1", "PLATFORMS=linux/arm64"},
-			[]string{"docker buildx build --platform linux/arm64 " + ba + " -t " + def + " --load ."}},
-		{"explicit IMAGE", []string{"BUILDX=", "IMAGE=quay.io/acme/ome-scheduler:" + v, "PUSH=1"},
-			[]string{"docker build " + ba + " -t quay.io/acme/ome-scheduler:" + v + " .", "docker push quay.io/acme/ome-scheduler:" + v}},
+		{"image, both platforms, no push", nil,
+			[]string{"KO_DOCKER_REPO=" + repo(def) + " ", "--platform linux/amd64,linux/arm64", "--push=false", "--oci-layout-path "},
+			nil},
+		{"image for HUB, one platform", []string{"HUB=" + hub + "/", "PLATFORMS=linux/arm64"},
+			[]string{"KO_DOCKER_REPO=" + repo(img) + " ", "--platform linux/arm64", "--push=false"}, nil},
+		{"publish", []string{"HUB=" + hub, "CHART_REPO=oci://registry.example.com/charts"},
+			[]string{"KO_DOCKER_REPO=" + repo(img) + " ", "--platform linux/amd64,linux/arm64", "--image-refs "},
+			[]string{"helm package charts/ome-scheduler --version " + v, "helm push ", "/ome-scheduler-" + v + ".tgz oci://registry.example.com/charts"}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			out := runMake(t, append([]string{"-n", "image"}, tc.args...)...)
-			var got []string
+			target := "image"
+			if strings.HasPrefix(tc.name, "publish") {
+				target = "publish"
+			}
+			out := runMake(t, append([]string{"-n", target}, tc.args...)...)
+			var ko string
 			for _, l := range strings.Split(out, "\n") {
-				if strings.TrimSpace(l) != "" {
-					got = append(got, l)
+				if strings.Contains(l, "ko build ./cmd/ome-scheduler") {
+					ko = l
 				}
 			}
-			wantEq(t, "make -n image "+strings.Join(tc.args, " "), strings.Join(got, "\n"), strings.Join(tc.want, "\n"))
+			if ko == "" {
+				t.Fatalf("make -n %s %v runs no ko build:\n%s", target, tc.args, out)
+			}
+			for _, w := range append(append(tc.want, "--bare --tags v"+v, "--image-user 65532:65532",
+				"KO_DEFAULTBASEIMAGE=gcr.io/distroless/static:nonroot"), stamps...) {
+				wantContains(t, "ko command of make -n "+target, ko, w)
+			}
+			if target == "image" && strings.Contains(ko, "--image-refs") {
+				t.Errorf("make image must not push: %s", ko)
+			}
+			for _, w := range tc.wantAfter {
+				wantContains(t, "make -n "+target, out, w)
+			}
 		})
+	}
+	if out, err := runMakeErr(t, "publish", "HUB="); err == nil || !strings.Contains(out, "make publish needs HUB") {
+		t.Errorf("make publish without HUB/CHART_REPO: err %v, output:\n%s", err, out)
 	}
 }
 

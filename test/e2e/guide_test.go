@@ -10,6 +10,7 @@ import (
 	"regexp"
 	"sort"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -20,12 +21,16 @@ import (
 // fenced block is preceded by an HTML comment `<!-- guide: NAME -->`. A `sh` block holds
 // commands (one per line, `\` continues a line); a block of another language is a file the
 // reader saves as NAME. A command that cannot run on the test machines ends in
-// `# not run by the tests: <reason>`. The test runs commands by block name and, at the end,
-// checks that it ran every command and wrote every file of the page.
+// `# not run by the tests: <reason>`, and a command that needs an OCI registry ends in
+// `# needs a registry`: only a guide whose test provides one (withRegistry) runs it. The test
+// runs commands by block name and, at the end, checks that it ran every command and wrote every
+// file of the page.
 type guide struct {
 	path   string
 	blocks map[string]*guideBlock
 	order  []string
+	// withRegistry runs the commands marked `# needs a registry` (TestQuickstart).
+	withRegistry bool
 }
 
 type guideBlock struct {
@@ -36,19 +41,21 @@ type guideBlock struct {
 }
 
 type guideCommand struct {
-	text string // as written, continuation lines joined
-	skip string // the reason after "# not run by the tests: ", if any
-	ran  bool
+	text     string // as written, continuation lines joined
+	skip     string // the reason after "# not run by the tests: ", if any
+	registry bool   // ends in "# needs a registry"
+	ran      bool
 }
 
 var (
 	guideMarker = regexp.MustCompile(`^\s*<!-- guide: (\S+) -->\s*$`)
 	guideFence  = regexp.MustCompile("^(\\s*)```(\\S*)\\s*$")
 	guideSkip   = regexp.MustCompile(`\s+# not run by the tests: (.+)$`)
+	guideNeeds  = regexp.MustCompile(`\s+# needs a registry$`)
 )
 
 // guideSkipReasons are the only reasons a command of a guide may be left out.
-var guideSkipReasons = map[string]bool{"needs a Docker engine": true, "needs a kubelet": true}
+var guideSkipReasons = map[string]bool{"needs a kubelet": true}
 
 // loadGuide parses a guide; every fenced block must carry a unique marker.
 func loadGuide(t *testing.T, path string) *guide {
@@ -129,6 +136,9 @@ func (g *guide) finish(t *testing.T, b *guideBlock) {
 			}
 			c.skip = m[1]
 		}
+		if guideNeeds.MatchString(c.text) {
+			c.skip, c.registry = "needs a registry", true
+		}
 		b.commands = append(b.commands, c)
 	}
 	if joined.Len() > 0 {
@@ -185,11 +195,14 @@ func newGuideShell(t *testing.T, kubeconfig string) *guideShell {
 		t.Fatal(err)
 	}
 	home := t.TempDir()
+	// HOME is private to the test; the Go caches stay the machine's (under the private HOME they
+	// would be empty, and `make image` would download and compile everything again).
+	goEnv := goCacheEnv(t)
 	env := []string{}
 	for _, kv := range os.Environ() {
 		k, _, _ := strings.Cut(kv, "=")
 		switch k {
-		case "PATH", "KUBECONFIG", "MAKEFLAGS", "MAKELEVEL", "MFLAGS", "HELM_CONFIG_HOME", "HELM_CACHE_HOME", "HELM_DATA_HOME", "HOME":
+		case "PATH", "KUBECONFIG", "MAKEFLAGS", "MAKELEVEL", "MFLAGS", "HELM_CONFIG_HOME", "HELM_CACHE_HOME", "HELM_DATA_HOME", "HOME", "GOCACHE", "GOMODCACHE", "GOPATH":
 			continue
 		}
 		env = append(env, kv)
@@ -202,7 +215,23 @@ func newGuideShell(t *testing.T, kubeconfig string) *guideShell {
 		"HELM_CACHE_HOME="+filepath.Join(home, "helm-cache"),
 		"HELM_DATA_HOME="+filepath.Join(home, "helm-data"),
 	)
+	env = append(env, goEnv...)
 	return &guideShell{dir: dir, env: env, subst: map[string]string{}}
+}
+
+// goCacheEnv returns GOCACHE, GOMODCACHE and GOPATH as the go command resolves them for this
+// process.
+func goCacheEnv(t *testing.T) []string {
+	t.Helper()
+	out, err := exec.Command("go", "env", "GOCACHE", "GOMODCACHE", "GOPATH").Output()
+	if err != nil {
+		t.Fatalf("go env: %v", err)
+	}
+	vals := strings.Split(strings.TrimSpace(string(out)), "\n")
+	if len(vals) != 3 {
+		t.Fatalf("go env GOCACHE GOMODCACHE GOPATH: %q", out)
+	}
+	return []string{"GOCACHE=" + vals[0], "GOMODCACHE=" + vals[1], "GOPATH=" + vals[2]}
 }
 
 // sh runs one command with bash -o pipefail and returns its combined output.
@@ -215,6 +244,10 @@ func (s *guideShell) sh(t *testing.T, command string, timeout time.Duration) (st
 	cmd.Dir, cmd.Env = s.dir, s.env
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
+	// A process group of its own, killed whole on timeout: a child (make's ko, a port-forward)
+	// would otherwise keep the output pipe, and Wait, open.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.WaitDelay = 5 * time.Second
 	if err := cmd.Start(); err != nil {
 		return "", err
 	}
@@ -224,7 +257,7 @@ func (s *guideShell) sh(t *testing.T, command string, timeout time.Duration) (st
 	case err := <-done:
 		return out.String(), err
 	case <-time.After(timeout):
-		_ = cmd.Process.Kill()
+		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
 		<-done
 		return out.String(), fmt.Errorf("timed out after %s", timeout)
 	}
@@ -246,13 +279,17 @@ func (g *guide) run(t *testing.T, s *guideShell, name string, idx ...int) []stri
 	var outs []string
 	for _, i := range idx {
 		c := &b.commands[i]
-		if c.skip != "" {
+		if c.skip != "" && !(c.registry && g.withRegistry) {
 			c.ran = true
 			t.Logf("[%s] not run (%s): %s", name, c.skip, c.text)
 			outs = append(outs, "")
 			continue
 		}
-		out, err := s.sh(t, c.text, 5*time.Minute)
+		timeout := 5 * time.Minute
+		if c.registry {
+			timeout = 20 * time.Minute // builds the image: compiling takes long on a cold build cache
+		}
+		out, err := s.sh(t, c.text, timeout)
 		c.ran = true
 		t.Logf("[%s] $ %s\n%s", name, c.text, out)
 		if err != nil {
@@ -275,14 +312,19 @@ func (g *guide) runFailing(t *testing.T, s *guideShell, name string, i int) stri
 	return out
 }
 
-// write saves the file block name under its name in the shell's directory.
+// write saves the file block name under its name in the shell's directory, with the shell's
+// substitutions applied.
 func (g *guide) write(t *testing.T, s *guideShell, name string) {
 	t.Helper()
 	b := g.block(t, name)
 	if b.lang == "sh" {
 		t.Fatalf("block %s holds commands, not a file", name)
 	}
-	if err := os.WriteFile(filepath.Join(s.dir, name), []byte(b.body), 0o600); err != nil {
+	body := b.body
+	for old, repl := range s.subst {
+		body = strings.ReplaceAll(body, old, repl)
+	}
+	if err := os.WriteFile(filepath.Join(s.dir, name), []byte(body), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	b.commands = []guideCommand{{text: "(file " + name + ")", ran: true}}

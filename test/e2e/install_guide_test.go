@@ -105,8 +105,8 @@ func TestInstallGuide(t *testing.T) {
 	wantIn(t, "kubectl get crd", out[0], "servicemonitors.monitoring.coreos.com")
 	wantIn(t, "kubectl get crd", out[0], "prometheusrules.monitoring.coreos.com")
 
-	// 2. The image: needs Docker (make -n image is checked by test/chart).
-	g.run(t, s, "image")
+	// 2. The image and the chart's publication need a registry: TestQuickstart runs them.
+	g.run(t, s, "publish")
 
 	// 3. Install from the repository, then (after an uninstall) from the package.
 	version := strings.TrimSpace(readFile(t, filepath.Join(repoRoot(t), "VERSION")))
@@ -428,6 +428,13 @@ func (p *guideChartPod) stop() {
 
 func startGuideChartPod(t *testing.T, ctx context.Context, c *devenv.ControlPlane) *guideChartPod {
 	t.Helper()
+	return startGuideChartPodBinary(t, ctx, c, "ome-scheduler")
+}
+
+// startGuideChartPodBinary is startGuideChartPod running binary (a tool name in bin/ or an
+// absolute path, such as the binary of the published image).
+func startGuideChartPodBinary(t *testing.T, ctx context.Context, c *devenv.ControlPlane, binary string) *guideChartPod {
+	t.Helper()
 	cm, err := c.Client.CoreV1().ConfigMaps("ome").Get(ctx, "ome-scheduler-config", metav1.GetOptions{})
 	if err != nil {
 		t.Fatalf("ConfigMap of the installed release: %v", err)
@@ -447,7 +454,7 @@ func startGuideChartPod(t *testing.T, ctx context.Context, c *devenv.ControlPlan
 	if err := os.WriteFile(cfg, full, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	proc, port, err := devenv.StartSchedulerProcess(ctx, dir, "ome-scheduler", cfg, kubeconfig)
+	proc, port, err := devenv.StartSchedulerBinary(ctx, binary, dir, "ome-scheduler", cfg, kubeconfig)
 	if err != nil {
 		t.Fatalf("the chart's scheduler as ServiceAccount ome/ome-scheduler: %v", err)
 	}

@@ -1,6 +1,7 @@
 // Package e2e checks the shipped artefacts end to end: the Helm chart's objects against a real
 // kube-apiserver, bin/ome-scheduler running with exactly the chart's RBAC, ServiceAccount and
-// configuration, its secure /metrics endpoint, and the Dockerfile. One control plane (etcd +
+// configuration, its secure /metrics endpoint, and the published image and chart (TestQuickstart, on
+// a control plane of its own, like TestInstallGuide). One control plane (etcd +
 // kube-apiserver from bin/, RBAC on, no kubelets, no controller-manager) serves the package.
 package e2e
 

@@ -29,6 +29,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/moirai-internal/ome-scheduler/internal/devenv"
+	"github.com/moirai-internal/ome-scheduler/pkg/plugins/gangpack"
 )
 
 // TestSchedulerRunsAsChartServiceAccount runs bin/ome-scheduler with nothing but the chart:
@@ -128,6 +129,14 @@ func TestSchedulerRunsAsChartServiceAccount(t *testing.T) {
 		}
 		if c := node.Labels[devenv.CliqueKey]; c != "clique-a" {
 			t.Errorf("pod %s on node %s in %s, want clique-a (smallest clique that fits 2)", p, n, c)
+		}
+		// The binding carried the placement annotations (docs/reference.md section 7).
+		pod, err := cp.Client.CoreV1().Pods(demoNS).Get(ctx, p, metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if d, k := pod.Annotations[gangpack.DomainAnnotation], pod.Annotations[gangpack.DomainKeyAnnotation]; d != "clique-a" || k != devenv.CliqueKey {
+			t.Errorf("pod %s annotated %s=%q %s=%q, want clique-a and %s", p, gangpack.DomainAnnotation, d, gangpack.DomainKeyAnnotation, k, devenv.CliqueKey)
 		}
 	}
 

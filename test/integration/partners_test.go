@@ -68,6 +68,9 @@ func TestPartnerGroupFillsOneClique(t *testing.T) {
 	if d := e.oneDomain(got, domainKey); d != "c4" {
 		t.Fatalf("group in %s, want c4", d)
 	}
+	for pod, node := range got { // no group topology key: the group key is the gang's own
+		e.wantPlacement(pod, node, domainKey, domainKey)
+	}
 	if m := metric(t, "ome_scheduler_placement_group_total", placedResult); m != before+1 {
 		t.Errorf("placement_group_total{placed} = %v, want %v", m, before+1)
 	}
@@ -115,6 +118,9 @@ func TestPartnerGroupZoneOfCliques(t *testing.T) {
 	e.oneDomain(map[string]string{"b-0": got["b-0"], "b-1": got["b-1"]}, domainKey)
 	if z := e.oneDomain(got, zoneKey); z != "z2" {
 		t.Fatalf("group in zone %s, want z2", z)
+	}
+	for pod, node := range got {
+		e.wantPlacement(pod, node, domainKey, zoneKey)
 	}
 	if e.labelOf(got["a-0"], domainKey) == e.labelOf(got["b-0"], domainKey) {
 		t.Fatalf("both partners in one clique of 2 nodes: %v", got)

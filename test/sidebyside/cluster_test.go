@@ -27,7 +27,7 @@ const (
 func runScenario(t *testing.T, sc scenario) (result, error) {
 	t.Helper()
 	res := result{scenario: sc, pods: sc.pods()}
-	cp, err := devenv.Start(devenv.Options{WithoutCRD: sc.sched == stock, WithoutKubelet: !sc.kubelet})
+	cp, err := devenv.Start(devenv.Options{WithoutCRD: sc.sched == stock, Kwok: sc.kwok, WithoutKubelet: true})
 	if err != nil {
 		return res, err
 	}
@@ -62,7 +62,7 @@ func runScenario(t *testing.T, sc scenario) (result, error) {
 		saveLog(t, proc, sc)
 		return res, err
 	}
-	if sc.kubelet {
+	if sc.kwok {
 		took, err := w.settle(ctx, 2*time.Minute)
 		t.Logf("%s: every pod Running %.1fs after the last bind (err %v)", sc.name(), took.Seconds(), err)
 	}
@@ -78,8 +78,8 @@ func runScenario(t *testing.T, sc scenario) (result, error) {
 	return res, nil
 }
 
-// createNodes creates the nodes concurrently: node i in clique i/SBS_CLIQUE. It returns each
-// node's clique.
+// createNodes creates the nodes concurrently: node i in clique i/SBS_CLIQUE; with kwok it
+// waits until kwok has made them all Ready. It returns each node's clique.
 func createNodes(ctx context.Context, cp *devenv.ControlPlane, sc scenario) (map[string]string, error) {
 	names := make([]string, sc.nodes)
 	cliqueOf := make(map[string]string, sc.nodes)
@@ -90,9 +90,13 @@ func createNodes(ctx context.Context, cp *devenv.ControlPlane, sc scenario) (map
 	err := parallel(ctx, sc.nodes, func(ctx context.Context, i int) error {
 		_, err := devenv.CreateNode(ctx, cp.Client, devenv.NodeSpec{
 			Name: names[i], GPUs: int64(sc.gpusPerNode), Labels: map[string]string{devenv.CliqueKey: cliqueOf[names[i]]},
+			Kwok: sc.kwok,
 		})
 		return err
 	})
+	if err == nil && sc.kwok {
+		err = devenv.WaitNodesReady(ctx, cp.Client, 5*time.Minute, names...)
+	}
 	return cliqueOf, err
 }
 

@@ -25,7 +25,7 @@ type binds struct {
 	first  time.Time
 	last   time.Time
 	all    chan struct{}
-	// running counts the pods seen Running (the fake kubelet marks bound pods Running).
+	// running counts the pods seen Running (kwok marks bound pods Running).
 	running map[string]bool
 }
 
@@ -107,7 +107,7 @@ func (b *binds) wait(ctx context.Context, timeout time.Duration, p *devenv.Proce
 	}
 }
 
-// settle waits until the fake kubelet has marked every pod Running, so the final heap
+// settle waits until kwok has marked every pod Running, so the final heap
 // profile of both schedulers sees the same settled cluster rather than a scheduler cache
 // still holding assumed pods whose status update has not arrived yet.
 func (b *binds) settle(ctx context.Context, timeout time.Duration) (time.Duration, error) {

@@ -63,8 +63,8 @@ var columns = []column{
 func resultsTable(p params, results []result) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "Side by side, %s: %d nodes × %d nvidia.com/gpu, cliques of %d nodes, fill %.2f, %d run(s) per case, "+
-		"GOMAXPROCS %d, fake kubelet %v.\n\n", time.Now().UTC().Format("2006-01-02"), p.nodes, p.gpusPerNode, p.clique,
-		p.fill, p.runs, runtime.GOMAXPROCS(0), p.kubelet)
+		"GOMAXPROCS %d, kwok %v.\n\n", time.Now().UTC().Format("2006-01-02"), p.nodes, p.gpusPerNode, p.clique,
+		p.fill, p.runs, runtime.GOMAXPROCS(0), p.kwok)
 	head := []string{"Gang", "Scheduler", "Pods"}
 	for _, c := range columns {
 		head = append(head, c.head)

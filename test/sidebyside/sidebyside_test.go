@@ -7,8 +7,10 @@
 // It runs only with OME_SIDEBYSIDE=1 (`make sidebyside`), never in `make test`. Parameters
 // come from the environment: SBS_NODES (512), SBS_GPUS_PER_NODE (1), SBS_CLIQUE (nodes per
 // nvidia.com/gpu.clique, 8), SBS_GANG (comma-separated gang sizes, "4,8"), SBS_FILL (fraction
-// of the GPUs the backlog requests, 1.0), SBS_RUNS (1), SBS_KUBELET (1: the fake kubelet
-// marks bound pods Running; 0: none), SBS_TIMEOUT (per case, 20m), SBS_OUT (results, heap
+// of the GPUs the backlog requests, 1.0), SBS_RUNS (1), SBS_KWOK (1: bin/kwok, a process of
+// its own, makes the nodes Ready and marks bound pods Running; 0: nothing does, the nodes are
+// created Ready and pods stay Pending after their bind; SBS_KUBELET is the old name),
+// SBS_TIMEOUT (per case, 20m), SBS_OUT (results, heap
 // profiles and scheduler logs; default <bin>/sidebyside), SBS_MEMPROFILERATE (unset: Go's
 // default of one heap sample per 512 KiB allocated, too coarse to attribute a 20 MiB heap;
 // e.g. 4096 passes GODEBUG=memprofilerate=4096 to both schedulers, and only to them, for a
@@ -45,7 +47,7 @@ type params struct {
 	gangs                      []int
 	fill                       float64
 	runs                       int
-	kubelet                    bool
+	kwok                       bool
 	timeout                    time.Duration
 	out                        string
 	// schedEnv is added to the schedulers' environment only: the control plane's Go
@@ -88,8 +90,8 @@ func TestSideBySide(t *testing.T) {
 	if len(p.schedEnv) > 0 {
 		t.Logf("schedulers run with %v", p.schedEnv)
 	}
-	t.Logf("side by side: %d nodes × %d GPU, cliques of %d nodes, gangs %v, fill %.2f, %d run(s), kubelet %v, output %s",
-		p.nodes, p.gpusPerNode, p.clique, p.gangs, p.fill, p.runs, p.kubelet, p.out)
+	t.Logf("side by side: %d nodes × %d GPU, cliques of %d nodes, gangs %v, fill %.2f, %d run(s), kwok %v, output %s",
+		p.nodes, p.gpusPerNode, p.clique, p.gangs, p.fill, p.runs, p.kwok, p.out)
 	var results []result
 	for run := 1; run <= p.runs; run++ {
 		for _, g := range p.gangs {
@@ -112,7 +114,7 @@ func TestSideBySide(t *testing.T) {
 }
 
 func readParams() (params, error) {
-	p := params{kubelet: true}
+	p := params{kwok: true}
 	var err error
 	ints := []struct {
 		name string
@@ -141,7 +143,7 @@ func readParams() (params, error) {
 	if p.fill, err = strconv.ParseFloat(envOr("SBS_FILL", "1.0"), 64); err != nil || p.fill <= 0 || p.fill > 1 {
 		return p, fmt.Errorf("SBS_FILL must be in (0, 1]: %q", os.Getenv("SBS_FILL"))
 	}
-	p.kubelet = envOr("SBS_KUBELET", "1") != "0"
+	p.kwok = envOr("SBS_KWOK", envOr("SBS_KUBELET", "1")) != "0"
 	if p.timeout, err = time.ParseDuration(envOr("SBS_TIMEOUT", "20m")); err != nil {
 		return p, fmt.Errorf("SBS_TIMEOUT: %w", err)
 	}

@@ -134,6 +134,10 @@ profiles:
           - name: OMEGangPack
         disabled:
           - name: DefaultPreemption
+      bind:
+        enabled:
+          - name: OMEGangPack
+          - name: DefaultBinder
       score:
         enabled:
           - name: NodeResourcesFit

@@ -372,3 +372,7 @@ func standalone(name string) *v1.Pod {
 	return st.MakePod().Namespace(testNS).Name(name).UID("uid-" + name).SchedulerName("ome-scheduler").
 		Req(map[v1.ResourceName]string{testGPU: "1"}).Obj()
 }
+
+// APICacher is nil: the scheduler's SchedulerAsyncAPICalls gate is off (its default in 1.35),
+// so binders call the API themselves.
+func (h *fakeHandle) APICacher() fwk.APICacher { return nil }

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/runtime"
+	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
 
@@ -42,7 +43,9 @@ type GangPack struct {
 	ledger *ledger.Ledger
 	// members lists a gang's pods from the scheduler's shared pod informer.
 	members *gang.Members
-	handle  fwk.Handle
+	// nodes reads node labels outside scheduling cycles (Bind's placement annotations).
+	nodes  corelisters.NodeLister
+	handle fwk.Handle
 	// ctx and logger are for work outside a scheduling cycle (GC, eviction calls, wake-ups).
 	ctx    context.Context
 	logger klog.Logger
@@ -63,6 +66,7 @@ var (
 	_ fwk.ScoreExtensions   = &GangPack{}
 	_ fwk.ReservePlugin     = &GangPack{}
 	_ fwk.PermitPlugin      = &GangPack{}
+	_ fwk.BindPlugin        = &GangPack{}
 	_ fwk.PostBindPlugin    = &GangPack{}
 	_ fwk.EnqueueExtensions = &GangPack{}
 )
@@ -102,6 +106,7 @@ func New(ctx context.Context, obj runtime.Object, h fwk.Handle) (fwk.Plugin, err
 	if err := pl.planner.WatchNodes(nodes); err != nil {
 		return nil, fmt.Errorf("watch nodes for the domain index: %w", err)
 	}
+	pl.nodes = nodes.Lister()
 	if err := pl.watchMembers(h.SharedInformerFactory().Core().V1().Pods().Informer()); err != nil {
 		return nil, fmt.Errorf("watch pods for gang member changes: %w", err)
 	}

@@ -151,7 +151,7 @@ func main() {
 	}
 	printRatios(rows, keys)
 	printQuality(filepath.Dir(files[0]))
-	points := []string{"PreFilter", "Filter", "PostFilter", "PreScore", "Score", "Reserve", "Permit", "PostBind"}
+	points := []string{"PreFilter", "Filter", "PostFilter", "PreScore", "Score", "Reserve", "Permit", "Bind", "PostBind"}
 	fmt.Println()
 	fmt.Println("OMEGangPack plugin execution time, average per call in ms (scheduler_plugin_execution_duration_seconds; the scheduler samples ~10% of cycles):")
 	fmt.Println()
