@@ -195,9 +195,20 @@ func liveMembers(pods []*v1.Pod, pg *schedv1alpha1.PodGroup) []*v1.Pod {
 	return live
 }
 
-// unplaced is the cluster with the gang's live members taken off their nodes.
+// unplaced is the cluster with the gang's live members taken off their nodes and without
+// the gang's pin: the gang as it was before its first planning.
 func (c *Cluster) unplaced(pg *schedv1alpha1.PodGroup) *Cluster {
 	cc := *c
+	if c.Reservations != nil {
+		r := *c.Reservations
+		r.Pins = nil
+		for _, p := range c.Reservations.Pins {
+			if p.Gang != pg.Namespace+"/"+pg.Name {
+				r.Pins = append(r.Pins, p)
+			}
+		}
+		cc.Reservations = &r
+	}
 	cc.Pods = make([]*v1.Pod, len(c.Pods))
 	for i, p := range c.Pods {
 		if p.Namespace == pg.Namespace && p.Labels[gang.Label] == pg.Name && gang.Live(p) {

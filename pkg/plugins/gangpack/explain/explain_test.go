@@ -199,6 +199,7 @@ func resourceOf(n int64) *resource.Quantity { return resource.NewQuantity(n, res
 // A gang placed whole: its domain, and its planning again without its members.
 func TestExplainPlacedGang(t *testing.T) {
 	c := cluster()
+	c.Reservations = &Reservations{Leader: true, Pins: []Pin{{Gang: "t/bound", TopologyKey: clique, Domain: "b", MinMember: 3}}}
 	pg := &schedv1alpha1.PodGroup{ObjectMeta: metav1.ObjectMeta{Namespace: "t", Name: "bound", UID: "pg"}, Spec: schedv1alpha1.PodGroupSpec{MinMember: 3}}
 	r, err := Explain(c, Request{PodGroup: pg})
 	if err != nil {
