@@ -54,10 +54,12 @@ INTEGRATION_TIMEOUT ?= 40m
 all: build
 
 ## build: bin/ome-scheduler (BUILD_TAGS=heapdump for memory investigations, docs/benchmarks.md),
-## static and with -trimpath like the image's binary, so `make image` reuses its compiled packages
+## static and with -trimpath like the image's binary, so `make image` reuses its compiled packages;
+## and bin/kubectl-ome, the kubectl plugin (copy it onto the PATH: `kubectl ome ...`)
 BUILD_TAGS ?=
 build:
 	CGO_ENABLED=0 $(GO) build -trimpath -tags '$(BUILD_TAGS)' -ldflags "$(KUBE_LDFLAGS) $(OME_LDFLAGS)" -o $(BIN)/ome-scheduler ./cmd/ome-scheduler
+	CGO_ENABLED=0 $(GO) build -trimpath -ldflags "$(KUBE_LDFLAGS) $(OME_LDFLAGS)" -o $(BIN)/kubectl-ome ./cmd/kubectl-ome
 
 ## tools: the real test components from the Go module proxy, cached in bin/
 tools: $(TOOLS)

@@ -172,6 +172,9 @@ func run(ctx context.Context) (err error) {
 	if err := showKubectl(kubectl, cmds...); err != nil {
 		return err
 	}
+	if err := showKubectlOme(ctx, cp.KubeConfigPath, port); err != nil {
+		return err
+	}
 	if m, err := pluginMetrics(ctx, cp, port); err == nil {
 		fmt.Printf("$ curl https://127.0.0.1:%d/metrics | grep ome_scheduler_ (as the admin user; series above 0)\n%s\n\n", port, m)
 	} else {

@@ -14,9 +14,11 @@ func TestAllValuesChanged(t *testing.T) {
 		const name = "gang-sched"
 
 		wantEq(t, "objects", r.ids(), []string{
+			"ClusterRole/gang-sched-debug-reader",
 			"ClusterRole/gang-sched-extras",
 			"ClusterRole/gang-sched-metrics-reader",
 			"ClusterRoleBinding/gang-sched-auth-delegator",
+			"ClusterRoleBinding/gang-sched-debug-reader",
 			"ClusterRoleBinding/gang-sched-extras",
 			"ClusterRoleBinding/gang-sched-metrics-reader",
 			"ClusterRoleBinding/gang-sched-system-scheduler",
@@ -113,6 +115,15 @@ ports:
 		wantYAML(t, "metrics-reader subjects", mr.obj["subjects"], `
 - {kind: ServiceAccount, name: prometheus, namespace: monitoring}
 - {kind: ServiceAccount, name: collector, namespace: telemetry}
+`)
+		dr := r.get(t, "ClusterRoleBinding", name+"-debug-reader")
+		wantYAML(t, "debug-reader roleRef", dr.obj["roleRef"], "{apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: gang-sched-debug-reader}")
+		wantYAML(t, "debug-reader subjects", dr.obj["subjects"], `
+- {kind: Group, name: sre, apiGroup: rbac.authorization.k8s.io}
+- {kind: ServiceAccount, name: oncall, namespace: telemetry}
+`)
+		wantYAML(t, "debug-reader rules", r.get(t, "ClusterRole", name+"-debug-reader").obj["rules"], `
+- {nonResourceURLs: ["/configz"], verbs: [get]}
 `)
 		for _, o := range r.docs {
 			wantEq(t, o.kind()+"/"+o.name()+" labels app.kubernetes.io/name", dig(o.obj, "metadata", "labels", "app.kubernetes.io/name"), "ome-scheduler")

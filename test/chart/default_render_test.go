@@ -19,6 +19,7 @@ func TestDefaultRender(t *testing.T) {
 
 	t.Run("objects", func(t *testing.T) {
 		want := []string{
+			"ClusterRole/ome-scheduler-debug-reader",
 			"ClusterRole/ome-scheduler-extras",
 			"ClusterRole/ome-scheduler-metrics-reader",
 			"ClusterRoleBinding/ome-scheduler-auth-delegator",

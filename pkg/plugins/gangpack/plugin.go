@@ -129,6 +129,7 @@ func New(ctx context.Context, obj runtime.Object, h fwk.Handle) (fwk.Plugin, err
 		}
 	}
 	instances.Store(h.SharedInformerFactory(), pl)
+	serveDebug(pl)
 	go pl.runGC(ctx, time.Duration(*args.GCIntervalSeconds)*time.Second)
 	return pl, nil
 }

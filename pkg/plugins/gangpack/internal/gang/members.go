@@ -26,20 +26,34 @@ func NewMembers(pods coreinformers.PodInformer) (*Members, error) {
 	if _, exists := inf.GetIndexer().GetIndexers()[memberIndex]; exists {
 		return ml, nil
 	}
-	err := inf.AddIndexers(cache.Indexers{memberIndex: func(obj any) ([]string, error) {
-		p, ok := obj.(*v1.Pod)
-		if !ok {
-			return nil, nil
-		}
-		if v := p.Labels[Label]; v != "" {
-			return []string{p.Namespace + "/" + v}, nil
-		}
-		return nil, nil
-	}})
-	if err != nil {
+	if err := inf.AddIndexers(cache.Indexers{memberIndex: memberKeys}); err != nil {
 		return nil, err
 	}
 	return ml, nil
+}
+
+// NewMembersOf lists gangs from a fixed set of pods instead of the scheduler's informer: the
+// planning of `kubectl ome` runs on what it read from the API server.
+func NewMembersOf(pods []*v1.Pod) (*Members, error) {
+	indexer := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{memberIndex: memberKeys})
+	for _, p := range pods {
+		if err := indexer.Add(p); err != nil {
+			return nil, err
+		}
+	}
+	return &Members{indexer: indexer, lister: corelisters.NewPodLister(indexer)}, nil
+}
+
+// memberKeys indexes a gang member under "namespace/pod-group value".
+func memberKeys(obj any) ([]string, error) {
+	p, ok := obj.(*v1.Pod)
+	if !ok {
+		return nil, nil
+	}
+	if v := p.Labels[Label]; v != "" {
+		return []string{p.Namespace + "/" + v}, nil
+	}
+	return nil, nil
 }
 
 // list returns every pod of the gang (any phase).

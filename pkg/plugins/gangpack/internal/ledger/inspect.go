@@ -61,3 +61,40 @@ func (l *Ledger) SetAfter(after AfterFunc) { l.after = after }
 // SetHandle replaces the framework handle the ledger activates and admits pods through
 // (tests record those calls).
 func (l *Ledger) SetHandle(h fwk.Handle) { l.handle = h }
+
+// Held is one pin as the scheduler's debug view shows it: the commitment (a forming one with
+// its reservation) and the moment its hold expires (zero when no deadline is armed).
+type Held struct {
+	Commitment placement.Commitment
+	Deadline   time.Time
+}
+
+// Holds returns a copy of every pin with its hold deadline, sorted by gang key.
+func (l *Ledger) Holds() []Held {
+	pins := l.store.List()
+	out := make([]Held, len(pins))
+	for i, c := range pins {
+		out[i].Commitment = c
+		if at, ok := l.deadlines.when(c.ID); ok {
+			out[i].Deadline = at
+		}
+	}
+	return out
+}
+
+// Active reports whether this replica has run a scheduling cycle: only the leader does.
+func (l *Ledger) Active() bool { return l.active.Load() }
+
+// Assumed is a gang member the scheduler reserved a node for that is not bound yet (it waits
+// at Permit or is binding): the API server does not show it on its node.
+type Assumed struct {
+	Namespace, Name string
+	UID             types.UID
+	Node            string
+}
+
+// AssumedMembers returns the members reserved on a node and not yet bound, sorted by
+// namespace and name.
+func (l *Ledger) AssumedMembers() []Assumed {
+	return l.reserved.list()
+}

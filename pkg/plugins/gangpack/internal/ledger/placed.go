@@ -1,6 +1,7 @@
 package ledger
 
 import (
+	"sort"
 	"sync"
 
 	v1 "k8s.io/api/core/v1"
@@ -130,4 +131,21 @@ func (l *Ledger) deadAttempt(key string, p *v1.Pod) bool {
 	}
 	c, pinned := l.store.Get(key)
 	return !pinned || c.ID != id
+}
+
+// list returns the records, sorted by namespace and name.
+func (r *reservedNodes) list() []Assumed {
+	r.mu.Lock()
+	out := make([]Assumed, 0, len(r.m))
+	for uid, rn := range r.m {
+		out = append(out, Assumed{Namespace: rn.namespace, Name: rn.name, UID: uid, Node: rn.node})
+	}
+	r.mu.Unlock()
+	sort.Slice(out, func(i, j int) bool {
+		if out[i].Namespace != out[j].Namespace {
+			return out[i].Namespace < out[j].Namespace
+		}
+		return out[i].Name < out[j].Name
+	})
+	return out
 }

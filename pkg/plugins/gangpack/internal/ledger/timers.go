@@ -112,3 +112,11 @@ func (t *timerSet[K]) len() int {
 	defer t.mu.Unlock()
 	return len(t.m)
 }
+
+// when returns the moment key's timer fires, if one is armed.
+func (t *timerSet[K]) when(key K) (time.Time, bool) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	e, ok := t.m[key]
+	return e.at, ok
+}

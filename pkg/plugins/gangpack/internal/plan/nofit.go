@@ -19,26 +19,37 @@ import (
 // rooms are counted outside the other gangs' reservations; reason overrides the logged
 // reason when non-empty.
 func (p *planner) noFit(rooms map[string]int, failed map[string]struct{}, reason string) *fwk.Status {
-	key := p.info.Key
 	p.recordPending()
-	if _, fit := topology.BestFit(rooms, p.need); !fit {
-		rooms = p.rawRooms(rooms)
-	}
-	if _, ok := topology.BestFit(rooms, p.need); ok {
+	rooms, reserved, st := p.noFitVerdict(rooms)
+	if reserved {
 		p.waitForRoom()
 		metrics.CountPin(metrics.PinReserved)
 		p.logNoFit(rooms, failed, "reserved")
-		return fwk.NewStatus(fwk.Unschedulable, msg.NoRoomReserved(key))
+		return st
 	}
 	metrics.CountPin(metrics.PinNoFit)
 	if reason == "" {
 		reason = "capacity"
 	}
 	p.logNoFit(rooms, failed, reason)
-	if d, room, ok := topology.Largest(rooms); ok {
-		return fwk.NewStatus(fwk.Unschedulable, msg.NoRoomBest(key, d, room, p.need))
+	return st
+}
+
+// noFitVerdict is noFit's decision without its side effects: the status, whether capacity
+// exists but every fitting domain's room is reserved by forming gangs, and the rooms the
+// message was judged on (without reservations when nothing fits outside them).
+func (p *planner) noFitVerdict(rooms map[string]int) (map[string]int, bool, *fwk.Status) {
+	key := p.info.Key
+	if _, fit := topology.BestFit(rooms, p.need); !fit {
+		rooms = p.rawRooms(rooms)
 	}
-	return fwk.NewStatus(fwk.Unschedulable, msg.NoRoomNoLabel(key, p.info.TopologyKey))
+	if _, ok := topology.BestFit(rooms, p.need); ok {
+		return rooms, true, fwk.NewStatus(fwk.Unschedulable, msg.NoRoomReserved(key))
+	}
+	if d, room, ok := topology.Largest(rooms); ok {
+		return rooms, false, fwk.NewStatus(fwk.Unschedulable, msg.NoRoomBest(key, d, room, p.need))
+	}
+	return rooms, false, fwk.NewStatus(fwk.Unschedulable, msg.NoRoomNoLabel(key, p.info.TopologyKey))
 }
 
 func (p *planner) logNoFit(rooms map[string]int, failed map[string]struct{}, reason string) {
@@ -49,22 +60,29 @@ func (p *planner) logNoFit(rooms map[string]int, failed map[string]struct{}, rea
 // resting returns the wait of a gang whose only fitting domains rest after its reservation
 // expired there (nil otherwise); it is woken when the rest ends.
 func (p *planner) resting(rooms map[string]int, failed map[string]struct{}) *fwk.Status {
-	if len(failed) == 0 {
-		return nil
-	}
-	if _, fits := topology.BestFit(without(rooms, failed), p.need); fits {
-		return nil
-	}
-	d, ok := topology.BestFit(rooms, p.need)
+	d, ok := p.restingDomain(rooms, failed)
 	if !ok {
-		return nil
-	}
-	if _, rests := p.pl.ledger.Resting(p.info.Owner(), p.info.TopologyKey)[d]; !rests {
 		return nil
 	}
 	metrics.CountPin(metrics.PinNoFit)
 	p.logNoFit(rooms, failed, "resting")
 	return fwk.NewStatus(fwk.Unschedulable, msg.NoRoomResting(p.info.Key, d))
+}
+
+// restingDomain is the best-fitting domain when only resting domains fit the gang.
+func (p *planner) restingDomain(rooms map[string]int, failed map[string]struct{}) (string, bool) {
+	if len(failed) == 0 {
+		return "", false
+	}
+	if _, fits := topology.BestFit(without(rooms, failed), p.need); fits {
+		return "", false
+	}
+	d, ok := topology.BestFit(rooms, p.need)
+	if !ok {
+		return "", false
+	}
+	_, rests := p.pl.ledger.Resting(p.info.Owner(), p.info.TopologyKey)[d]
+	return d, rests
 }
 
 // adoptBlocked parks a gang whose placed members' domain has room only inside other forming

@@ -1,0 +1,104 @@
+// Package omecli is kubectl-ome, the kubectl plugin that explains OMEGangPack's placement
+// decisions with the plugin's own planning code (pkg/plugins/gangpack/explain): explain an
+// existing PodGroup, what-if a hypothetical gang, and the fragmentation view of the domains.
+package omecli
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"runtime/debug"
+	"strings"
+
+	"github.com/spf13/cobra"
+	"k8s.io/cli-runtime/pkg/genericclioptions"
+	"k8s.io/cli-runtime/pkg/genericiooptions"
+
+	"github.com/moirai-internal/ome-scheduler/pkg/plugins/gangpack/explain"
+)
+
+// Exit codes, as kubectl's: 0 done, 1 an error, 2 a usage error.
+const (
+	ExitOK    = 0
+	ExitError = 1
+	ExitUsage = 2
+)
+
+// usageError marks an error in the command line.
+type usageError struct{ error }
+
+func usagef(format string, a ...any) error { return usageError{fmt.Errorf(format, a...)} }
+
+// options are the flags every command shares.
+type options struct {
+	config             *genericclioptions.ConfigFlags
+	streams            genericiooptions.IOStreams
+	output             string
+	schedulerURL       string
+	schedulerCA        string
+	schedulerNamespace string
+}
+
+// Run runs kubectl-ome with args and returns its exit code.
+func Run(args []string, streams genericiooptions.IOStreams) int {
+	defer debug.SetGCPercent(debug.SetGCPercent(explain.GCPercent))
+	cmd := NewCommand(streams)
+	cmd.SetArgs(args)
+	err := cmd.Execute()
+	if err == nil {
+		return ExitOK
+	}
+	fmt.Fprintln(streams.ErrOut, "error:", err)
+	var u usageError
+	if errors.As(err, &u) || strings.HasPrefix(err.Error(), "unknown command") {
+		return ExitUsage
+	}
+	return ExitError
+}
+
+// NewCommand is the kubectl-ome root command.
+func NewCommand(streams genericiooptions.IOStreams) *cobra.Command {
+	o := &options{config: genericclioptions.NewConfigFlags(true), streams: streams}
+	root := &cobra.Command{
+		Use:   "kubectl-ome",
+		Short: "Explain where ome-scheduler places gangs, and why",
+		Long: `kubectl ome runs ome-scheduler's own planning (member room, best fit, the reservations of
+forming gangs) over the cluster's nodes and pods, and prints what the scheduler would decide.
+
+The reservations of forming gangs live only in the leading scheduler's memory: pass
+--scheduler-url (for example after kubectl -n ome-system port-forward deploy/ome-scheduler 10259)
+to count them; without it the output says "reservations unknown".`,
+		SilenceUsage:  true,
+		SilenceErrors: true,
+	}
+	root.SetOut(streams.Out)
+	root.SetErr(streams.ErrOut)
+	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
+	o.config.AddFlags(root.PersistentFlags())
+	pf := root.PersistentFlags()
+	pf.StringVarP(&o.output, "output", "o", "table", "Output format: table, json or yaml")
+	pf.StringVar(&o.schedulerURL, "scheduler-url", "", "The leading ome-scheduler's secure port, e.g. https://127.0.0.1:10259 (reservations of forming gangs are read from its /configz)")
+	pf.StringVar(&o.schedulerCA, "scheduler-ca", "", "CA file that verifies the scheduler's serving certificate (default: not verified; it is self-signed)")
+	pf.StringVar(&o.schedulerNamespace, "scheduler-namespace", "ome-system", "Namespace of the ome-scheduler release (for the port-forward hint)")
+	root.AddCommand(o.explainCommand(), o.whatIfCommand(), o.domainsCommand())
+	return root
+}
+
+// print writes v as the -o format asks; table uses v's own table.
+func (o *options) print(v interface{ WriteTable(io.Writer) error }, note string) error {
+	if note != "" && o.output != "table" && o.output != "" {
+		fmt.Fprintln(o.streams.ErrOut, "note:", note)
+	}
+	switch o.output {
+	case "json":
+		return writeJSON(o.streams.Out, v)
+	case "yaml":
+		return writeYAML(o.streams.Out, v)
+	case "table", "":
+		if note != "" {
+			fmt.Fprintln(o.streams.Out, "note:", note)
+		}
+		return v.WriteTable(o.streams.Out)
+	}
+	return usagef("unknown output format %q: use table, json or yaml", o.output)
+}

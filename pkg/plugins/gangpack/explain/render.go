@@ -1,0 +1,88 @@
+package explain
+
+import (
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+	"text/tabwriter"
+)
+
+// WriteTable prints the explanation as kubectl-style tables: one line per domain, then the
+// decision and its reason.
+func (r *Result) WriteTable(w io.Writer) error {
+	tw := tabwriter.NewWriter(w, 0, 8, 2, ' ', 0)
+	fmt.Fprintf(tw, "PodGroup %s, topology key %q: minMember %d, placed %d, need %d\n", r.PodGroup, r.TopologyKey, r.MinMember, r.Placed, r.Need)
+	if !r.ReservationsKnown {
+		fmt.Fprintln(tw, "reservations unknown: the scheduler's endpoint was not reachable (see --scheduler-url)")
+	}
+	if len(r.Domains) > 0 {
+		fmt.Fprintln(tw, "DOMAIN\tNODES\tFREE\tMEMBER ROOM\tRESERVED\tFITS\tREASON")
+		for _, d := range r.Domains {
+			fmt.Fprintf(tw, "%s\t%d\t%s\t%d\t%s\t%s\t%s\n", d.Name, d.Nodes, freeText(d.Free), d.MemberRoom,
+				r.reservedText(d.Reserved), yesNo(d.Fits), d.Reason)
+		}
+	}
+	chosen := r.ChosenDomain
+	if chosen == "" {
+		chosen = "<none>"
+	}
+	fmt.Fprintf(tw, "\nChosen domain: %s\nReason: %s\n", chosen, r.Reason)
+	return tw.Flush()
+}
+
+func (r *Result) reservedText(n int) string {
+	if !r.ReservationsKnown {
+		return "unknown"
+	}
+	return fmt.Sprint(n)
+}
+
+// WriteTable prints the fragmentation view: one line per domain.
+func (r *DomainsResult) WriteTable(w io.Writer) error {
+	tw := tabwriter.NewWriter(w, 0, 8, 2, ' ', 0)
+	fmt.Fprintf(tw, "Topology key %q, member shape %s", r.TopologyKey, freeText(r.Shape))
+	if r.AntiAffinityPerNode {
+		fmt.Fprint(tw, ", one member per node")
+	}
+	fmt.Fprintln(tw)
+	if !r.ReservationsKnown {
+		fmt.Fprintln(tw, "reservations unknown: the scheduler's endpoint was not reachable (see --scheduler-url)")
+	}
+	res := r.Resource
+	fmt.Fprintf(tw, "DOMAIN\tNODES\tALLOCATABLE %s\tFREE\tRESERVED\tBOUND GANGS\tLARGEST GANG\tSTRANDED\n", res)
+	for _, d := range r.Domains {
+		reserved := "unknown"
+		if r.ReservationsKnown {
+			reserved = fmt.Sprintf("%d (%d members)", d.ReservedUnits, d.Reserved)
+		}
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%s\t%d\t%d\t%d\n", d.Name, d.Nodes, d.Allocatable, d.Free, reserved, d.BoundGangs, d.LargestGang, d.Stranded)
+	}
+	return tw.Flush()
+}
+
+func freeText(m map[string]int64) string {
+	names := make([]string, 0, len(m))
+	for n := range m {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	parts := make([]string, len(names))
+	for i, n := range names {
+		parts[i] = fmt.Sprintf("%s=%d", n, m[n])
+		if n == "cpu" {
+			parts[i] = fmt.Sprintf("cpu=%dm", m[n])
+		}
+	}
+	if len(parts) == 0 {
+		return "-"
+	}
+	return strings.Join(parts, ",")
+}
+
+func yesNo(b bool) string {
+	if b {
+		return "yes"
+	}
+	return "no"
+}
