@@ -37,27 +37,13 @@ import (
 // page says about each result, and that it ran every command of the page.
 func TestInstallGuide(t *testing.T) {
 	g := loadGuide(t, filepath.Join(repoRoot(t), "docs", "install.md"))
-	c2, err := devenv.Start(devenv.Options{WithoutCRD: true})
-	if err != nil {
-		t.Fatalf("second control plane: %v", err)
-	}
-	t.Cleanup(c2.Stop)
 	ctx, cancel := context.WithTimeout(context.Background(), 12*time.Minute)
 	defer cancel()
+	c2 := startGuideCluster(t, ctx)
 	dc, err := dynamic.NewForConfig(c2.Config)
 	if err != nil {
 		t.Fatal(err)
 	}
-	kcm, err := devenv.StartProcess(c2.Dir, "kube-controller-manager", "kube-controller-manager",
-		"--kubeconfig="+c2.KubeConfigPath, "--controllers=deployment,replicaset,namespace,garbagecollector",
-		"--leader-elect=false", "--secure-port=0", "--v=1")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { kcm.Stop(10 * time.Second) })
-	defaultSched := startDefaultScheduler(t, ctx, c2)
-	t.Cleanup(func() { defaultSched.Stop(10 * time.Second) })
-	dumpLogOnFailure(t, defaultSched)
 	var chartPod *guideChartPod
 	t.Cleanup(func() { chartPod.stop() })
 
@@ -394,6 +380,30 @@ func deploymentChecksum(t *testing.T, ctx context.Context, c *devenv.ControlPlan
 
 // startDefaultScheduler runs bin/ome-scheduler with one profile named default-scheduler and
 // nothing else configured: the stock kube-scheduler, as the cluster's default scheduler.
+// startGuideCluster starts what a guide's cluster runs besides the chart: a control plane of
+// its own without the PodGroup CRD (the chart's crds/ installs it), kube-controller-manager's
+// deployment, replicaset, namespace and garbage-collector controllers, and a default scheduler
+// for the chart's own pods. Everything stops when the test ends.
+func startGuideCluster(t *testing.T, ctx context.Context) *devenv.ControlPlane {
+	t.Helper()
+	c, err := devenv.Start(devenv.Options{WithoutCRD: true})
+	if err != nil {
+		t.Fatalf("control plane: %v", err)
+	}
+	t.Cleanup(c.Stop)
+	kcm, err := devenv.StartProcess(c.Dir, "kube-controller-manager", "kube-controller-manager",
+		"--kubeconfig="+c.KubeConfigPath, "--controllers=deployment,replicaset,namespace,garbagecollector",
+		"--leader-elect=false", "--secure-port=0", "--v=1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { kcm.Stop(10 * time.Second) })
+	defaultSched := startDefaultScheduler(t, ctx, c)
+	t.Cleanup(func() { defaultSched.Stop(10 * time.Second) })
+	dumpLogOnFailure(t, defaultSched)
+	return c
+}
+
 func startDefaultScheduler(t *testing.T, ctx context.Context, c *devenv.ControlPlane) *devenv.Process {
 	t.Helper()
 	dir := filepath.Join(c.Dir, "default-scheduler")

@@ -37,22 +37,9 @@ func TestQuickstart(t *testing.T) {
 	inst.withRegistry = true
 	g := loadGuide(t, filepath.Join(repoRoot(t), "docs", "quickstart.md"))
 	reg := startRegistry(t)
-	c2, err := devenv.Start(devenv.Options{WithoutCRD: true})
-	if err != nil {
-		t.Fatalf("control plane: %v", err)
-	}
-	t.Cleanup(c2.Stop)
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
 	defer cancel()
-	kcm, err := devenv.StartProcess(c2.Dir, "kube-controller-manager", "kube-controller-manager",
-		"--kubeconfig="+c2.KubeConfigPath, "--controllers=deployment,replicaset,namespace,garbagecollector",
-		"--leader-elect=false", "--secure-port=0", "--v=1")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { kcm.Stop(10 * time.Second) })
-	defaultSched := startDefaultScheduler(t, ctx, c2)
-	t.Cleanup(func() { defaultSched.Stop(10 * time.Second) })
+	c2 := startGuideCluster(t, ctx)
 	if err := devenv.CreateLayout(ctx, c2.Client, devenv.DemoLayout); err != nil {
 		t.Fatal(err)
 	}
