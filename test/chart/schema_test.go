@@ -8,8 +8,6 @@ import (
 	"sort"
 	"strings"
 	"testing"
-
-	"sigs.k8s.io/yaml"
 )
 
 // openSchemaObjects are the schema objects that deliberately accept keys they do not name:
@@ -173,14 +171,7 @@ func (s chartSchema) openObjects(t *testing.T, path string, node map[string]any,
 // TestSchemaCoversEveryValue walks values.yaml: every key path needs a schema entry, and
 // every object of the schema rejects unknown keys unless it is a deliberately open map.
 func TestSchemaCoversEveryValue(t *testing.T) {
-	b, err := os.ReadFile(filepath.Join(chartDir(t), "values.yaml"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var vals map[string]any
-	if err := yaml.Unmarshal(b, &vals); err != nil {
-		t.Fatal(err)
-	}
+	vals := chartValues(t)
 	s := loadChartSchema(t)
 
 	t.Run("every value has a schema entry", func(t *testing.T) {

@@ -286,7 +286,9 @@ func leafKeys(prefix string, v any, out *[]string) {
 	}
 }
 
-func TestValuesDefaultsAndReadme(t *testing.T) {
+// chartValues reads the chart's values.yaml.
+func chartValues(t *testing.T) map[string]any {
+	t.Helper()
 	b, err := os.ReadFile(filepath.Join(chartDir(t), "values.yaml"))
 	if err != nil {
 		t.Fatal(err)
@@ -295,6 +297,11 @@ func TestValuesDefaultsAndReadme(t *testing.T) {
 	if err := yaml.Unmarshal(b, &vals); err != nil {
 		t.Fatal(err)
 	}
+	return vals
+}
+
+func TestValuesDefaultsAndReadme(t *testing.T) {
+	vals := chartValues(t)
 	t.Run("defaults of §2", func(t *testing.T) {
 		wantYAML(t, "values.yaml", vals, fixture(t, "values/defaults.yaml"))
 	})
