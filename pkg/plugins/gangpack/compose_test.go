@@ -194,6 +194,9 @@ var composeCases = []composeCase{
 		events: []string{"node 0 1 0 0", "node 0 1 0 0", "node 0 0 0 0", "gang 401 23 1 2", "gang 929 534 3 15", "sched 170 215 3 10", "sched 652 116 3 13", "sched 996 492 0 11", "pgdel 100 482 1 2", "gang 215 478 2 3"}},
 	{name: "partner-parked-after-pending-pod-deleted", seed: 695, inv: invLiveness,
 		events: []string{"node 0 0 0 0", "node 0 0 0 0", "node 0 0 0 0", "node 2 1 0 0", "node 2 1 0 0", "gang 649 334 2 15", "sched 13 336 0 15", "sched 111 202 0 3", "pod 601 306 1 9", "sched 184 577 2 8", "gang 190 15 3 9", "sched 495 954 1 4", "sched 644 869 1 12", "sched 678 41 3 8", "delete 773 79 0 4"}},
+	{name: "group-preemption-evicts-part-of-a-unit-after-nodedel", seed: 237, inv: invPreemption,
+		knownBug: "a placement group's preemption leaves a victim gang's member placed after a node deletion (found with main's plugin too; not investigated)",
+		events:   []string{"node 0 1 0 0", "node 0 0 0 0", "node 0 1 0 0", "node 0 0 0 0", "node 1 0 0 0", "node 1 1 0 0", "gang 609 697 0 13", "sched 71 814 0 2", "sched 797 202 2 1", "sched 855 932 0 2", "nodedel 319 309 0 11", "sched 490 735 0 5", "gang 878 619 2 12"}},
 	{name: "preemptor-parked-after-victims-deleted-in-its-cycle", seed: 1852, inv: invLiveness,
 		events: []string{"node 0 0 0 0", "node 0 1 0 0", "node 0 0 0 0", "node 1 1 0 0", "node 1 0 0 0", "node 1 1 0 0", "gang 182 393 2 14", "notready 794 902 0 2", "gang 786 409 2 7", "pod 499 550 3 14", "sched 208 403 2 6", "sched 734 422 1 9", "gang 21 38 3 11", "sched 94 864 2 10", "sched 332 369 2 11", "sched 365 351 2 1", "nodedel 883 611 3 6", "pod 191 407 3 3"}},
 }
@@ -244,6 +247,7 @@ func TestCompose(t *testing.T) {
 	}
 	t.Run("random", func(t *testing.T) {
 		n, start := composeSequences(t), time.Now()
+		resumed := pinCounter(t, metrics.PinNominated)
 		fired := map[string]int64{}
 		for seed := int64(1); seed <= int64(n); seed++ {
 			events := generate(seed, 40)
@@ -257,7 +261,12 @@ func TestCompose(t *testing.T) {
 			}
 		}
 		el := time.Since(start)
-		t.Logf("%d sequences in %s (%.0f/s); first seed per invariant fired: %v", n, el.Round(time.Millisecond), float64(n)/el.Seconds(), fired)
+		resumed = pinCounter(t, metrics.PinNominated) - resumed
+		t.Logf("%d sequences in %s (%.0f/s); first seed per invariant fired: %v; gangs resumed from nominations after a restart: %v",
+			n, el.Round(time.Millisecond), float64(n)/el.Seconds(), fired, resumed)
+		if n >= 1000 && resumed == 0 {
+			t.Error("no restart resumed a gang from its nominations: the failover path went untested")
+		}
 	})
 }
 

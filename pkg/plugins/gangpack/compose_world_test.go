@@ -363,11 +363,24 @@ func (s *sim) unwait(sp *simPod) {
 	s.h.mu.Unlock()
 }
 
-// unassume forgets the pod's assumed node (the cache's ForgetPod).
+// unassume forgets the pod's assumed node (the cache's ForgetPod); the failure handler of a
+// binding cycle clears the pod's nomination.
 func (s *sim) unassume(sp *simPod) {
 	s.unwait(sp)
 	sp.state = stActive
+	s.nominate(sp, "")
 	s.resnap()
+}
+
+// nominate sets the pod's status.nominatedNodeName ("" clears it), as kube-scheduler's status
+// patch does: before a Permit wait, after a preemption, and when a binding cycle fails.
+func (s *sim) nominate(sp *simPod, node string) {
+	if sp.pod.Status.NominatedNodeName == node {
+		return
+	}
+	q := sp.pod.DeepCopy()
+	q.Status.NominatedNodeName = node
+	s.updatePod(sp, q)
 }
 
 // requeueRejected puts a pod whose cycle failed back in the queue: active when it was
