@@ -198,6 +198,17 @@ func (s *sim) schedOne(sp *simPod, pick int) {
 	s.afterPlugin()
 }
 
+// nominate sets the pod's status.nominatedNodeName ("" clears it), as kube-scheduler's status
+// patch does: before a Permit wait, after a preemption, and when a binding cycle fails.
+func (s *sim) nominate(sp *simPod, node string) {
+	if sp.pod.Status.NominatedNodeName == node {
+		return
+	}
+	q := sp.pod.DeepCopy()
+	q.Status.NominatedNodeName = node
+	s.updatePod(sp, q)
+}
+
 // nominated applies a PostFilter result's nomination to the pod, as the failure handler does
 // (no nomination leaves the pod's as it was).
 func (s *sim) nominated(sp *simPod, res *fwk.PostFilterResult) {

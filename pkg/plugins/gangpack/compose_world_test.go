@@ -372,16 +372,6 @@ func (s *sim) unassume(sp *simPod) {
 	s.resnap()
 }
 
-// nominate sets the pod's status.nominatedNodeName ("" clears it), as kube-scheduler's status
-// patch does: before a Permit wait, after a preemption, and when a binding cycle fails.
-func (s *sim) nominate(sp *simPod, node string) {
-	if sp.pod.Status.NominatedNodeName == node {
-		return
-	}
-	q := sp.pod.DeepCopy()
-	q.Status.NominatedNodeName = node
-	s.updatePod(sp, q)
-}
 
 // requeueRejected puts a pod whose cycle failed back in the queue: active when it was
 // activated or a hinted event arrived while it was in flight, else parked.
