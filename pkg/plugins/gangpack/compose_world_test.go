@@ -372,7 +372,6 @@ func (s *sim) unassume(sp *simPod) {
 	s.resnap()
 }
 
-
 // requeueRejected puts a pod whose cycle failed back in the queue: active when it was
 // activated or a hinted event arrived while it was in flight, else parked.
 func (s *sim) requeueRejected(sp *simPod, byGang, byFit bool) {
