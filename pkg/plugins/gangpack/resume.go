@@ -96,7 +96,7 @@ func (pl *GangPack) resumeGang(logger klog.Logger, n ledger.Nominated, nodes []f
 		return
 	case info.Group != nil:
 		// A partner is pinned only with its whole placement group: it plans with its group.
-		drop(rep, "partner")
+		drop(rep, plan.NominatedPartner)
 		return
 	case n.Seen != (ledger.NominationSeen{}) && n.Seen != ledger.NominationSeen{UID: info.UID, TopologyKey: info.TopologyKey, MinMember: info.MinMember}:
 		drop(rep, plan.NominatedPodGroupChange)

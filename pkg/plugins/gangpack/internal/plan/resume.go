@@ -28,6 +28,7 @@ const (
 	NominatedHoldCap        = "hold_cap"         // the namespace has maxHoldsPerNamespace holds
 	NominatedReserved       = "reserved"         // other gangs' reservations leave too little room
 	NominatedPodGroupChange = "podgroup_changed" // the PodGroup changed since the nomination
+	NominatedPartner        = "partner"          // a placement group's partner plans with its group
 )
 
 // Resume pins a gang a previous leader was forming to the domain its pending members are
