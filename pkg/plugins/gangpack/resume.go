@@ -86,7 +86,7 @@ func (pl *GangPack) resumeGang(logger klog.Logger, n ledger.Nominated, nodes []f
 	}
 	pg, err := pl.podGroups.get(ns, name)
 	if err != nil || pg == nil {
-		drop(rep, plan.NominatedPodGroupChange)
+		drop(rep, plan.NominatedPodGroupGone)
 		return
 	}
 	info, st := gang.Interpret(pl.args, rep, pg)

@@ -158,3 +158,19 @@ func TestResumePreemption(t *testing.T) {
 		t.Fatalf("hi pin %+v %v, want a", pin, ok)
 	}
 }
+
+// A PodGroup deleted after the nomination: nothing to resume.
+func TestResumePodGroupDeleted(t *testing.T) {
+	w, _, second := resumeWorld(t, nil)
+	if err := w.pgs.Delete(podGroup("first", 4)); err != nil {
+		t.Fatal(err)
+	}
+	logs := w.captureLogs()
+	w.preFilter(second[0])
+	if pin, ok := w.pl.ledger.Commitment(testNS + "/first"); ok {
+		t.Fatalf("first resumed %+v without its PodGroup", pin)
+	}
+	if line := logLine(logs(), "gangpack.pinGang.nominated_dropped"); !strings.Contains(line, `reason="podgroup_missing"`) {
+		t.Fatalf("nominated_dropped log %q, want reason podgroup_missing", line)
+	}
+}

@@ -28,6 +28,7 @@ const (
 	NominatedHoldCap        = "hold_cap"         // the namespace has maxHoldsPerNamespace holds
 	NominatedReserved       = "reserved"         // other gangs' reservations leave too little room
 	NominatedPodGroupChange = "podgroup_changed" // the PodGroup changed since the nomination
+	NominatedPodGroupGone   = "podgroup_missing" // the PodGroup is not in the informer
 	NominatedPartner        = "partner"          // a placement group's partner plans with its group
 )
 
