@@ -44,6 +44,7 @@ type Ledger struct {
 	deadlines     *timerSet[uint64]    // attempt id → its hold's expiry timer, until the attempt ends
 	rests         *timerSet[restKey]   // resting domain of a gang → the timer that wakes it at the rest's end
 	doubtTimers   *timerSet[types.UID] // pod in doubt → the timer that ends the doubt at maxDoubt
+	degraded      *degradedReports     // degraded gangs already reported as not repairable
 
 	// active is set by the first PreFilter: a standby replica makes no activations.
 	active atomic.Bool
@@ -77,6 +78,7 @@ func New(ctx context.Context, h fwk.Handle, ml *gang.Members, onPins func(held [
 		deadlines:     newTimerSet[uint64](),
 		rests:         newTimerSet[restKey](),
 		doubtTimers:   newTimerSet[types.UID](),
+		degraded:      &degradedReports{},
 		after:         realAfter,
 		now:           time.Now,
 		spawn:         func(f func()) { go f() },

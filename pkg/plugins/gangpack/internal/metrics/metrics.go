@@ -139,6 +139,7 @@ func Register() {
 		PinnedGroups.Set(0)
 		registerQualityMetrics()
 		registerPreemptionMetrics()
+		registerDegradedMetrics()
 	})
 }
 
