@@ -196,3 +196,32 @@ func TestSurplusMemberDoesNotRepair(t *testing.T) {
 		t.Fatalf("surplus member's PostFilter = %v, pods %v: nothing may be evicted", st, w.remaining())
 	}
 }
+
+// A partner of a placement group that lost a member repairs alone, in its own domain: its
+// group's partner, of lower priority and in the same clique, is never its victim; a
+// lower-priority standalone pod there is.
+func TestPartnerRepairsAloneSparingItsGroup(t *testing.T) {
+	nodes := cliqueNodes("c2", "z1", 5)
+	nodes = slices.DeleteFunc(nodes, func(n *v1.Node) bool { return n.Name == "c2-1" }) // decode-1's node failed
+	partner := func(p *v1.Pod, node string, pr int32) *v1.Pod {
+		p = placedOn(prio(p, pr), node)
+		p.Labels[testGroupLabel] = "svc"
+		return p
+	}
+	pods := []*v1.Pod{
+		partner(gangMember("decode-0", "decode", 1), "c2-0", 10),
+		partner(gangMember("prefill-0", "prefill", 1), "c2-2", 1),
+		partner(gangMember("prefill-1", "prefill", 1), "c2-3", 1),
+		placedOn(prio(standalone("batch"), 5), "c2-4"),
+	}
+	repl := prio(gangMember("decode-r", "decode", 1), 10)
+	repl.Labels[testGroupLabel] = "svc"
+	w := newPreemptWorldArgs(t, groupArgs(), nodes, append(pods, repl),
+		partnerPG("decode", 2, "svc", "2", testZoneKey), partnerPG("prefill", 2, "svc", "2", testZoneKey))
+	res, st := w.postFilter(repl)
+	assertNominated(t, res, st, "c2-4")
+	w.awaitRemaining("decode-0", "decode-r", "prefill-0", "prefill-1")
+	if n := w.eventNotes()[testNS+"/batch"]; n != "Preempted by gang ns/decode to place it in domain c2" {
+		t.Fatalf("Preempted event on batch = %q", n)
+	}
+}
