@@ -59,7 +59,7 @@ func TestGrafanaDashboard(t *testing.T) {
 var omeAlerts = []string{
 	"OMESchedulerDown", "OMESchedulerNoLeader", "OMEGangSplitPlacement", "OMEGangAlreadySplit",
 	"OMEGangNoFit", "OMEStrandedCapacity", "OMEGangReservedWait", "OMEGangsStuckForming",
-	"OMEGangUnwinds", "OMEGangFormationSlow",
+	"OMEGangUnwinds", "OMEGangFormationSlow", "OMEGangDegraded",
 }
 
 // alertRules returns the rules of the PrometheusRule by alert name.
@@ -158,6 +158,7 @@ func TestPrometheusRule(t *testing.T) {
 			"OMEGangsStuckForming":  `ome_scheduler_pinned_groups{` + sel + `}`,
 			"OMEGangUnwinds":        `sum(increase(ome_scheduler_gang_unwind_total{` + sel + `}[30m])) > 10`,
 			"OMEGangFormationSlow":  `ome_scheduler_gang_formation_duration_seconds_bucket{` + sel + `}[1h]`,
+			"OMEGangDegraded":       `max by (topology_key) (ome_scheduler_degraded_gangs{` + sel + `}) > 0`,
 		} {
 			wantContains(t, name+" expr", rules[name]["expr"].(string), want)
 		}
@@ -166,6 +167,8 @@ func TestPrometheusRule(t *testing.T) {
 			"{{ $value }} free {{ $labels.resource }} stranded in domains too small for pending gangs")
 		wantEq(t, "OMEGangSplitPlacement severity", dig(rules["OMEGangSplitPlacement"], "labels", "severity"), "page")
 		wantEq(t, "OMEGangsStuckForming for", rules["OMEGangsStuckForming"]["for"], "15m")
+		wantEq(t, "OMEGangDegraded summary", dig(rules["OMEGangDegraded"], "annotations", "summary"),
+			"{{ $value }} gangs under {{ $labels.topology_key }} have had fewer bound members than minMember for 15 minutes")
 	})
 	t.Run("custom selector and name without leader election", func(t *testing.T) {
 		t.Parallel()

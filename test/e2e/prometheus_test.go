@@ -154,8 +154,8 @@ func TestPrometheusRules(t *testing.T) {
 			t.Errorf("%s: alert %s lacks a case where it fires (%v) or one where it does not (%v)", alertTestsFile, a, fires[a], quiet[a])
 		}
 	}
-	if len(alerts) != 10 {
-		t.Errorf("the chart renders %d alerts (%v), the README lists 10", len(alerts), alerts)
+	if len(alerts) != 11 {
+		t.Errorf("the chart renders %d alerts (%v), the README lists 11", len(alerts), alerts)
 	}
 }
 

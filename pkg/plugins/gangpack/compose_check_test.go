@@ -47,6 +47,10 @@ type checker struct {
 	preemptor *simPod
 	evictor   *simPod
 	victims   []*simPod
+	// placedAtEviction are the pods placed when the step's first eviction happened, with their
+	// node: a unit's member pending then, or placed on another node since (rejected with its
+	// gang's unwind and placed again), is not one the preemption left behind.
+	placedAtEviction map[*simPod]string
 	// earlier maps a preemptor (gang, group or pod) to the victims it evicted before.
 	earlier map[string][]*simPod
 	found   []violation
@@ -107,6 +111,14 @@ func (c *checker) evicted(sp *simPod, _ string) {
 		c.checkPreemption("evictions")
 	}
 	c.evictor = c.preemptor
+	if len(c.victims) == 0 {
+		c.placedAtEviction = map[*simPod]string{}
+		for _, q := range c.s.pods {
+			if placedLive(q) {
+				c.placedAtEviction[q] = q.node
+			}
+		}
+	}
 	c.victims = append(c.victims, sp)
 }
 
@@ -250,8 +262,8 @@ func preemptorKey(sp *simPod) string {
 
 // checkPreemption verifies the evictions of the step's preemptor.
 func (c *checker) checkPreemption(label string) {
-	victims, pr := c.victims, c.evictor
-	c.victims, c.evictor = nil, nil
+	victims, pr, placedAtEviction := c.victims, c.evictor, c.placedAtEviction
+	c.victims, c.evictor, c.placedAtEviction = nil, nil, nil
 	if len(victims) == 0 || pr == nil {
 		return
 	}
@@ -296,13 +308,47 @@ func (c *checker) checkPreemption(label string) {
 	}
 	for u := range units {
 		for _, m := range c.members(u) {
-			if placedLive(m) {
+			// A member assumed on a node deleted since holds no room (its binding fails).
+			if node, ok := placedAtEviction[m]; ok && placedLive(m) && m.node == node && c.s.node(node) != nil {
 				c.fail(invPreemption, "%s: %s evicted part of unit %s: %s still placed", label, key, u, m.pod.Name)
 				break
 			}
 		}
 	}
 	c.checkOwnRoom(label, pr, key)
+	c.checkRepair(label, pr, key, victims)
+}
+
+// checkRepair: a gang never evicts its own members, and a gang with bound members (a degraded
+// gang repairing) buys room only in their domain: every victim unit has a victim there.
+func (c *checker) checkRepair(label string, pr *simPod, key string, victims []*simPod) {
+	name := gangKey(pr)
+	if name == "" {
+		return
+	}
+	domain := ""
+	for _, m := range c.members(name) {
+		if m.state == stBound && c.s.node(m.node) != nil {
+			domain = c.s.node(m.node).Labels[testKey]
+		}
+	}
+	inDomain := map[string]bool{}
+	for _, v := range victims {
+		if gangKey(v) == name {
+			c.fail(invPreemption, "%s: %s evicted its own member %s", label, key, v.pod.Name)
+		}
+		unit := preemptorKey(v) // a victim's unit: its placement group, gang or pod
+		n := c.s.node(v.node)
+		inDomain[unit] = inDomain[unit] || (n != nil && n.Labels[testKey] == domain)
+	}
+	if domain == "" || pr.pod.Labels[testGroupLabel] != "" {
+		return
+	}
+	for unit, in := range inDomain {
+		if !in {
+			c.fail(invPreemption, "%s: %s, bound in domain %s, evicted %s outside it", label, key, domain, unit)
+		}
+	}
 }
 
 // checkOwnRoom: a gang does not preempt while the room its own Terminating members give back

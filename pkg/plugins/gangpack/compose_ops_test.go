@@ -6,6 +6,7 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	corev1helpers "k8s.io/component-helpers/scheduling/corev1"
 	fwk "k8s.io/kube-scheduler/framework"
 	"k8s.io/kubernetes/pkg/scheduler/framework"
@@ -49,7 +50,7 @@ func (s *sim) apply(e composeEvent) {
 			s.updatePod(sp, q)
 			sp.state = stActive
 		}
-	case "relabel", "nodedel", "notready":
+	case "relabel", "nodedel", "notready", "nodefail":
 		s.nodeOp(e)
 	case "minmember", "pgdel":
 		s.podGroupOp(e)
@@ -319,7 +320,25 @@ func (s *sim) deleteOne(e composeEvent) {
 	s.removePod(sp)
 }
 
-// nodeOp relabels (to another clique), deletes, or toggles NotReady on a node.
+// replace creates a replacement for each lost gang member, as its controller would after a
+// node failure: the same labels, priority and requests, a new name and UID, pending.
+func (s *sim) replace(lost []*simPod) {
+	for _, sp := range lost {
+		if gangKey(sp) == "" {
+			continue
+		}
+		s.replacements++
+		q := sp.pod.DeepCopy()
+		q.Name = fmt.Sprintf("%s-r%d", sp.pod.Name, s.replacements)
+		q.UID = types.UID("uid-" + q.Name)
+		q.Spec.NodeName, q.DeletionTimestamp, q.ResourceVersion = "", nil, ""
+		q.Status = v1.PodStatus{}
+		s.addPod(q)
+	}
+}
+
+// nodeOp relabels (to another clique), deletes, or toggles NotReady on a node; nodefail also
+// replaces the gang members it lost.
 func (s *sim) nodeOp(e composeEvent) {
 	if len(s.nodes) == 0 {
 		return
@@ -336,15 +355,20 @@ func (s *sim) nodeOp(e composeEvent) {
 		} else {
 			n.Spec.Taints = []v1.Taint{{Key: notReadyTaint, Effect: v1.TaintEffectNoSchedule}}
 		}
-	case "nodedel":
+	case "nodedel", "nodefail":
 		s.nodes = append(s.nodes[:i:i], s.nodes[i+1:]...)
+		var lost []*simPod
 		for _, sp := range s.pods { // the pod GC deletes the node's bound pods
 			if sp.node == n.Name && (sp.state == stBound || sp.state == stTerminating) {
 				s.removePod(sp)
+				lost = append(lost, sp)
 			}
 		}
 		s.resnap()
 		s.nodeEvent(old, nil)
+		if e.op == "nodefail" {
+			s.replace(lost)
+		}
 		return
 	}
 	s.nodes[i] = n

@@ -43,7 +43,7 @@ var composeWeights = []struct {
 	w  int
 }{
 	{"sched", 34}, {"bind", 12}, {"advance", 7}, {"gang", 6}, {"delete", 5}, {"pod", 3}, {"ungate", 2},
-	{"relabel", 1}, {"nodedel", 1}, {"notready", 1}, {"minmember", 1}, {"pgdel", 1}, {"restart", 1},
+	{"relabel", 1}, {"nodedel", 1}, {"notready", 1}, {"minmember", 1}, {"pgdel", 1}, {"restart", 1}, {"nodefail", 2},
 }
 
 // generate derives a sequence from the seed: a few cliques of 2-4 nodes, then steps.
@@ -76,7 +76,16 @@ func generate(seed int64, steps int) []composeEvent {
 func runCompose(t testing.TB, events []composeEvent) *violation {
 	s := newSim(t, 0)
 	defer s.cancel()
+	if os.Getenv("OME_COMPOSE_TRACE") != "" { // what happened, printed when an invariant fails
+		s.trace = []string{}
+		defer func() {
+			if len(s.chk.found) > 0 {
+				t.Logf("trace:\n%s", strings.Join(s.trace, "\n"))
+			}
+		}()
+	}
 	for _, e := range events {
+		s.tracef("event %v", e)
 		s.apply(e)
 		s.settle()
 		s.chk.step(e.op)
@@ -194,11 +203,19 @@ var composeCases = []composeCase{
 		events: []string{"node 0 1 0 0", "node 0 1 0 0", "node 0 0 0 0", "gang 401 23 1 2", "gang 929 534 3 15", "sched 170 215 3 10", "sched 652 116 3 13", "sched 996 492 0 11", "pgdel 100 482 1 2", "gang 215 478 2 3"}},
 	{name: "partner-parked-after-pending-pod-deleted", seed: 695, inv: invLiveness,
 		events: []string{"node 0 0 0 0", "node 0 0 0 0", "node 0 0 0 0", "node 2 1 0 0", "node 2 1 0 0", "gang 649 334 2 15", "sched 13 336 0 15", "sched 111 202 0 3", "pod 601 306 1 9", "sched 184 577 2 8", "gang 190 15 3 9", "sched 495 954 1 4", "sched 644 869 1 12", "sched 678 41 3 8", "delete 773 79 0 4"}},
-	{name: "group-preemption-evicts-part-of-a-unit-after-nodedel", seed: 237, inv: invPreemption,
-		knownBug: "a placement group's preemption leaves a victim gang's member placed after a node deletion (found with main's plugin too; not investigated)",
-		events:   []string{"node 0 1 0 0", "node 0 0 0 0", "node 0 1 0 0", "node 0 0 0 0", "node 1 0 0 0", "node 1 1 0 0", "gang 609 697 0 13", "sched 71 814 0 2", "sched 797 202 2 1", "sched 855 932 0 2", "nodedel 319 309 0 11", "sched 490 735 0 5", "gang 878 619 2 12"}},
 	{name: "preemptor-parked-after-victims-deleted-in-its-cycle", seed: 1852, inv: invLiveness,
 		events: []string{"node 0 0 0 0", "node 0 1 0 0", "node 0 0 0 0", "node 1 1 0 0", "node 1 0 0 0", "node 1 1 0 0", "gang 182 393 2 14", "notready 794 902 0 2", "gang 786 409 2 7", "pod 499 550 3 14", "sched 208 403 2 6", "sched 734 422 1 9", "gang 21 38 3 11", "sched 94 864 2 10", "sched 332 369 2 11", "sched 365 351 2 1", "nodedel 883 611 3 6", "pod 191 407 3 3"}},
+	{name: "repair-evicts-part-of-a-unit", seed: 886, inv: invPreemption,
+		events: []string{"node 0 1 0 0", "node 0 0 0 0", "node 0 0 0 0", "node 0 1 0 0", "node 1 0 0 0", "node 1 0 0 0", "node 1 1 0 0", "node 1 0 0 0", "gang 891 251 2 0", "delete 372 542 2 7", "gang 654 269 2 4", "sched 268 53 0 11", "sched 397 930 1 4", "gang 33 108 0 0", "sched 653 331 3 14", "sched 308 157 2 12", "sched 66 683 3 0", "sched 267 246 1 1", "sched 145 32 3 6", "nodedel 702 9 2 5"}},
+	{name: "partner-repairs-while-its-group-waits", seed: 163, inv: invLiveness,
+		events: []string{"node 1 1 0 0", "gang 794 636 1 9", "delete 576 134 0 14", "sched 922 729 2 13", "sched 784 299 0 4", "delete 996 33 3 6", "bind 990 288 2 7", "restart 538 355 2 8", "gang 758 978 3 4"}},
+	{name: "repair-evicts-a-placement-group-whole", seed: 1544, inv: invPreemption,
+		events: []string{"node 0 0 0 0", "node 0 1 0 0", "node 0 1 0 0", "node 0 0 0 0", "node 1 1 0 0", "node 1 0 0 0", "node 1 1 0 0", "node 1 0 0 0", "node 2 1 0 0", "node 2 1 0 0", "node 2 0 0 0", "nodedel 511 305 2 8", "gang 10 621 0 15", "gang 338 133 1 3", "notready 659 889 3 12", "sched 925 278 2 14", "sched 230 181 1 4", "nodefail 337 274 1 5"}},
+	{name: "spread-gang-parked-after-preempting-beside-a-pod-preemptor", seed: 5014, inv: invLiveness,
+		knownBug: "a hard-spread gang of minMember 1 that preempted next to a standalone preemptor's node is parked with no requeue path (found with 8000 sequences; present before repair preemption)",
+		events:   []string{"node 0 0 0 0", "node 0 0 0 0", "node 0 0 0 0", "node 1 0 0 0", "node 1 0 0 0", "node 1 1 0 0", "notready 539 892 1 15", "gang 66 684 3 2", "pod 469 584 2 13", "sched 413 858 0 9", "sched 55 168 1 4", "nodefail 75 788 3 5", "nodedel 243 670 2 9", "bind 836 86 0 7", "sched 600 79 2 11", "sched 786 886 1 9", "bind 564 729 0 6", "pod 384 580 1 1", "bind 386 388 0 12", "sched 722 616 0 11", "bind 458 58 0 14", "pod 165 736 1 5", "sched 821 849 1 13", "sched 731 987 1 12", "gang 23 660 1 7", "advance 216 876 3 13"}},
+	{name: "repair-parks-without-requeue", seed: 710, inv: invLiveness,
+		events: []string{"node 0 1 0 0", "node 0 0 0 0", "node 1 0 0 0", "node 1 0 0 0", "gang 8 83 2 13", "gang 22 471 2 9", "relabel 56 21 2 13", "gang 219 36 1 3"}},
 }
 
 // composeSequences is how many random sequences TestCompose plays: OME_COMPOSE_SEQUENCES, else

@@ -115,6 +115,8 @@ type sim struct {
 	cycle    *simPod
 	inflight []func(*simPod) bool
 	trace    []string
+	// replacements counts the replacement pods nodefail created (their names' suffix).
+	replacements int
 }
 
 func (s *sim) tracef(format string, args ...any) {

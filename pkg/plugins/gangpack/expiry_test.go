@@ -127,7 +127,8 @@ func TestAdoptedShortHoldEndsAndDoesNotRenew(t *testing.T) {
 		time.Sleep(20 * time.Millisecond)
 	}
 	_, st := w.preFilter(g1)
-	if want := msg.AdoptedShort("a", "ns/g", 0, 1); st.Message() != want {
+	// g-0 is bound: the gang is degraded, and the wait says so.
+	if want := msg.ShortDegraded(msg.AdoptedShort("a", "ns/g", 0, 1), msg.Degraded("ns/g", "a", 0, 1)); st.Message() != want {
 		t.Fatalf("PreFilter(g-1) after expiry = %v, want %q", st, want)
 	}
 	if n := w.pl.ledger.HeldDomains(); n != 0 {

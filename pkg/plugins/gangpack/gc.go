@@ -28,6 +28,7 @@ func (pl *GangPack) gcOnce(logger klog.Logger) {
 		return
 	}
 	pl.ledger.Prune(logger, liveGangs)
+	pl.refreshDegraded(liveGangs)
 	pl.pruneGroups()
 	pl.quality.PruneParked(pl.members.GangPending)
 	pl.quality.ForgetStaleKeys(time.Now())

@@ -18,7 +18,8 @@ import (
 // PostFilter unwinds a pinned attempt whose candidates were all filtered out, remembers the
 // domain as failed, and retries promptly in another domain; a surplus member's failure
 // unwinds nothing. A pod without a cycle pin that failed for lack of room preempts when
-// preemption is on (preempt.go).
+// preemption is on (preempt.go); a degraded gang's replacement preempts only inside its
+// domain, and when it cannot be repaired there its PodGroup is told (degraded.go).
 func (pl *GangPack) PostFilter(ctx context.Context, cs fwk.CycleState, pod *v1.Pod, m fwk.NodeToStatusReader) (*fwk.PostFilterResult, *fwk.Status) {
 	refused := pl.reservedRefusals(m)
 	pl.parkIfReserved(klog.FromContext(ctx), cs, pod, refused)
@@ -36,9 +37,12 @@ func (pl *GangPack) PostFilter(ctx context.Context, cs fwk.CycleState, pod *v1.P
 	if pin == nil { // not pinned: nothing of ours to release
 		if pl.args.Preemption {
 			res, st := pl.evaluator.Preempt(ctx, pod, m)
+			pl.reportUnrepairable(klog.FromContext(ctx), cs, st)
 			if st.Code() != fwk.Unschedulable || st.Message() != "" {
 				return res, st
 			}
+		} else {
+			pl.reportUnrepairable(klog.FromContext(ctx), cs, nil)
 		}
 		// Not for lack of room: say whose reservations, if any, kept the pod out. With nothing
 		// to say the status carries no reason at all: kube-scheduler joins every reason into

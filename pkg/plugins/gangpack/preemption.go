@@ -39,8 +39,16 @@ func (x preemption) Release(logger klog.Logger, key string) {
 
 func (x preemption) Hold(logger klog.Logger, sf *gang.Shortfall, nodes []topology.Node, domain string, victims []*v1.Pod) {
 	req := x.pl.planner.HoldRequest(sf, nodes, domain, victims)
-	if _, outcome := x.pl.ledger.Pin(req, sf.Info, ""); outcome == placement.HeldByOther {
+	c, outcome := x.pl.ledger.Pin(req, sf.Info, "")
+	switch {
+	case outcome == placement.HeldByOther:
 		logger.V(4).Info("gangpack.PostFilter.preempt_hold_blocked", "gang", sf.Info.Key, "domain", domain)
+	case outcome == placement.AlreadyPinned && c.Key == req.Key && c.Domain == domain:
+		// A degraded gang repaired in its own domain: its pin grows to the room the victims
+		// give back, so nothing else takes it while they terminate.
+		if !x.pl.ledger.Reserve(logger, c.Gang, c.ID, req.Reserved, req.Capacity) {
+			logger.V(4).Info("gangpack.PostFilter.preempt_hold_blocked", "gang", sf.Info.Key, "domain", domain)
+		}
 	}
 }
 

@@ -140,6 +140,7 @@ func Register() {
 		PinnedGroups.Set(0)
 		registerQualityMetrics()
 		registerPreemptionMetrics()
+		registerDegradedMetrics()
 	})
 }
 

@@ -83,6 +83,32 @@ func AdoptedShort(domain, key string, room, need int) string {
 	return fmt.Sprintf("adopted domain %s cannot fit remaining gang members %s: room for %d of %d members", domain, key, room, need)
 }
 
+// Degraded is the wait of a replacement whose gang is bound in domain with fewer than
+// minMember live members: the domain has room for room of the missing members. It follows
+// PinnedShort's or AdoptedShort's text after ": " and is the GangDegraded event's message.
+func Degraded(key, domain string, room, missing int) string {
+	return fmt.Sprintf("gang %s is bound in domain %s, which has room for %d of %d missing members", key, domain, room, missing)
+}
+
+// ShortDegraded is PinnedShort's or AdoptedShort's text with the room part replaced by the
+// degraded reason (short is the text up to ": room for").
+func ShortDegraded(short, degraded string) string {
+	if i := strings.Index(short, ": room for "); i >= 0 {
+		short = short[:i]
+	}
+	return short + ": " + degraded
+}
+
+// ReasonGangDegraded is the reason of the Warning event on the PodGroup of a degraded gang
+// that cannot be repaired in its domain.
+const ReasonGangDegraded = "GangDegraded"
+
+// NoCandidate reports whether PostFilter's preemption message says nothing could be evicted
+// (not a wait for victims or for Terminating pods).
+func NoCandidate(message string) bool {
+	return strings.HasPrefix(message, PreemptPrefix) && !strings.HasPrefix(message, PreemptPrefix+"waiting for ")
+}
+
 func AdoptReserved(domain, key string) string {
 	return fmt.Sprintf("adopted domain %s for gang %s", domain, key) + AdoptReservedInfix
 }

@@ -27,7 +27,7 @@ func (p *planner) choose(cs fwk.CycleState, c *placement.Commitment) (*fwk.PreFi
 		if !stale {
 			p.reReserve(c)
 			if dp := plans[c.Domain]; len(p.placed) > 0 && dp.Room < p.need {
-				return nil, fwk.NewStatus(fwk.Unschedulable, msg.PinnedShort(c.Domain, p.info.Key, dp.Room, p.need))
+				return nil, p.short(cs, msg.PinnedShort(c.Domain, p.info.Key, dp.Room, p.need), c.Domain, dp.Room)
 			}
 			return p.narrow(cs, plans, *c, "existing")
 		}
@@ -257,7 +257,7 @@ func (p *planner) adopt(cs fwk.CycleState, plans map[string]*topology.DomainPlan
 		room = dp.Room
 	}
 	if room < p.need && pl.ledger.FailedHas(info.Owner(), placement.DomainRef{Key: info.TopologyKey, Value: d}) {
-		return nil, fwk.NewStatus(fwk.Unschedulable, msg.AdoptedShort(d, info.Key, room, p.need))
+		return nil, p.short(cs, msg.AdoptedShort(d, info.Key, room, p.need), d, room)
 	}
 	if room < p.need && p.rawRooms(map[string]int{d: room})[d] >= p.need {
 		// The room is there but another forming gang reserved it: wait for it.
@@ -283,7 +283,7 @@ func (p *planner) adopt(cs fwk.CycleState, plans map[string]*topology.DomainPlan
 		metrics.CountPin(metrics.PinAdopted)
 	}
 	if room < p.need {
-		return nil, fwk.NewStatus(fwk.Unschedulable, msg.AdoptedShort(d, info.Key, room, p.need))
+		return nil, p.short(cs, msg.AdoptedShort(d, info.Key, room, p.need), d, room)
 	}
 	return p.narrow(cs, plans, c, "adopted")
 }

@@ -79,7 +79,7 @@ func (p *planner) explainChoice(pin *placement.Commitment, plans map[string]*top
 		if _, stale := p.staleByRoom(*pin, plans); !stale {
 			dp := plans[pin.Domain]
 			if len(p.placed) > 0 && dp.Room < p.need {
-				return "", "existing", fwk.NewStatus(fwk.Unschedulable, msg.PinnedShort(pin.Domain, p.info.Key, dp.Room, p.need))
+				return "", "existing", p.short(nil, msg.PinnedShort(pin.Domain, p.info.Key, dp.Room, p.need), pin.Domain, dp.Room)
 			}
 			return p.explainNarrow(pin.Domain, "existing", plans)
 		}
@@ -126,7 +126,7 @@ func (p *planner) explainAdopt(plans map[string]*topology.DomainPlan) (string, s
 	if !failed && p.rawRooms(map[string]int{d: room})[d] >= p.need {
 		return "", "adopted", fwk.NewStatus(fwk.Unschedulable, msg.AdoptReserved(d, p.info.Key))
 	}
-	return "", "adopted", fwk.NewStatus(fwk.Unschedulable, msg.AdoptedShort(d, p.info.Key, room, p.need))
+	return "", "adopted", p.short(nil, msg.AdoptedShort(d, p.info.Key, room, p.need), d, room)
 }
 
 // explainNarrow is narrow's check: the member needs a candidate node in the domain.

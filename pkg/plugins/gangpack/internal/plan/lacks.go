@@ -46,18 +46,26 @@ func (p *planner) roomComing(set []fwk.NodeInfo, now time.Time) *gang.RoomComing
 
 // LacksRoom plans the gang as PreFilter did, changing nothing, and returns its shortfall when
 // no domain has room for it even when other gangs' reservations are ignored (then a
-// reservation, a spread rule, a sibling wait or missing members is not why it failed). Room
+// reservation, a spread rule, a sibling wait or missing members is not why it failed). A gang
+// with placed members may only have their domain freed; a pinned gang asks only when it is
+// degraded and pinned to its bound members' domain (repair, see repairs). Room
 // Terminating pods give back counts as coming: when a domain fits with it, RoomComing says
-// where, and the gang waits instead of preempting. A partner of a placement group asks for
-// the whole group (groupLacksRoom).
+// where, and the gang waits instead of preempting. A partner of a placement group without
+// placed members asks for the whole group (groupLacksRoom); one with placed members asks for
+// itself, in its own domain, like a gang.
 func (pl *Planner) LacksRoom(logger klog.Logger, pod *v1.Pod, info gang.Info, all []fwk.NodeInfo, now time.Time) (*gang.Shortfall, *gang.RoomComing) {
-	if info.Group != nil {
-		return pl.groupLacksRoom(logger, pod, info, all, now)
+	p := pl.dryRun(logger, pod, info, all)
+	if info.Group != nil && len(p.placed) == 0 {
+		return pl.groupLacksRoom(p, now)
 	}
-	if pl.ledger.Pinned(info.Key) {
+	if c, pinned := pl.ledger.Commitment(info.Key); pinned && !p.repairs(c) {
 		return nil, nil // the gang has a domain: it waits there
 	}
-	p := pl.dryRun(logger, pod, info, all)
+	if info.Group != nil {
+		if _, ready := pl.groupReady(info); !ready {
+			return nil, nil // the partner waits for its group, not for room
+		}
+	}
 	if p.split() || p.gate() != nil || pl.atHoldCap(info) {
 		return nil, nil
 	}
@@ -73,6 +81,18 @@ func (pl *Planner) LacksRoom(logger klog.Logger, pod *v1.Pod, info gang.Info, al
 		return nil, w
 	}
 	return &gang.Shortfall{Info: info, Gang: p.gang, Nodes: preemptNodes(p, set), Placed: len(p.placed)}, nil
+}
+
+// repairs reports whether a pinned gang may preempt for its missing members: its pin is the
+// domain its placed members sit in, under its topology key, and some but fewer than minMember
+// of them are bound (a degraded gang repairs in place; a surplus member of a whole gang does
+// not). Any other pinned gang waits in its domain.
+func (p *planner) repairs(c placement.Commitment) bool {
+	if len(p.placed) == 0 || p.split() || c.Key != p.info.TopologyKey || c.Domain != p.placed[0].Domain {
+		return false
+	}
+	bound := p.boundPlaced()
+	return bound > 0 && bound < p.info.MinMember
 }
 
 // dryRun is a planner for preemption's questions: it changes nothing.
@@ -115,19 +135,14 @@ func preemptNodes(p *planner, set []fwk.NodeInfo) []topology.Node {
 // reservations are ignored. A group does not hold the freed domain: its partners wait on the
 // victims (one record for the group) and then plan as usual. As for a gang, room Terminating
 // pods give back counts as coming: when a group domain fits with it, the group waits.
-func (pl *Planner) groupLacksRoom(logger klog.Logger, pod *v1.Pod, info gang.Info, all []fwk.NodeInfo, now time.Time) (*gang.Shortfall, *gang.RoomComing) {
-	p := pl.dryRun(logger, pod, info, all)
-	if len(p.placed) > 0 || p.gate() != nil {
+func (pl *Planner) groupLacksRoom(p *planner, now time.Time) (*gang.Shortfall, *gang.RoomComing) {
+	info := p.info
+	if p.gate() != nil {
 		return nil, nil
 	}
-	pts, st := pl.Partners(info)
-	if st != nil || len(pts) < info.Group.Size {
+	pts, ready := pl.groupReady(info)
+	if !ready {
 		return nil, nil
-	}
-	for _, pt := range pts {
-		if !pl.partnerReady(pt) {
-			return nil, nil
-		}
 	}
 	p.partners = pts
 	gp, st := p.groupTodo()
@@ -152,6 +167,21 @@ func (pl *Planner) groupLacksRoom(logger klog.Logger, pod *v1.Pod, info gang.Inf
 	gp.forPreemption = true
 	gp.build(p, true)
 	return &gang.Shortfall{Info: info, Gang: topology.Gang{Need: need}, Placed: len(p.placed), Partners: partners, GroupNodes: gp.nodes}, nil
+}
+
+// groupReady returns the partners of the gang's placement group when every one is ready (its
+// PodGroup exists and its members do), as the group gate requires before any partner plans.
+func (pl *Planner) groupReady(info gang.Info) ([]Partner, bool) {
+	pts, st := pl.Partners(info)
+	if st != nil || len(pts) < info.Group.Size {
+		return nil, false
+	}
+	for _, pt := range pts {
+		if !pl.partnerReady(pt) {
+			return nil, false
+		}
+	}
+	return pts, true
 }
 
 // groupRoomComing plans the group again counting the room Terminating pods give back; when a

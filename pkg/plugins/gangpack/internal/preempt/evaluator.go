@@ -94,6 +94,11 @@ func (pl *Evaluator) gangLacksRoom(logger klog.Logger, pr *preemptor) (bool, *wa
 		pr.partners, pr.groupNodes = sf.Partners, sf.GroupNodes
 		return true, nil
 	}
+	if pr.group != "" {
+		// A partner with placed members repairs alone, in its own domain: the record is its
+		// gang's, and its group's units stay out of the victims.
+		pr.key = pr.ownGang
+	}
 	pr.nodes = sf.Nodes
 	pl.markHeldDomains(pr, sf.Info)
 	return true, nil

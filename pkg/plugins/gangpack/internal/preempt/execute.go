@@ -58,7 +58,7 @@ func (pl *Evaluator) carryOut(logger klog.Logger, pr *preemptor, c *topology.Pre
 	}
 	node := nominatedNode(pr, c.Domain, victims)
 	pl.preempted.record(pr.key, pl.newRecord(pr, c.Domain, node, victims), pl.recordLive)
-	if pr.shortfall != nil && pr.group == "" {
+	if pr.shortfall != nil && pr.partners == nil {
 		pl.iface.Hold(logger, pr.shortfall, pr.nodes, c.Domain, victims)
 	}
 	pl.evictAsync(pr.pod, victims, msg.Preempted(pr.kind, pr.pod.Namespace, pr.name, c.Domain))

@@ -73,7 +73,7 @@ func (pl *Evaluator) Preempt(ctx context.Context, pod *v1.Pod, m fwk.NodeToStatu
 		return pl.noCandidate(logger, pr, msg.ReasonNoLowerPriority)
 	}
 	var cands []topology.PreemptionCandidate
-	if pr.group != "" {
+	if pr.partners != nil {
 		cands = topology.GroupPreemptionCandidates(pr.partners, pr.priority, pr.groupNodes, topologyUnits(units))
 	} else {
 		cands = topology.PreemptionCandidates(&pr.gang, pr.priority, pr.nodes, topologyUnits(units))
@@ -118,8 +118,13 @@ func (pl *Evaluator) newPreemptor(logger klog.Logger, pod *v1.Pod, m fwk.NodeToS
 	} else {
 		pr.kind, pr.key, pr.name = metrics.PreemptorPod, "pod/"+gang.PodKey(pod), pod.Name
 	}
-	if w := pl.waitingOnVictims(pr); w != nil {
+	if w := pl.waitingOnVictims(pr, pr.key); w != nil {
 		return nil, w
+	}
+	if pr.group != "" { // a partner that repairs alone waits under its gang's record
+		if w := pl.waitingOnVictims(pr, pr.ownGang); w != nil {
+			return nil, w
+		}
 	}
 	if pr.kind == metrics.PreemptorPod {
 		pl.standaloneNodes(pr, m)
@@ -139,8 +144,8 @@ func (pl *Evaluator) newPreemptor(logger klog.Logger, pod *v1.Pod, m fwk.NodeToS
 // nominated to the node chosen then, and nothing is evicted again. The record lasts until
 // the victims are gone from the API and from the snapshot (or stuck past their bound), not
 // until the preemptor's timeout.
-func (pl *Evaluator) waitingOnVictims(pr *preemptor) *waitResult {
-	r, ok := pl.preempted.get(pr.key)
+func (pl *Evaluator) waitingOnVictims(pr *preemptor, key string) *waitResult {
+	r, ok := pl.preempted.get(key)
 	if !ok {
 		return nil
 	}
