@@ -3,6 +3,7 @@ package reliability
 import (
 	"context"
 	"fmt"
+	"maps"
 	"os"
 	"slices"
 	"strconv"
@@ -174,6 +175,8 @@ func (st *repairStats) round(w *world, pw *podWatch, seed uint64) {
 			st.in[r.Category]++
 		}
 	}
+	w.t.Logf("round %d: nodes %v failed, %d replacements (%s), %d bound so far in all", st.rounds, plan.Nodes,
+		len(plan.Replacements), categories(plan), st.bound)
 	forced := map[string]bool{}
 	for _, p := range plan.Deleted {
 		forced[string(p.UID)] = true
@@ -265,4 +268,17 @@ func (st *repairStats) report(t *testing.T) {
 	if st.replacements == 0 {
 		t.Error("no replacement: the scenario repaired nothing")
 	}
+}
+
+// categories lists the plan's replacements by category, e.g. "room 2, victims 1".
+func categories(plan devenv.NodeFailure) string {
+	n := map[string]int{}
+	for _, r := range plan.Replacements {
+		n[r.Category]++
+	}
+	var out []string
+	for _, c := range slices.Sorted(maps.Keys(n)) {
+		out = append(out, fmt.Sprintf("%s %d", c, n[c]))
+	}
+	return strings.Join(out, ", ")
 }
