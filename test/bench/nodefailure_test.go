@@ -1,4 +1,4 @@
-package devenv
+package bench
 
 import (
 	"fmt"
@@ -10,23 +10,29 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
+
+	"github.com/moirai-internal/ome-scheduler/internal/devenv"
 )
+
+// The node-failure planning of workload NodeFailure and of test/reliability's repair
+// scenario (internal/devenv/nodefailure.go), tested here because make test's unit step runs
+// this package.
 
 func TestDomainCategory(t *testing.T) {
 	for _, tc := range []struct {
-		room []NodeRoom
+		room []devenv.NodeRoom
 		need []int64
 		want string
 	}{
-		{[]NodeRoom{{Free: 8}, {Free: 8}}, []int64{8, 8}, RepairRoom},
-		{[]NodeRoom{{Free: 8}, {Free: 0, Lower: 8}}, []int64{8, 8}, RepairVictims},
-		{[]NodeRoom{{Free: 4, Lower: 4}}, []int64{8}, RepairVictims},
-		{[]NodeRoom{{Free: 4}, {Free: 4}}, []int64{8}, RepairNone},
-		{[]NodeRoom{{Free: 8, Lower: 0}}, []int64{8, 8}, RepairNone},
-		{nil, []int64{1}, RepairNone},
+		{[]devenv.NodeRoom{{Free: 8}, {Free: 8}}, []int64{8, 8}, devenv.RepairRoom},
+		{[]devenv.NodeRoom{{Free: 8}, {Free: 0, Lower: 8}}, []int64{8, 8}, devenv.RepairVictims},
+		{[]devenv.NodeRoom{{Free: 4, Lower: 4}}, []int64{8}, devenv.RepairVictims},
+		{[]devenv.NodeRoom{{Free: 4}, {Free: 4}}, []int64{8}, devenv.RepairNone},
+		{[]devenv.NodeRoom{{Free: 8, Lower: 0}}, []int64{8, 8}, devenv.RepairNone},
+		{nil, []int64{1}, devenv.RepairNone},
 	} {
-		if got := DomainCategory(tc.room, tc.need); got != tc.want {
-			t.Errorf("DomainCategory(%v, %v) = %s, want %s", tc.room, tc.need, got, tc.want)
+		if got := devenv.DomainCategory(tc.room, tc.need); got != tc.want {
+			t.Errorf("devenv.DomainCategory(%v, %v) = %s, want %s", tc.room, tc.need, got, tc.want)
 		}
 	}
 }
@@ -37,16 +43,16 @@ func failureCluster() ([]*v1.Node, []*v1.Pod) {
 	var nodes []*v1.Node
 	for i := 0; i < 8; i++ {
 		nodes = append(nodes, &v1.Node{
-			ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("n%d", i), Labels: map[string]string{CliqueKey: fmt.Sprintf("d%d", i/4)}},
-			Status:     v1.NodeStatus{Allocatable: v1.ResourceList{GPU: resource.MustParse("8")}},
+			ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("n%d", i), Labels: map[string]string{devenv.CliqueKey: fmt.Sprintf("d%d", i/4)}},
+			Status:     v1.NodeStatus{Allocatable: v1.ResourceList{devenv.GPU: resource.MustParse("8")}},
 		})
 	}
 	pod := func(name, gang, node string, prio int32) *v1.Pod {
 		p := &v1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name, UID: types.UID(name), Labels: map[string]string{}},
 			Spec: v1.PodSpec{NodeName: node, Priority: ptr.To(prio), Containers: []v1.Container{{Name: "c",
-				Resources: v1.ResourceRequirements{Requests: v1.ResourceList{GPU: resource.MustParse("8")}}}}}}
+				Resources: v1.ResourceRequirements{Requests: v1.ResourceList{devenv.GPU: resource.MustParse("8")}}}}}}
 		if gang != "" {
-			p.Labels[PodGroupLabel] = gang
+			p.Labels[devenv.PodGroupLabel] = gang
 		}
 		return p
 	}
@@ -62,11 +68,11 @@ func failureCluster() ([]*v1.Node, []*v1.Pod) {
 func TestPlanNodeFailure(t *testing.T) {
 	nodes, pods := failureCluster()
 	for seed := uint64(0); seed < 20; seed++ {
-		plan := PlanNodeFailure(nodes, pods, CliqueKey, 25, seed) // 2 of 8 nodes
+		plan := devenv.PlanNodeFailure(nodes, pods, devenv.CliqueKey, 25, seed) // 2 of 8 nodes
 		if len(plan.Nodes) != 2 {
 			t.Fatalf("seed %d: %d nodes failed, want 2", seed, len(plan.Nodes))
 		}
-		if again := PlanNodeFailure(nodes, pods, CliqueKey, 25, seed); !slices.Equal(again.Nodes, plan.Nodes) {
+		if again := devenv.PlanNodeFailure(nodes, pods, devenv.CliqueKey, 25, seed); !slices.Equal(again.Nodes, plan.Nodes) {
 			t.Fatalf("seed %d: %v then %v: the plan is not reproducible", seed, plan.Nodes, again.Nodes)
 		}
 		if len(plan.Deleted) != 2 || len(plan.Replacements) != 2 {
@@ -81,13 +87,13 @@ func TestPlanNodeFailure(t *testing.T) {
 			if plan.Survivors[r.Of.UID] {
 				t.Fatalf("seed %d: lost member %s counted as a survivor", seed, r.Of.Name)
 			}
-			want := map[string]string{"ns/a": RepairRoom, "ns/b": RepairVictims}[r.Gang]
+			want := map[string]string{"ns/a": devenv.RepairRoom, "ns/b": devenv.RepairVictims}[r.Gang]
 			sameGang := plan.Replacements[0].Gang == plan.Replacements[1].Gang
 			if sameGang && r.Gang == "ns/a" {
-				want = RepairNone // two lost members, one free node
+				want = devenv.RepairNone // two lost members, one free node
 			}
 			if sameGang && r.Gang == "ns/b" {
-				want = RepairNone // two lost members, one low-priority node
+				want = devenv.RepairNone // two lost members, one low-priority node
 			}
 			if r.Category != want || r.Domain != map[string]string{"ns/a": "d0", "ns/b": "d1"}[r.Gang] {
 				t.Fatalf("seed %d: replacement of %s: category %s in %q, want %s", seed, r.Of.Name, r.Category, r.Domain, want)
@@ -101,8 +107,8 @@ func TestPlanNodeFailure(t *testing.T) {
 
 func TestReplacementOf(t *testing.T) {
 	_, pods := failureCluster()
-	r := ReplacementOf(pods[0])
-	if r.Spec.NodeName != "" || r.Name != "" || r.GenerateName != "a-0-" || r.Labels[PodGroupLabel] != "a" || *r.Spec.Priority != 1000 {
+	r := devenv.ReplacementOf(pods[0])
+	if r.Spec.NodeName != "" || r.Name != "" || r.GenerateName != "a-0-" || r.Labels[devenv.PodGroupLabel] != "a" || *r.Spec.Priority != 1000 {
 		t.Fatalf("replacement %+v", r.ObjectMeta)
 	}
 	r.Labels["x"] = "y"
