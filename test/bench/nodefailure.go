@@ -106,6 +106,8 @@ func (nf *nodeFailure) result() *observation.Repair {
 	return nf.res
 }
 
+// run fails the nodes, waits for the repair and records it; binding the sentinel at the end,
+// also after an error, ends the workload's last op.
 func (nf *nodeFailure) run(sentinel *v1.Pod) {
 	tCtx := nf.tCtx
 	nodes, err := factoryNodes(tCtx)
@@ -113,6 +115,8 @@ func (nf *nodeFailure) run(sentinel *v1.Pod) {
 		tCtx.Errorf("node failure: list nodes: %v", err)
 		return
 	}
+	failed := map[string]bool{}
+	defer func() { nf.bindSentinel(sentinel, nodes, failed) }()
 	pods, err := nf.pods.List(labels.Everything())
 	if err != nil {
 		tCtx.Errorf("node failure: list pods: %v", err)
@@ -125,6 +129,9 @@ func (nf *nodeFailure) run(sentinel *v1.Pod) {
 		nf.forced[p.UID] = true
 	}
 	nf.mu.Unlock()
+	for _, n := range plan.Nodes {
+		failed[n] = true
+	}
 	start := time.Now()
 	created, uids, err := plan.Fail(tCtx, tCtx.Client())
 	if err != nil {
@@ -137,17 +144,21 @@ func (nf *nodeFailure) run(sentinel *v1.Pod) {
 		res.Seed, res.NodesFailed, res.Nodes, res.PodsForceDeleted, res.GangsHit, res.Bound, res.Replacements, res.P50ms, res.P99ms,
 		res.RoomInDomain, res.Room, res.VictimInDomain, res.Victims, res.NoRoomInDomain, res.NoRoom,
 		res.SurvivorsEvicted, res.OtherGangsEvicted, res.StandaloneEvicted, res.GangsSplit, res.GangsWaiting, res.Seconds, res.GaveUp)
+}
+
+// bindSentinel binds the sentinel pod to a node that did not fail.
+func (nf *nodeFailure) bindSentinel(sentinel *v1.Pod, nodes []*v1.Node, failed map[string]bool) {
 	target := ""
-	for n := range plan.DomainOf {
-		if !slices.Contains(plan.Nodes, n) {
-			target = n
+	for _, n := range nodes {
+		if !failed[n.Name] {
+			target = n.Name
 			break
 		}
 	}
 	binding := &v1.Binding{ObjectMeta: metav1.ObjectMeta{Name: sentinel.Name, Namespace: sentinel.Namespace, UID: sentinel.UID},
 		Target: v1.ObjectReference{Kind: "Node", Name: target}}
-	if err := tCtx.Client().CoreV1().Pods(sentinel.Namespace).Bind(tCtx, binding, metav1.CreateOptions{}); err != nil {
-		tCtx.Errorf("node failure: bind the sentinel: %v", err)
+	if err := nf.tCtx.Client().CoreV1().Pods(sentinel.Namespace).Bind(nf.tCtx, binding, metav1.CreateOptions{}); err != nil {
+		nf.tCtx.Errorf("node failure: bind the sentinel: %v", err)
 	}
 }
 
