@@ -64,7 +64,7 @@ func TestNodeFailureRepair(t *testing.T) {
 	pw := w.watchPods()
 	seed := chaosSeed(t)
 	t.Logf("repair seed %d (OME_CHAOS_SEED=%d replays the failures), %d rounds", seed, seed, rounds)
-	st := &repairStats{n: map[string]int{}, in: map[string]int{}}
+	st := &repairStats{n: map[string]int{}, in: map[string]int{}, latBy: map[string][]time.Duration{}}
 	for r := 0; r < rounds; r++ {
 		st.round(w, pw, uint64(seed)+uint64(r))
 	}
@@ -117,7 +117,8 @@ func (w *world) livePods() []*v1.Pod {
 type repairStats struct {
 	rounds, failed, replacements, bound int
 	lat                                 []time.Duration
-	n, in                               map[string]int // replacements and those bound in the survivors' domain, by category
+	latBy                               map[string][]time.Duration // by category
+	n, in                               map[string]int             // replacements and those bound in the survivors' domain, by category
 	survivorsEvicted, lowEvicted        int
 }
 
@@ -171,6 +172,7 @@ func (st *repairStats) round(w *world, pw *podWatch, seed uint64) {
 		}
 		st.bound++
 		st.lat = append(st.lat, at.Sub(created[i]))
+		st.latBy[r.Category] = append(st.latBy[r.Category], at.Sub(created[i]))
 		if r.Domain != "" && plan.DomainOf[node] == r.Domain {
 			st.in[r.Category]++
 		}
@@ -256,6 +258,12 @@ func (st *repairStats) report(t *testing.T) {
 		durationPercentile(st.lat, 0.99).Round(time.Millisecond), durationPercentile(st.lat, 1).Round(time.Millisecond),
 		share(devenv.RepairRoom), share(devenv.RepairVictims), share(devenv.RepairNone),
 		st.n[devenv.RepairNoSurvivors]+st.n[devenv.RepairSplit], st.survivorsEvicted, st.lowEvicted)
+	for _, c := range slices.Sorted(maps.Keys(st.latBy)) {
+		lat := st.latBy[c]
+		slices.Sort(lat)
+		t.Logf("repair: %s: %d bound, created -> bound p50 %v, p99 %v", c, len(lat),
+			durationPercentile(lat, 0.5).Round(time.Millisecond), durationPercentile(lat, 0.99).Round(time.Millisecond))
+	}
 	if st.survivorsEvicted > 0 {
 		t.Errorf("%d survivors evicted by the repair", st.survivorsEvicted)
 	}
