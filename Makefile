@@ -143,6 +143,19 @@ SOAK_DURATION ?= 20m
 soak: tools build
 	OME_SOAK_DURATION=$(SOAK_DURATION) $(GO) test -count=1 -timeout 40m -run TestChaosDuringFormation -v ./test/reliability/
 
+## soak-repair: the node-failure repair scenario for REPAIR_ROUNDS rounds (5 % of the nodes
+## fail each round); soak-failover: FAILOVER_KILLS leader kills at random points of gang
+## bursts. Both print their figures (docs/benchmarks.md, "Repair and failover"); a short
+## variant of each runs in test-reliability.
+REPAIR_ROUNDS  ?= 20
+FAILOVER_KILLS ?= 20
+.PHONY: soak-repair soak-failover
+soak-repair: tools build
+	OME_REPAIR_ROUNDS=$(REPAIR_ROUNDS) $(GO) test -count=1 -timeout 40m -run '^TestNodeFailureRepair$$' -v ./test/reliability/
+
+soak-failover: tools build
+	OME_FAILOVER_KILLS=$(FAILOVER_KILLS) $(GO) test -count=1 -timeout 40m -run '^TestLeaderKillsDuringBursts$$' -v ./test/reliability/
+
 ## fuzz: each fuzz target for FUZZTIME (make test runs their seed corpora only)
 FUZZTIME ?= 1m
 fuzz:

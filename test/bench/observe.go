@@ -129,6 +129,10 @@ func observe(tCtx ktesting.TContext) error {
 		return err
 	}
 	nodeLister := factory.Core().V1().Nodes().Lister()
+	failure, err := registerNodeFailure(tCtx, factory)
+	if err != nil {
+		return err
+	}
 	factory.Start(tCtx.Done())
 	factory.WaitForCacheSync(tCtx.Done())
 
@@ -166,6 +170,7 @@ func observe(tCtx ktesting.TContext) error {
 			return
 		}
 		res := o.result(name, nodes)
+		res.Repair = failure.result()
 		if err := writeResult(res); err != nil {
 			tCtx.Errorf("observer: %v", err)
 		}

@@ -144,7 +144,9 @@ func evaluate(cl cluster, pods []podSample) quality {
 				continue
 			}
 			bound++
-			domains[domainOf[m.node]] = true
+			if d, ok := domainOf[m.node]; ok { // not a node that failed (workload NodeFailure)
+				domains[d] = true
+			}
 			if m.bound.After(lastBound) {
 				lastBound = m.bound
 			}

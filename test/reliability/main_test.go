@@ -1,6 +1,7 @@
 // Package reliability runs ome-scheduler as real processes (the built binary) against a real
-// etcd and kube-apiserver and injects faults: leader failover by SIGKILL, restarts during
-// Permit waits, API server restarts and chaos during gang formation. Every scenario checks
+// etcd and kube-apiserver and injects faults: leader failover by SIGKILL (once, and at random
+// points of gang bursts), restarts during Permit waits, API server restarts, node failures
+// with replacements, and chaos during gang formation. Every scenario checks
 // the invariants of devenv.Violations: each gang in one domain, no node double-booked, no
 // gang left partially bound past its timeout.
 package reliability

@@ -238,6 +238,7 @@ func printQuality(dir string) {
 		return
 	}
 	printBurst(obs)
+	printRepair(obs)
 	obs = aggregate(obs)
 	heading("Placement quality and memory, median over runs (observer: gang latency = last member created -> last member bound; offline best fit = live gangs a sequential best fit places whole; stranded = free GPUs in domains that cannot host the smallest gang; RSS = whole test process: API server + scheduler + load generator):",
 		"| Workload | Size | Scheduler | Runs | Pods bound | Gangs | Placed | Split (worst run) | Partial (worst run) | Live whole / offline best fit | Gang p50 (ms) | Gang p99 (ms) | Gang max (ms) | Free GPUs | Stranded GPUs | Peak RSS (MiB) |",

@@ -65,11 +65,13 @@ type Result struct {
 	BurstBindsPerSecond       []int   `json:"burstBindsPerSecond,omitempty"` // binds in each second from the start
 	// BurstCreatedPerSecond and BurstFillDeletedPerSecond: burst pods created, and fill pods
 	// seen deleted, in each second from the start (room comes back only with the deletions).
-	BurstCreatedPerSecond     []int   `json:"burstCreatedPerSecond,omitempty"`
-	BurstFillDeletedPerSecond []int   `json:"burstFillDeletedPerSecond,omitempty"`
-	FreeGPUs                  int64   `json:"freeGPUs"`
-	StrandedGPUs              int64   `json:"strandedGPUs"`
-	PeakRSSMiB                float64 `json:"peakRSSMiB"`
-	RSSSource                 string  `json:"rssSource"`
-	Runs                      int     `json:"-"`
+	BurstCreatedPerSecond     []int `json:"burstCreatedPerSecond,omitempty"`
+	BurstFillDeletedPerSecond []int `json:"burstFillDeletedPerSecond,omitempty"`
+	// Repair is workload NodeFailure's node-failure repair (nil for the other workloads).
+	Repair       *Repair `json:"repair,omitempty"`
+	FreeGPUs     int64   `json:"freeGPUs"`
+	StrandedGPUs int64   `json:"strandedGPUs"`
+	PeakRSSMiB   float64 `json:"peakRSSMiB"`
+	RSSSource    string  `json:"rssSource"`
+	Runs         int     `json:"-"`
 }
