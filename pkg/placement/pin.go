@@ -88,6 +88,8 @@ type PinRequest struct {
 	MinMember int
 	// Within is the commitment's group domain (Commitment.Within).
 	Within DomainRef
+	// Resumed is Commitment.Resumed.
+	Resumed bool
 }
 
 // PinOutcome says why Pin did or did not record a commitment.
@@ -127,6 +129,6 @@ func (s *Store) pin(r PinRequest) (Commitment, PinOutcome) {
 		return Commitment{}, HeldByOther
 	}
 	c := s.add(&Commitment{Gang: r.Gang, Key: r.Key, Domain: r.Domain, Owner: r.Owner,
-		Reserved: r.Reserved, Remaining: rem, SoleFit: r.SoleFit, MinMember: r.MinMember, Within: r.Within})
+		Reserved: r.Reserved, Remaining: rem, SoleFit: r.SoleFit, MinMember: r.MinMember, Within: r.Within, Resumed: r.Resumed})
 	return c, Pinned
 }

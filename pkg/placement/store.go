@@ -40,6 +40,10 @@ type Commitment struct {
 	// gang of its own): its members and reservation stay on the nodes of Domain that also
 	// carry Within, whatever other group domains share the value Domain.
 	Within DomainRef
+	// Resumed marks a pin made from the nominations a previous leader left on the gang's
+	// pending members (a failover): its reservation keeps a slot on each pending member's
+	// nominated node.
+	Resumed bool
 }
 
 // Forming reports whether the gang still forms (and so may hold reserved room).

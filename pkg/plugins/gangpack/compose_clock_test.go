@@ -168,8 +168,11 @@ func (s *sim) nextDue() (d time.Duration, ok bool) {
 	return d, ok
 }
 
-// restart replaces the plugin with a fresh instance over the same API state: waiting and
-// assumed pods are dropped like a dead process's, and every unbound pod is queued again.
+// restart replaces the plugin with a fresh instance over the same API state, as a restarted
+// process or a standby taking over after a failover: waiting and assumed pods are dropped
+// like a dead process's (keeping the nominatedNodeName the old one published), every unbound
+// pod is queued again, and the new instance's pod informer delivers every pod before its
+// first cycle.
 func (s *sim) restart() {
 	for _, sp := range s.pods {
 		switch sp.state {
@@ -178,4 +181,9 @@ func (s *sim) restart() {
 		}
 	}
 	s.start(s.h.factory)
+	for _, sp := range s.pods {
+		if sp.state != stGone {
+			s.pl.memberEvent(nil, sp.pod)
+		}
+	}
 }

@@ -55,6 +55,9 @@ func (s *sim) apply(e composeEvent) {
 	case "minmember", "pgdel":
 		s.podGroupOp(e)
 	case "restart":
+		if e.c < 2 { // half the restarts find a stale nomination too
+			s.staleNomination(e)
+		}
 		s.restart()
 	}
 	s.afterPlugin()
@@ -152,16 +155,18 @@ func (s *sim) schedOne(sp *simPod, pick int) {
 			return // backoff: retried as it is
 		}
 		m := framework.NewDefaultNodeToStatus()
-		_, pst := s.pl.PostFilter(s.ctx, cs, sp.pod, m)
+		pres, pst := s.pl.PostFilter(s.ctx, cs, sp.pod, m)
 		s.tracef("%s PreFilter: %v; PostFilter: %v", sp.pod.Name, st, pst)
+		s.nominated(sp, pres)
 		s.afterPlugin()
 		s.requeueRejected(sp, true, false)
 		return
 	}
 	feasible, byGang, byFit, m := s.filter(cs, sp, all, res)
 	if len(feasible) == 0 {
-		_, pst := s.pl.PostFilter(s.ctx, cs, sp.pod, m)
+		pres, pst := s.pl.PostFilter(s.ctx, cs, sp.pod, m)
 		s.tracef("%s Filter: none of %v fits; PostFilter: %v", sp.pod.Name, res, pst)
+		s.nominated(sp, pres)
 		s.afterPlugin()
 		s.requeueRejected(sp, true, byFit || !byGang)
 		return
@@ -184,6 +189,7 @@ func (s *sim) schedOne(sp *simPod, pick int) {
 	case fwk.Wait:
 		sp.waiter = s.h.register(sp.pod)
 		sp.deadline = s.now.Add(min(timeout, gang.MaxPermitWait))
+		s.nominate(sp, node) // NominatedNodeNameForExpectation: the waiter's node is published
 	default:
 		s.unassume(sp)
 		s.pl.Unreserve(s.ctx, cs, sp.pod, node)
@@ -191,6 +197,41 @@ func (s *sim) schedOne(sp *simPod, pick int) {
 		s.requeueRejected(sp, true, false)
 	}
 	s.afterPlugin()
+}
+
+// nominate sets the pod's status.nominatedNodeName ("" clears it), as kube-scheduler's status
+// patch does: before a Permit wait, after a preemption, and when a binding cycle fails.
+func (s *sim) nominate(sp *simPod, node string) {
+	if sp.pod.Status.NominatedNodeName == node {
+		return
+	}
+	q := sp.pod.DeepCopy()
+	q.Status.NominatedNodeName = node
+	s.updatePod(sp, q)
+}
+
+// nominated applies a PostFilter result's nomination to the pod, as the failure handler does
+// (no nomination leaves the pod's as it was).
+func (s *sim) nominated(sp *simPod, res *fwk.PostFilterResult) {
+	if res != nil && res.NominatingInfo != nil && res.NominatingInfo.Mode() == fwk.ModeOverride {
+		s.nominate(sp, res.NominatingInfo.NominatedNodeName)
+	}
+}
+
+// staleNomination nominates a pending pod to any node, as a nomination left over from an
+// earlier cluster: a node since relabelled, another gang's room, a node of another domain
+// than the pod's siblings'. Only a new leader reads them (restart).
+func (s *sim) staleNomination(e composeEvent) {
+	var pending []*simPod
+	for _, sp := range s.pods {
+		if sp.state == stActive || sp.state == stParked || sp.state == stGated {
+			pending = append(pending, sp)
+		}
+	}
+	if len(pending) == 0 || len(s.nodes) == 0 {
+		return
+	}
+	s.nominate(pending[e.a%len(pending)], s.nodes[e.b%len(s.nodes)].Name)
 }
 
 // filter runs the simulated default filters (taints, GPUs, hard spread on hostnames) and the

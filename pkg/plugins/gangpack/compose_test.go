@@ -264,6 +264,7 @@ func TestCompose(t *testing.T) {
 	}
 	t.Run("random", func(t *testing.T) {
 		n, start := composeSequences(t), time.Now()
+		resumed := pinCounter(t, metrics.PinNominated)
 		fired := map[string]int64{}
 		for seed := int64(1); seed <= int64(n); seed++ {
 			events := generate(seed, 40)
@@ -277,7 +278,12 @@ func TestCompose(t *testing.T) {
 			}
 		}
 		el := time.Since(start)
-		t.Logf("%d sequences in %s (%.0f/s); first seed per invariant fired: %v", n, el.Round(time.Millisecond), float64(n)/el.Seconds(), fired)
+		resumed = pinCounter(t, metrics.PinNominated) - resumed
+		t.Logf("%d sequences in %s (%.0f/s); first seed per invariant fired: %v; gangs resumed from nominations after a restart: %v",
+			n, el.Round(time.Millisecond), float64(n)/el.Seconds(), fired, resumed)
+		if n >= 1000 && resumed == 0 {
+			t.Error("no restart resumed a gang from its nominations: the failover path went untested")
+		}
 	})
 }
 

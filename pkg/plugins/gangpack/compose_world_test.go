@@ -365,10 +365,12 @@ func (s *sim) unwait(sp *simPod) {
 	s.h.mu.Unlock()
 }
 
-// unassume forgets the pod's assumed node (the cache's ForgetPod).
+// unassume forgets the pod's assumed node (the cache's ForgetPod); the failure handler of a
+// binding cycle clears the pod's nomination.
 func (s *sim) unassume(sp *simPod) {
 	s.unwait(sp)
 	sp.state = stActive
+	s.nominate(sp, "")
 	s.resnap()
 }
 

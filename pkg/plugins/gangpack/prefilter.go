@@ -15,11 +15,14 @@ import (
 // PreFilter validates the gang (its PodGroup and what it says) and then plans it.
 func (pl *GangPack) PreFilter(ctx context.Context, cs fwk.CycleState, pod *v1.Pod, nodes []fwk.NodeInfo) (*fwk.PreFilterResult, *fwk.Status) {
 	cs.Write(requestStateKey, &requestState{request: gang.Request(pod), generation: pl.ledger.Begin()})
+	logger := klog.FromContext(ctx)
+	// The first PreFilter of a new leader pins the gangs the previous one left forming
+	// (resume.go), before this pod, gang member or not, is planned or filtered.
+	pl.resumeNominated(logger, nodes)
 	key, name, ok := gang.Of(pod)
 	if !ok { // standalone pods pass; Filter still applies the hold barrier
 		return nil, nil
 	}
-	logger := klog.FromContext(ctx)
 	if pl.podGroups == nil {
 		return nil, fwk.NewStatus(fwk.Unschedulable, msg.ReaderUnavailable)
 	}

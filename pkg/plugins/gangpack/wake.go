@@ -35,6 +35,7 @@ func (pl *GangPack) watchMembers(inf cache.SharedIndexInformer) error {
 // memberEvent handles one pod informer event (old nil: added; cur nil: deleted). Its cost is
 // O(1) except for an unassigned member joining a gang in the incomplete set (O(gang)).
 func (pl *GangPack) memberEvent(old, cur *v1.Pod) {
+	pl.noteNomination(old, cur)
 	for _, p := range []*v1.Pod{old, cur} {
 		if p != nil {
 			if key, _, ok := gang.Of(p); ok {

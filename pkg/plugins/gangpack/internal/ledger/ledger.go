@@ -18,8 +18,9 @@ import (
 // reservations (the store, which announces every change), failed and resting domains, the
 // attempt each waiting member waits under, the nodes members were reserved on, the pods
 // parked behind holds, the gangs waiting for members, the members waiting for a sibling,
-// waiting placement groups and their records, bindings in doubt, and the timers of
-// deadlines, rests and doubts. Its fields are unexported: its methods are the only writers.
+// waiting placement groups and their records, bindings in doubt, the gangs a previous
+// leader left nominated, and the timers of deadlines, rests and doubts. Its fields are
+// unexported: its methods are the only writers.
 type Ledger struct {
 	handle  fwk.Handle
 	members *gang.Members
@@ -45,6 +46,9 @@ type Ledger struct {
 	rests         *timerSet[restKey]   // resting domain of a gang → the timer that wakes it at the rest's end
 	doubtTimers   *timerSet[types.UID] // pod in doubt → the timer that ends the doubt at maxDoubt
 	degraded      *degradedReports     // degraded gangs already reported as not repairable
+	// nominees are the gangs a previous leader left nominated, until the first PreFilter
+	// takes them (nominees.go).
+	nominees *nominees
 
 	// active is set by the first PreFilter: a standby replica makes no activations.
 	active atomic.Bool
@@ -79,6 +83,7 @@ func New(ctx context.Context, h fwk.Handle, ml *gang.Members, onPins func(held [
 		rests:         newTimerSet[restKey](),
 		doubtTimers:   newTimerSet[types.UID](),
 		degraded:      &degradedReports{},
+		nominees:      newNominees(),
 		after:         realAfter,
 		now:           time.Now,
 		spawn:         func(f func()) { go f() },

@@ -14,6 +14,7 @@ const (
 	PinNoFit             = "no_fit"
 	PinReserved          = "reserved"
 	PinAdopted           = "adopted"
+	PinNominated         = "nominated"
 	PinStaleReplan       = "stale_replan"
 	PinTopologyReplan    = "topology_replan"
 )
@@ -86,7 +87,7 @@ func registerQualityMetrics() {
 var (
 	PinTotal = metrics.NewCounterVec(&metrics.CounterOpts{
 		Name:           "ome_scheduler_gang_pin_total",
-		Help:           "Gang domain-placement decisions by result (pinned, pinned_after_filter, no_fit, reserved, adopted, stale_replan, topology_replan).",
+		Help:           "Gang domain-placement decisions by result (pinned, pinned_after_filter, no_fit, reserved, adopted, nominated, stale_replan, topology_replan).",
 		StabilityLevel: metrics.ALPHA,
 	}, []string{"result"})
 	GateTotal = metrics.NewCounterVec(&metrics.CounterOpts{
@@ -126,7 +127,7 @@ func Register() {
 		for _, r := range []string{GroupPlaced, GroupNoFit, GroupUnwound} {
 			GroupTotal.WithLabelValues(r).Add(0)
 		}
-		for _, r := range []string{PinPinned, PinPinnedAfterFilter, PinNoFit, PinReserved, PinAdopted, PinStaleReplan, PinTopologyReplan} {
+		for _, r := range []string{PinPinned, PinPinnedAfterFilter, PinNoFit, PinReserved, PinAdopted, PinNominated, PinStaleReplan, PinTopologyReplan} {
 			PinTotal.WithLabelValues(r).Add(0)
 		}
 		for _, r := range []string{"wait", "admit"} {

@@ -103,12 +103,19 @@ func (p *planner) rawRooms(rooms map[string]int) map[string]int {
 }
 
 // reReserve brings a pinned gang's reservation up to date with its plan of the domain: a
-// member that went to another node than its slot, room freed for an adopted gang.
+// member that went to another node than its slot, room freed for an adopted gang. A gang
+// resumed from a previous leader's nominations keeps a slot on each pending member's
+// nominated node (resume.go).
 func (p *planner) reReserve(c *placement.Commitment) {
 	if !c.Forming() || p.pl.awaitingVictims(c.Gang, c.Domain) {
 		return // a preemptor keeps the room its victims give back
 	}
 	res := p.reservation(c.Domain)
+	if c.Resumed { // a resumed gang keeps the slots on its members' nominated nodes
+		if r, ok := p.nominatedReservation(c.Domain, p.nominatedIn(c.Domain)); ok {
+			res = r
+		}
+	}
 	if res.Members() == c.Reserved.Members() && sameNodes(res, c.Reserved) {
 		return
 	}
