@@ -22,7 +22,7 @@ func (s *sim) podEvent(o, n *v1.Pod, deleted bool) {
 		if deleted {
 			hint, err = podHint(true, s.pl.freesRoomFor)(klog.Background(), sp.pod, o, n)
 		} else {
-			hint, err = hintPodAdd(klog.Background(), sp.pod, o, n)
+			hint, err = podHint(false, s.pl.protectionEnded)(klog.Background(), sp.pod, o, n)
 		}
 		return (sp.byGang && (err != nil || hint == fwk.Queue)) || (sp.byFit && deleted)
 	})

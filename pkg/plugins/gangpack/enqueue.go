@@ -20,7 +20,7 @@ import (
 func (pl *GangPack) EventsToRegister(_ context.Context) ([]fwk.ClusterEventWithHint, error) {
 	nodeUpdates := fwk.Add | fwk.UpdateNodeAllocatable | fwk.UpdateNodeTaint | fwk.UpdateNodeCondition | fwk.UpdateNodeLabel
 	events := []fwk.ClusterEventWithHint{
-		{Event: fwk.ClusterEvent{Resource: fwk.Pod, ActionType: fwk.Add}, QueueingHintFn: hintPodAdd},
+		{Event: fwk.ClusterEvent{Resource: fwk.Pod, ActionType: fwk.Add}, QueueingHintFn: podHint(false, pl.protectionEnded)},
 		{Event: fwk.ClusterEvent{Resource: fwk.Pod, ActionType: fwk.UpdatePodLabel}, QueueingHintFn: hintPodLabel},
 		{Event: fwk.ClusterEvent{Resource: fwk.Pod, ActionType: fwk.UpdatePodToleration}, QueueingHintFn: hintPodToleration},
 		{Event: fwk.ClusterEvent{Resource: fwk.Pod, ActionType: fwk.Delete | fwk.UpdatePodScaleDown}, QueueingHintFn: podHint(true, pl.freesRoomFor)},
@@ -55,7 +55,6 @@ func podHint(self bool, also func(target, o, n *v1.Pod) bool) fwk.QueueingHintFn
 }
 
 var (
-	hintPodAdd        = podHint(false, nil)
 	hintPodLabel      = podHint(true, nil)
 	hintPodToleration = podHint(true, nil)
 )
@@ -69,6 +68,27 @@ var (
 // behind those retries.
 func (pl *GangPack) freesRoomFor(target, o, _ *v1.Pod) bool {
 	return (o == nil || o.Spec.NodeName != "" || o.Status.NominatedNodeName != "") && pl.representsGang(target)
+}
+
+// protectionEnded is the assigned-pod-addition hint's condition beyond the target's gang: the
+// pod bound is a standalone preemptor whose nominated node was protected, and the target is a
+// gang member that stands for its gang (representsGang). While the preemptor was pending,
+// the gang's planning set that node's room aside (a gang it refused for that reason parks
+// as reservation-blocked, waiting for a hold to lift); the preemptor's binding ends the
+// protection, and no store hold lifts then, so the event must requeue the gang: what is
+// left may fit it, or let it preempt. kube-scheduler runs this hint for assigned pods only,
+// which is where a protection ends (the preemptor's own scheduling moves it there).
+func (pl *GangPack) protectionEnded(target, _, n *v1.Pod) bool {
+	if n == nil || n.Spec.NodeName == "" || pl.evaluator == nil {
+		return false
+	}
+	if _, _, member := gang.Of(n); member {
+		return false
+	}
+	if _, _, member := gang.Of(target); !member {
+		return false
+	}
+	return pl.evaluator.Protecting(n) && pl.representsGang(target)
 }
 
 // representsGang reports whether target stands for its gang in wake-ups on freed room: true

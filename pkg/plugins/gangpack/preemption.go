@@ -1,6 +1,8 @@
 package gangpack
 
 import (
+	"time"
+
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
@@ -55,6 +57,8 @@ func (x preemption) Hold(logger klog.Logger, sf *gang.Shortfall, nodes []topolog
 func (x preemption) Pins() []placement.Commitment { return x.pl.ledger.Pins() }
 
 func (x preemption) Go(f func()) { x.pl.ledger.Go(f) }
+
+func (x preemption) WakeBlockedAfter(d time.Duration) { x.pl.ledger.WakeBlockedAfter(d) }
 
 // groupUnitOf names the victim unit of a gang member's placement group ("group:{ns}/{group}"),
 // or "" when its gang has none: a placement group's partners are one victim unit. A partner

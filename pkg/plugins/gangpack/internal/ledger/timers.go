@@ -120,3 +120,9 @@ func (t *timerSet[K]) when(key K) (time.Time, bool) {
 	e, ok := t.m[key]
 	return e.at, ok
 }
+
+// WakeBlockedAfter wakes the pods refused because of a hold once d has passed: room set aside
+// outside the store (a standalone preemptor's protected node) is given back by then.
+func (l *Ledger) WakeBlockedAfter(d time.Duration) {
+	l.after(d, func() { l.wakeBlocked(l.logger) })
+}

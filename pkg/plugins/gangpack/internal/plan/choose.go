@@ -27,6 +27,7 @@ func (p *planner) choose(cs fwk.CycleState, c *placement.Commitment) (*fwk.PreFi
 		if !stale {
 			p.reReserve(c)
 			if dp := plans[c.Domain]; len(p.placed) > 0 && dp.Room < p.need {
+				p.shortOnReserved(c.Domain)
 				return nil, p.short(cs, msg.PinnedShort(c.Domain, p.info.Key, dp.Room, p.need), c.Domain, dp.Room)
 			}
 			return p.narrow(cs, plans, *c, "existing")

@@ -93,3 +93,16 @@ func (p *planner) adoptBlocked(d string) *fwk.Status {
 	p.logger.V(4).Info("gangpack.pinGang.adopt_blocked", "pod", klog.KObj(p.pod), "gang", p.info.Key, "domain", d)
 	return fwk.NewStatus(fwk.Unschedulable, msg.AdoptReserved(d, p.info.Key))
 }
+
+// shortOnReserved parks a pinned gang whose placed members' domain is short of room for the
+// rest as reservation-blocked when the room it lacks is inside other forming gangs'
+// reservations: only a hold lift gives that room back, and it wakes the pod (as adoptBlocked
+// does for a gang without a pin).
+func (p *planner) shortOnReserved(domain string) {
+	if len(p.others) == 0 {
+		return
+	}
+	if p.rawRooms(nil)[domain] >= p.need {
+		p.waitForRoom()
+	}
+}

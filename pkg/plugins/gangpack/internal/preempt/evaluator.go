@@ -32,6 +32,9 @@ type Interface interface {
 	Pins() []placement.Commitment
 	// Go runs f on a goroutine of its own.
 	Go(f func())
+	// WakeBlockedAfter wakes the pods refused because of held room once d has passed: a
+	// standalone preemptor's protection of its nominated node ends then at the latest.
+	WakeBlockedAfter(d time.Duration)
 }
 
 // Evaluator is gang-aware, topology-aware preemption: PostFilter's Preempt, and what planning

@@ -57,7 +57,15 @@ func (pl *Evaluator) carryOut(logger klog.Logger, pr *preemptor, c *topology.Pre
 		pl.iface.Release(logger, g)
 	}
 	node := nominatedNode(pr, c.Domain, victims)
-	pl.preempted.record(pr.key, pl.newRecord(pr, c.Domain, node, victims), pl.recordLive)
+	rec := pl.newRecord(pr, c.Domain, node, victims)
+	pl.preempted.record(pr.key, rec, pl.recordLive)
+	if rec.pod.uid != "" && node != "" {
+		// The protection set gangs' planning aside; a gang it refused waits for a hold to
+		// lift. The preemptor's binding wakes such gangs (the assigned-pod hint), and this
+		// wakes them when the protection ends otherwise: the bound passes, or the preemptor
+		// was deleted while pending.
+		pl.iface.WakeBlockedAfter(rec.protectUntil.Sub(pl.now()))
+	}
 	if pr.shortfall != nil && pr.partners == nil {
 		pl.iface.Hold(logger, pr.shortfall, pr.nodes, c.Domain, victims)
 	}
