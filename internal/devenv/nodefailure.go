@@ -141,7 +141,7 @@ func (plan *NodeFailure) classify(alloc map[string]int64, byNode map[string][]*v
 		var need []int64
 		prio := int32(1 << 30)
 		for _, i := range idx {
-			need = append(need, podGPUs(plan.Replacements[i].Of))
+			need = append(need, PodGPUs(plan.Replacements[i].Of))
 			prio = min(prio, priorityOf(plan.Replacements[i].Of))
 		}
 		var room []NodeRoom
@@ -151,9 +151,9 @@ func (plan *NodeFailure) classify(alloc map[string]int64, byNode map[string][]*v
 			}
 			r := NodeRoom{Free: alloc[n]}
 			for _, p := range byNode[n] {
-				r.Free -= podGPUs(p)
+				r.Free -= PodGPUs(p)
 				if priorityOf(p) < prio {
-					r.Lower += podGPUs(p)
+					r.Lower += PodGPUs(p)
 				}
 			}
 			room = append(room, r)
@@ -218,7 +218,8 @@ func priorityOf(p *v1.Pod) int32 {
 	return 0
 }
 
-func podGPUs(p *v1.Pod) int64 {
+// PodGPUs is the GPUs the pod's containers request.
+func PodGPUs(p *v1.Pod) int64 {
 	var n int64
 	for _, c := range p.Spec.Containers {
 		if q, ok := c.Resources.Requests[GPU]; ok {

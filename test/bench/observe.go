@@ -19,6 +19,7 @@ import (
 	"k8s.io/component-base/metrics/legacyregistry"
 	"k8s.io/kubernetes/test/utils/ktesting"
 
+	"github.com/moirai-internal/ome-scheduler/internal/devenv"
 	"github.com/moirai-internal/ome-scheduler/test/bench/observation"
 )
 
@@ -185,7 +186,7 @@ func (o *observer) podSeen(pod *v1.Pod) {
 	defer o.mu.Unlock()
 	r := o.pods[pod.UID]
 	if r == nil {
-		r = &podRecord{namespace: pod.Namespace, created: now, gpus: podGPUs(pod)}
+		r = &podRecord{namespace: pod.Namespace, created: now, gpus: devenv.PodGPUs(pod)}
 		if g := pod.Labels[gangLabel]; g != "" {
 			r.gang = pod.Namespace + "/" + g
 		}
@@ -288,16 +289,6 @@ func selfStatus() procfs.ProcStatus {
 	}
 	s, _ := p.NewStatus()
 	return s
-}
-
-func podGPUs(pod *v1.Pod) int64 {
-	var n int64
-	for _, c := range pod.Spec.Containers {
-		if q, ok := c.Resources.Requests[gpu]; ok {
-			n += q.Value()
-		}
-	}
-	return n
 }
 
 func (o *observer) result(name string, nodes []*v1.Node) Result {

@@ -7,7 +7,6 @@ import (
 	"math/rand"
 	"os"
 	"slices"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -40,16 +39,7 @@ const (
 )
 
 // failoverKills is OME_FAILOVER_KILLS (the long variant: 20), else 2.
-func failoverKills(t *testing.T) int {
-	if s := os.Getenv("OME_FAILOVER_KILLS"); s != "" {
-		n, err := strconv.Atoi(s)
-		if err != nil || n < 1 {
-			t.Fatalf("OME_FAILOVER_KILLS=%q: want a positive number", s)
-		}
-		return n
-	}
-	return 2
-}
+func failoverKills(t *testing.T) int { return envCount(t, "OME_FAILOVER_KILLS", 2) }
 
 // Checks after every round: every gang whole in one domain (no split, no half-bound gang), no
 // node double-booked, the Lease taken by another replica. With OME_FAILOVER_KEEP=1 every

@@ -35,15 +35,19 @@ const (
 )
 
 // repairRounds is OME_REPAIR_ROUNDS (the long variant), else 1.
-func repairRounds(t *testing.T) int {
-	if s := os.Getenv("OME_REPAIR_ROUNDS"); s != "" {
-		n, err := strconv.Atoi(s)
-		if err != nil || n < 1 {
-			t.Fatalf("OME_REPAIR_ROUNDS=%q: want a positive number", s)
-		}
-		return n
+func repairRounds(t *testing.T) int { return envCount(t, "OME_REPAIR_ROUNDS", 1) }
+
+// envCount is the positive number in the environment variable name, else def.
+func envCount(t *testing.T, name string, def int) int {
+	s := os.Getenv(name)
+	if s == "" {
+		return def
 	}
-	return 1
+	n, err := strconv.Atoi(s)
+	if err != nil || n < 1 {
+		t.Fatalf("%s=%q: want a positive number", name, s)
+	}
+	return n
 }
 
 // Checks, over every round: each replacement whose survivors' domain had free room binds
