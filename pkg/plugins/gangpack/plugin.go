@@ -93,6 +93,9 @@ func New(ctx context.Context, obj runtime.Object, h fwk.Handle) (fwk.Plugin, err
 		return nil, errors.New(msg.TwoProfiles)
 	}
 	metrics.Register()
+	if args.TopologyKey != "" { // the configured key's degraded-gang series exists from startup
+		metrics.SetDegraded(map[string]int{args.TopologyKey: 0})
+	}
 	logger := klog.FromContext(ctx).WithValues("plugin", Name)
 	ml, err := gang.NewMembers(h.SharedInformerFactory().Core().V1().Pods())
 	if err != nil {
