@@ -83,7 +83,7 @@ func (pl *Planner) resume(logger klog.Logger, pod *v1.Pod, info gang.Info, nodes
 	if !ok {
 		return NominatedNoRoom, counts
 	}
-	if limit := pl.args.HoldCap(); limit > 0 && pl.ledger.FormingIn(info.Namespace+"/", info.Key) >= limit {
+	if pl.atHoldCap(info) {
 		return NominatedHoldCap, counts
 	}
 	c, outcome := pl.ledger.Pin(placement.PinRequest{Gang: info.Key, Owner: info.UID, Key: info.TopologyKey, Domain: domain,

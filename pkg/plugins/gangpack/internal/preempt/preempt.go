@@ -116,7 +116,7 @@ func (pl *Evaluator) newPreemptor(logger klog.Logger, pod *v1.Pod, m fwk.NodeToS
 			}
 		}
 	} else {
-		pr.kind, pr.key, pr.name = metrics.PreemptorPod, "pod/"+gang.PodKey(pod), pod.Name
+		pr.kind, pr.key, pr.name = metrics.PreemptorPod, podRecordKey(pod), pod.Name
 	}
 	if w := pl.waitingOnVictims(pr, pr.key); w != nil {
 		return nil, w

@@ -156,11 +156,14 @@ func (gs *Evaluator) protects(r preemptRecord, now time.Time) bool {
 		gs.members.Pending(r.pod.namespace, r.pod.name, r.pod.uid)
 }
 
+// podRecordKey is the preemptions record's key of a standalone preemptor.
+func podRecordKey(pod *v1.Pod) string { return "pod/" + gang.PodKey(pod) }
+
 // Protecting reports whether the standalone pod (same UID) has a preemption record that
 // protects its nominated node. The record outlives the pod's binding until a later preemption
 // prunes it, so the pod's addition as an assigned pod tells the protection just ended.
 func (gs *Evaluator) Protecting(pod *v1.Pod) bool {
-	r, ok := gs.preempted.get("pod/" + gang.PodKey(pod))
+	r, ok := gs.preempted.get(podRecordKey(pod))
 	return ok && r.node != "" && r.pod.uid == pod.UID
 }
 
