@@ -20,6 +20,7 @@ import (
 	"github.com/moirai-internal/ome-scheduler/pkg/plugins/gangpack/internal/ledger"
 	"github.com/moirai-internal/ome-scheduler/pkg/plugins/gangpack/internal/metrics"
 	"github.com/moirai-internal/ome-scheduler/pkg/plugins/gangpack/internal/msg"
+	"github.com/moirai-internal/ome-scheduler/pkg/plugins/gangpack/internal/pace"
 	"github.com/moirai-internal/ome-scheduler/pkg/plugins/gangpack/internal/plan"
 	"github.com/moirai-internal/ome-scheduler/pkg/plugins/gangpack/internal/preempt"
 	"github.com/moirai-internal/ome-scheduler/pkg/plugins/gangpack/internal/quality"
@@ -55,6 +56,8 @@ type GangPack struct {
 	evaluator *preempt.Evaluator
 	// planner is PreFilter's decision (planning.go) with its caches.
 	planner *plan.Planner
+	// pace is the bind window (pace.go): binds in flight and how fast they drain.
+	pace *pace.Pacer
 }
 
 var (
@@ -149,6 +152,11 @@ func newPlugin(ctx context.Context, args *gang.Args, h fwk.Handle, ml *gang.Memb
 	pl.ledger = ledger.New(ctx, h, ml, pl.quality.HeldChanged)
 	pl.evaluator = preempt.New(ctx, h, ml, nil, preemption{pl}, pl.ledger.Now)
 	pl.planner = plan.New(args, pl.ledger, ml, h, pl.quality, nil, pl.evaluator)
+	var qps float32
+	if cfg := h.KubeConfig(); cfg != nil {
+		qps = cfg.QPS
+	}
+	pl.pace = newPacer(args, qps)
 	return pl
 }
 

@@ -10,9 +10,11 @@ import (
 	"github.com/moirai-internal/ome-scheduler/pkg/plugins/gangpack/internal/plan"
 )
 
-// PostBind forgets the member's attempt record, drops it from the reservation-blocked set and
-// from the pending gangs of the quality gauges.
+// PostBind ends the pod's binding for the bind window (pace.go), forgets the member's attempt
+// record, drops it from the reservation-blocked set and from the pending gangs of the quality
+// gauges.
 func (pl *GangPack) PostBind(_ context.Context, cs fwk.CycleState, pod *v1.Pod, _ string) {
+	pl.bindFinished(pod.UID, true)
 	if pin := plan.ReadPin(cs); pin != nil {
 		pl.ledger.MemberBound(pod, pin.ID, true)
 	} else {

@@ -12,8 +12,10 @@ import (
 	"github.com/moirai-internal/ome-scheduler/pkg/plugins/gangpack/internal/msg"
 )
 
-// PreFilter validates the gang (its PodGroup and what it says) and then plans it.
+// PreFilter waits for the bind window when it starts new work (pace.go), then validates the
+// gang (its PodGroup and what it says) and plans it.
 func (pl *GangPack) PreFilter(ctx context.Context, cs fwk.CycleState, pod *v1.Pod, nodes []fwk.NodeInfo) (*fwk.PreFilterResult, *fwk.Status) {
+	pl.paceLoop(ctx, pod)
 	cs.Write(requestStateKey, &requestState{request: gang.Request(pod), generation: pl.ledger.Begin()})
 	logger := klog.FromContext(ctx)
 	// The first PreFilter of a new leader pins the gangs the previous one left forming

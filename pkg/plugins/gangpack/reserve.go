@@ -45,6 +45,7 @@ func (pl *GangPack) Reserve(ctx context.Context, cs fwk.CycleState, pod *v1.Pod,
 // the unwind come back here with an id that no longer owns anything. A surplus member (its
 // gang was committed before it was planned) unwinds nothing: the gang formed without it.
 func (pl *GangPack) Unreserve(ctx context.Context, cs fwk.CycleState, pod *v1.Pod, nodeName string) {
+	pl.bindFinished(pod.UID, false)
 	if pin := plan.ReadPin(cs); pin != nil && !pin.Surplus {
 		pl.ledger.Unreserved(klog.FromContext(ctx), pin.Gang, pin.ID)
 	}

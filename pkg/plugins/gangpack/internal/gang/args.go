@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"time"
 
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/validation"
@@ -48,6 +49,24 @@ type Args struct {
 	// Preemption turns on gang-aware, topology-aware preemption: a gang (or standalone pod)
 	// that fits nowhere evicts whole lower-priority gangs and pods to free one domain (node).
 	Preemption bool `json:"preemption,omitempty"`
+	// BindWindowMilliseconds paces the scheduling loop to the API: a cycle that would start
+	// new work (a standalone pod, a gang not yet planned) waits while more binds are in
+	// flight than the binds of the last second drained in this window. Unset = 500; 0 = off.
+	BindWindowMilliseconds *int64 `json:"bindWindowMilliseconds,omitempty"`
+}
+
+// DefaultBindWindow is the bind window when bindWindowMilliseconds is unset.
+const DefaultBindWindow = 500 * time.Millisecond
+
+// maxBindWindowMilliseconds is the largest bind window (one minute).
+const maxBindWindowMilliseconds = 60_000
+
+// BindWindow returns the bind window; 0 = pacing off.
+func (a *Args) BindWindow() time.Duration {
+	if a.BindWindowMilliseconds == nil {
+		return DefaultBindWindow
+	}
+	return time.Duration(*a.BindWindowMilliseconds) * time.Millisecond
 }
 
 // KeyAllowed reports whether a gang may use topology key key.
@@ -114,6 +133,9 @@ func ValidateArgs(a *Args) error {
 	}
 	if v := a.MaxHoldsPerNamespace; v != nil && (*v < 0 || *v > 1_000_000) {
 		return errors.New("maxHoldsPerNamespace must be between 0 and 1000000")
+	}
+	if v := a.BindWindowMilliseconds; v != nil && (*v < 0 || *v > maxBindWindowMilliseconds) {
+		return errors.New("bindWindowMilliseconds must be between 0 and 60000")
 	}
 	if err := checkSeconds("defaultPermitTimeoutSeconds", a.DefaultPermitTimeoutSeconds); err != nil {
 		return err

@@ -141,6 +141,7 @@ func Register() {
 		registerQualityMetrics()
 		registerPreemptionMetrics()
 		registerDegradedMetrics()
+		registerPaceMetrics()
 	})
 }
 

@@ -1,0 +1,185 @@
+// Package pace keeps the scheduling loop from running further ahead of the API than the API
+// drains: it counts the binding cycles in flight (pods past Permit whose binding has not
+// finished) and makes the next scheduling cycle that would start new work wait while they
+// exceed what the binds of the last second drained in one window.
+//
+// kube-scheduler schedules a pod, assumes it and binds it in a goroutine of its own. When the
+// scheduling cycles are fast (OMEGangPack narrows a gang to its domain) and the API is the
+// bottleneck, the binding goroutines pile up, each holding its stack, the assumed pod copy,
+// its cycle state and an HTTP/2 request, and the process's memory grows with the pile while
+// nothing binds sooner. The pacer bounds the pile by Little's law: at most rate × window binds
+// in flight, rate being the binds completed per second over the last second, never fewer than
+// Floor and never more than the client's QPS × window.
+package pace
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/clock"
+)
+
+const (
+	// Floor is the fewest binds the pacer lets be in flight: enough for the API server to
+	// work in parallel when nothing has been measured yet.
+	Floor = 32
+	// buckets × bucketSpan is the span over which the drain rate is measured.
+	buckets    = 10
+	bucketSpan = 100 * time.Millisecond
+	// MaxWaitWindows bounds one wait, in windows: binds that do not finish (an API server
+	// that stopped answering) must not stop scheduling for good.
+	MaxWaitWindows = 4
+)
+
+// Pacer counts binds in flight and measures how fast they finish. The zero value is not
+// usable; a nil *Pacer is off (every method is a no-op, Wait returns at once).
+type Pacer struct {
+	window time.Duration
+	ceil   int // the most binds in flight: QPS × window (never below Floor); 0 = no ceiling
+	clock  clock.Clock
+
+	mu       sync.Mutex
+	inflight map[types.UID]struct{}
+	// done counts the binds finished in each bucketSpan slot of the last second; slot is the
+	// bucket index (time / bucketSpan) of done[slot % buckets].
+	done     [buckets]int
+	slot     int64
+	released chan struct{} // closed when a bind finishes; replaced after
+}
+
+// New returns a pacer for a window; nil (off) when window ≤ 0. qps is the API client's
+// sustained rate (≤ 0: unknown, no ceiling).
+func New(window time.Duration, qps float32, c clock.Clock) *Pacer {
+	if window <= 0 {
+		return nil
+	}
+	p := &Pacer{window: window, clock: c, inflight: map[types.UID]struct{}{}, released: make(chan struct{})}
+	if qps > 0 {
+		p.ceil = max(Floor, int(float64(qps)*window.Seconds()))
+	}
+	return p
+}
+
+// Window is the configured window (0 when off).
+func (p *Pacer) Window() time.Duration {
+	if p == nil {
+		return 0
+	}
+	return p.window
+}
+
+// Started records a pod entering its binding (Bind); false when it was already counted.
+func (p *Pacer) Started(uid types.UID) bool {
+	if p == nil {
+		return false
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if _, ok := p.inflight[uid]; ok {
+		return false
+	}
+	p.inflight[uid] = struct{}{}
+	return true
+}
+
+// Finished records the end of a pod's binding: bound (PostBind) or not (Unreserve). A pod
+// that never started is ignored (false).
+func (p *Pacer) Finished(uid types.UID, bound bool) bool {
+	if p == nil {
+		return false
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if _, ok := p.inflight[uid]; !ok {
+		return false
+	}
+	delete(p.inflight, uid)
+	if bound {
+		p.advance()
+		p.done[p.slot%buckets]++
+	}
+	close(p.released)
+	p.released = make(chan struct{})
+	return true
+}
+
+// advance moves the rate buckets to the current slot, clearing the slots passed. mu held.
+func (p *Pacer) advance() {
+	now := p.clock.Now().UnixNano() / int64(bucketSpan)
+	if now <= p.slot {
+		return
+	}
+	for s := p.slot + 1; s <= now && s <= p.slot+buckets; s++ {
+		p.done[s%buckets] = 0
+	}
+	p.slot = now
+}
+
+// State is what the pacer knows at one moment.
+type State struct {
+	InFlight int     // binds in flight
+	Limit    int     // the most it lets be in flight now
+	Rate     float64 // binds finished per second over the last second
+}
+
+// State returns the binds in flight, the limit and the measured rate.
+func (p *Pacer) State() State {
+	if p == nil {
+		return State{}
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.state()
+}
+
+func (p *Pacer) state() State {
+	p.advance()
+	sum := 0
+	for _, n := range p.done {
+		sum += n
+	}
+	rate := float64(sum) / (buckets * bucketSpan).Seconds()
+	limit := max(Floor, int(rate*p.window.Seconds()))
+	if p.ceil > 0 {
+		limit = min(limit, p.ceil)
+	}
+	return State{InFlight: len(p.inflight), Limit: limit, Rate: rate}
+}
+
+// Wait blocks while the binds in flight are at or above the limit, until one finishes below
+// it, ctx ends or MaxWaitWindows windows passed. It returns how long it waited (0 when it
+// did not) and the state it saw first.
+func (p *Pacer) Wait(ctx context.Context) (time.Duration, State) {
+	if p == nil {
+		return 0, State{}
+	}
+	var start time.Time
+	var timeout <-chan time.Time
+	var first State
+	for i := 0; ; i++ {
+		p.mu.Lock()
+		st := p.state()
+		released := p.released
+		p.mu.Unlock()
+		if i == 0 {
+			if first = st; st.InFlight < st.Limit {
+				return 0, first
+			}
+			start = p.clock.Now()
+			t := p.clock.NewTimer(MaxWaitWindows * p.window)
+			defer t.Stop()
+			timeout = t.C()
+		} else if st.InFlight < st.Limit {
+			return p.clock.Since(start), first
+		}
+		select {
+		case <-released:
+		case <-timeout:
+			return p.clock.Since(start), first
+		case <-ctx.Done():
+			return p.clock.Since(start), first
+		}
+	}
+}
