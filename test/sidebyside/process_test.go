@@ -154,11 +154,12 @@ func (p *schedProc) sample() {
 // sampleGoroutines keeps the largest go_goroutines of the process's /metrics, read every
 // second (a thread count from /proc is not a goroutine count).
 func (p *schedProc) sampleGoroutines() {
-	tick := time.NewTicker(time.Second)
-	defer tick.Stop()
 	for {
+		// Until the endpoint first answers, retry soon: a small backlog is bound in a second.
+		next := 100 * time.Millisecond
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		if b, err := p.get(ctx, "/metrics"); err == nil {
+			next = time.Second
 			if n := int(gaugeValue(parseMetrics(b), "go_goroutines")); n > 0 {
 				p.mu.Lock()
 				p.maxGoroutines = max(p.maxGoroutines, n)
@@ -169,7 +170,7 @@ func (p *schedProc) sampleGoroutines() {
 		select {
 		case <-p.done:
 			return
-		case <-tick.C:
+		case <-time.After(next):
 		}
 	}
 }
@@ -266,6 +267,7 @@ func (p *schedProc) measure(ctx context.Context, res *result) error {
 		fams := parseMetrics(metrics)
 		res.heapMiB = gaugeValue(fams, "go_memstats_heap_alloc_bytes") / (1 << 20)
 		res.goroutines = int(gaugeValue(fams, "go_goroutines"))
+		res.goroutinesPeak = max(res.goroutinesPeak, res.goroutines)
 		res.apiWrites = writeRequests(fams)
 		_ = os.WriteFile(filepath.Join(res.out, "metrics_"+res.name()+".txt"), metrics, 0o644)
 	}
