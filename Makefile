@@ -227,11 +227,15 @@ clean:
 	rm -rf $(BIN)
 
 ## sidebyside: bin/ome-scheduler with the chart's configuration against the same binary as a
-## stock kube-scheduler, each a separate process on a fresh control plane (etcd and
-## kube-apiserver processes), the whole backlog created before the scheduler starts: time until
-## every pod is bound, pods/s, CPU time, peak RSS (VmHWM), a heap profile per case. Sizes from
+## stock kube-scheduler and against "limit" (test/sidebyside/limitbinder: no filter or score,
+## binds a precomputed placement as fast as the client allows), each a separate process on a
+## fresh control plane (etcd and kube-apiserver processes), the whole backlog created before the
+## scheduler starts: time until every pod is bound, pods/s and its share of limit's, CPU time,
+## peak RSS (VmHWM), peak goroutines, API writes per pod, a heap profile per case. Sizes from
 ## SBS_NODES (512), SBS_GANG (4,8), SBS_RUNS (1), SBS_FILL, SBS_GPUS_PER_NODE, SBS_CLIQUE,
-## SBS_KWOK (1: bin/kwok runs the nodes and pods; 0: nothing does);
+## SBS_KWOK (1: bin/kwok runs the nodes and pods; 0: nothing does); SBS_QPS (1000) and
+## SBS_BURST (2×QPS), the client rate limit of every scheduler; SBS_SCHEDS (stock,ome,limit);
+## stock and limit run once per run, ome once per gang size;
 ## results.md, heap_*.pb.gz and scheduler logs in $(SBS_OUT). See docs/benchmarks.md.
 SBS_OUT     ?= $(BIN)/sidebyside
 SBS_TIMEOUT ?= 90m

@@ -27,7 +27,7 @@ const (
 func runScenario(t *testing.T, sc scenario) (result, error) {
 	t.Helper()
 	res := result{scenario: sc, pods: sc.pods()}
-	cp, err := devenv.Start(devenv.Options{WithoutCRD: sc.sched == stock, Kwok: sc.kwok, WithoutKubelet: true})
+	cp, err := devenv.Start(devenv.Options{WithoutCRD: sc.sched != ome, Kwok: sc.kwok, WithoutKubelet: true})
 	if err != nil {
 		return res, err
 	}
@@ -72,7 +72,7 @@ func runScenario(t *testing.T, sc scenario) (result, error) {
 	w.fill(&res, proc.started, cliqueOf)
 	proc.stop()
 	saveLog(t, proc, sc)
-	if sc.sched == ome && res.splits > 0 {
+	if sc.sched != stock && res.splits > 0 {
 		t.Errorf("%s: %d of %d gangs split across cliques", sc.name(), res.splits, res.gangs)
 	}
 	return res, nil

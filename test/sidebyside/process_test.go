@@ -1,7 +1,6 @@
 package sidebyside
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"io"
@@ -15,9 +14,6 @@ import (
 	"time"
 
 	"github.com/google/pprof/profile"
-	dto "github.com/prometheus/client_model/go"
-	"github.com/prometheus/common/expfmt"
-	"github.com/prometheus/common/model"
 	"github.com/prometheus/procfs"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"sigs.k8s.io/yaml"
@@ -25,50 +21,55 @@ import (
 	"github.com/moirai-internal/ome-scheduler/internal/devenv"
 )
 
-// schedProc is a scheduler child process and its RSS sampler.
+// schedProc is a scheduler child process and its samplers.
 type schedProc struct {
-	proc     *devenv.Process
-	port     int
-	started  time.Time
-	client   *http.Client
-	mu       sync.Mutex
-	maxRSS   uint64 // bytes, the largest VmRSS sampled
-	done     chan struct{}
-	stopOnce sync.Once
+	proc    *devenv.Process
+	port    int
+	scheme  string // https for ome-scheduler's secure port, http for the limit binder
+	started time.Time
+	client  *http.Client
+	mu      sync.Mutex
+	maxRSS  uint64 // bytes, the largest VmRSS sampled
+	// maxGoroutines is the largest go_goroutines read from /metrics, sampled every second.
+	maxGoroutines int
+	done          chan struct{}
+	stopOnce      sync.Once
 }
 
-// startScheduler writes the case's configuration and runs bin/ome-scheduler with it, then
-// waits until its secure port answers /healthz. VmRSS is sampled every 200 ms from the start.
+// startScheduler starts the case's scheduler process (ome-scheduler with the case's
+// configuration, or the limit binder), then waits until /healthz answers. VmRSS is sampled
+// every 200 ms and go_goroutines every second from the start.
 func startScheduler(ctx context.Context, cp *devenv.ControlPlane, sc scenario) (*schedProc, error) {
-	cfg, err := schedulerConfig(sc.sched, cp.KubeConfigPath)
-	if err != nil {
-		return nil, err
-	}
-	path := filepath.Join(cp.Dir, "scheduler-"+sc.sched+".yaml")
-	if err := os.WriteFile(path, cfg, 0o600); err != nil {
-		return nil, err
-	}
 	port, err := devenv.FreePort()
 	if err != nil {
 		return nil, err
 	}
-	client, err := devenv.MetricsClient(cp.Config)
-	if err != nil {
-		return nil, err
+	p := &schedProc{port: port, scheme: "https", done: make(chan struct{})}
+	binary, args := "ome-scheduler", []string(nil)
+	if sc.sched == limit {
+		// Plain HTTP on loopback: the binder has no secure port.
+		p.scheme, p.client = "http", &http.Client{Timeout: 10 * time.Second}
+		binary = sc.limitBinary
+		args = []string{"--kubeconfig=" + cp.KubeConfigPath, fmt.Sprintf("--qps=%g", sc.qps),
+			fmt.Sprintf("--burst=%d", sc.burst), "--namespace=" + namespace, fmt.Sprintf("--port=%d", port)}
+	} else {
+		if p.client, err = devenv.MetricsClient(cp.Config); err != nil {
+			return nil, err
+		}
+		if args, err = schedulerArgs(cp, sc, port); err != nil {
+			return nil, err
+		}
 	}
-	p := &schedProc{port: port, client: client, done: make(chan struct{}), started: time.Now()}
-	args := []string{"--config=" + path, "--bind-address=127.0.0.1", fmt.Sprintf("--secure-port=%d", port),
-		"--authentication-kubeconfig=" + cp.KubeConfigPath, "--authorization-kubeconfig=" + cp.KubeConfigPath}
-	// SBS_SCHED_ARGS: extra flags for both schedulers (e.g. --feature-gates=...).
-	args = append(args, strings.Fields(os.Getenv("SBS_SCHED_ARGS"))...)
-	p.proc, err = devenv.StartProcessEnv(cp.Dir, "ome-scheduler", "scheduler-"+sc.sched, sc.schedEnv, args...)
+	p.started = time.Now()
+	p.proc, err = devenv.StartProcessEnv(cp.Dir, binary, "scheduler-"+sc.sched, sc.schedEnv, args...)
 	if err != nil {
 		return nil, err
 	}
 	go p.sample()
+	go p.sampleGoroutines()
 	err = wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
 		if p.proc.Exited() {
-			return false, fmt.Errorf("ome-scheduler exited; see %s", p.proc.LogPath)
+			return false, fmt.Errorf("%s exited; see %s", sc.sched, p.proc.LogPath)
 		}
 		_, err := p.get(ctx, "/healthz")
 		return err == nil, nil
@@ -80,24 +81,41 @@ func startScheduler(ctx context.Context, cp *devenv.ControlPlane, sc scenario) (
 	return p, nil
 }
 
+// schedulerArgs writes the case's ome-scheduler configuration and returns its flags.
+func schedulerArgs(cp *devenv.ControlPlane, sc scenario, port int) ([]string, error) {
+	cfg, err := schedulerConfig(sc.sched, cp.KubeConfigPath, sc.qps, sc.burst)
+	if err != nil {
+		return nil, err
+	}
+	path := filepath.Join(cp.Dir, "scheduler-"+sc.sched+".yaml")
+	if err := os.WriteFile(path, cfg, 0o600); err != nil {
+		return nil, err
+	}
+	args := []string{"--config=" + path, "--bind-address=127.0.0.1", fmt.Sprintf("--secure-port=%d", port),
+		"--authentication-kubeconfig=" + cp.KubeConfigPath, "--authorization-kubeconfig=" + cp.KubeConfigPath}
+	// SBS_SCHED_ARGS: extra flags for both ome-scheduler configurations (e.g. --feature-gates=...).
+	return append(args, strings.Fields(os.Getenv("SBS_SCHED_ARGS"))...), nil
+}
+
 // schedulerConfig returns the KubeSchedulerConfiguration of a case, profiling on and leader
 // election off in both. ome: the chart's rendered configuration with topologyKey
 // nvidia.com/gpu.clique. stock: one profile named ome-scheduler with kube-scheduler's default
-// plugins, and the same client QPS and burst as the rendered one.
-func schedulerConfig(sched, kubeconfig string) ([]byte, error) {
+// plugins. Both get the client QPS and burst given (SBS_QPS, SBS_BURST), which the limit
+// binder uses too.
+func schedulerConfig(sched, kubeconfig string, qps float64, burst int) ([]byte, error) {
 	if sched == stock {
 		return []byte(fmt.Sprintf(`apiVersion: kubescheduler.config.k8s.io/v1
 kind: KubeSchedulerConfiguration
 enableProfiling: true
 clientConnection:
   kubeconfig: %s
-  qps: 200
-  burst: 400
+  qps: %g
+  burst: %d
 leaderElection:
   leaderElect: false
 profiles:
   - schedulerName: %s
-`, kubeconfig, devenv.SchedulerName)), nil
+`, kubeconfig, qps, burst, devenv.SchedulerName)), nil
 	}
 	b, err := devenv.Profile{Args: devenv.DefaultArgs + "\ntopologyKey: " + devenv.CliqueKey}.RenderConfig(kubeconfig)
 	if err != nil {
@@ -108,6 +126,11 @@ profiles:
 		return nil, err
 	}
 	m["enableProfiling"] = true
+	cc, _ := m["clientConnection"].(map[string]any)
+	if cc == nil {
+		return nil, fmt.Errorf("the rendered configuration has no clientConnection")
+	}
+	cc["qps"], cc["burst"] = qps, burst
 	return yaml.Marshal(m)
 }
 
@@ -128,6 +151,30 @@ func (p *schedProc) sample() {
 	}
 }
 
+// sampleGoroutines keeps the largest go_goroutines of the process's /metrics, read every
+// second (a thread count from /proc is not a goroutine count).
+func (p *schedProc) sampleGoroutines() {
+	for {
+		// Until the endpoint first answers, retry soon: a small backlog is bound in a second.
+		next := 100 * time.Millisecond
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		if b, err := p.get(ctx, "/metrics"); err == nil {
+			next = time.Second
+			if n := int(gaugeValue(parseMetrics(b), "go_goroutines")); n > 0 {
+				p.mu.Lock()
+				p.maxGoroutines = max(p.maxGoroutines, n)
+				p.mu.Unlock()
+			}
+		}
+		cancel()
+		select {
+		case <-p.done:
+			return
+		case <-time.After(next):
+		}
+	}
+}
+
 func (p *schedProc) stop() {
 	p.stopOnce.Do(func() {
 		close(p.done)
@@ -135,9 +182,10 @@ func (p *schedProc) stop() {
 	})
 }
 
-// get fetches a path of the scheduler's secure port as the control plane's admin.
+// get fetches a path of the scheduler's port: ome-scheduler's secure port as the control
+// plane's admin, the limit binder's plain HTTP.
 func (p *schedProc) get(ctx context.Context, path string) ([]byte, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, fmt.Sprintf("https://127.0.0.1:%d%s", p.port, path), nil)
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, fmt.Sprintf("%s://127.0.0.1:%d%s", p.scheme, p.port, path), nil)
 	if err != nil {
 		return nil, err
 	}
@@ -187,9 +235,10 @@ func (p *schedProc) measure(ctx context.Context, res *result) error {
 	res.hwmMiB = float64(p.status().VmHWM) / (1 << 20)
 	p.mu.Lock()
 	res.sampledMiB = float64(p.maxRSS) / (1 << 20)
-	p.mu.Unlock()
 	res.cpuSec = p.cpuSeconds()
-	if res.heapDump {
+	res.goroutinesPeak = p.maxGoroutines
+	p.mu.Unlock()
+	if res.heapDump && res.sched != limit {
 		if err := saveHeapDumps(ctx, p.proc.Cmd.Process, res); err != nil {
 			return err
 		}
@@ -218,6 +267,8 @@ func (p *schedProc) measure(ctx context.Context, res *result) error {
 		fams := parseMetrics(metrics)
 		res.heapMiB = gaugeValue(fams, "go_memstats_heap_alloc_bytes") / (1 << 20)
 		res.goroutines = int(gaugeValue(fams, "go_goroutines"))
+		res.goroutinesPeak = max(res.goroutinesPeak, res.goroutines)
+		res.apiWrites = writeRequests(fams)
 		_ = os.WriteFile(filepath.Join(res.out, "metrics_"+res.name()+".txt"), metrics, 0o644)
 	}
 	// What is still running once the backlog is bound (what holds memory, often).
@@ -225,23 +276,6 @@ func (p *schedProc) measure(ctx context.Context, res *result) error {
 		_ = os.WriteFile(filepath.Join(res.out, "goroutines_"+res.name()+".txt"), g, 0o644)
 	}
 	return nil
-}
-
-// parseMetrics parses a Prometheus text exposition; what precedes a parse error is kept.
-func parseMetrics(text []byte) map[string]*dto.MetricFamily {
-	p := expfmt.NewTextParser(model.LegacyValidation)
-	fams, _ := p.TextToMetricFamilies(bytes.NewReader(text))
-	return fams
-}
-
-// gaugeValue returns the value of an unlabelled gauge; 0 when it is absent.
-func gaugeValue(fams map[string]*dto.MetricFamily, name string) float64 {
-	for _, m := range fams[name].GetMetric() {
-		if len(m.GetLabel()) == 0 {
-			return m.GetGauge().GetValue()
-		}
-	}
-	return 0
 }
 
 // saveHeapDumps asks a scheduler built with -tags heapdump for a heap dump (SIGUSR1; it

@@ -1,8 +1,13 @@
 // Package sidebyside measures bin/ome-scheduler against the same binary configured as a stock
-// kube-scheduler, each as a separate process on a control plane of its own (real etcd and
-// kube-apiserver child processes): the whole backlog of GPU pods exists before the scheduler
-// starts, and the test reports the time until every pod is bound, pods/s, CPU time, the
-// scheduler process's peak RSS (VmHWM) and a heap profile taken at the end.
+// kube-scheduler and against "limit" (test/sidebyside/limitbinder: no filtering or scoring,
+// a placement computed up front, then one bind per pod as fast as the client allows), each as
+// a separate process on a control plane of its own (real etcd and kube-apiserver child
+// processes): the whole backlog of GPU pods exists before the scheduler starts, and the test
+// reports the time until every pod is bound, pods/s and its share of limit's, CPU time, the
+// process's peak RSS (VmHWM), the largest go_goroutines sampled every second, the API write
+// requests per pod (rest_client_requests_total, POST+PATCH+PUT) and a heap profile taken at
+// the end. stock and limit ignore gangs, so each runs once per run on the first gang size's
+// backlog; ome runs once per gang size.
 //
 // It runs only with OME_SIDEBYSIDE=1 (`make sidebyside`), never in `make test`. Parameters
 // come from the environment: SBS_NODES (512), SBS_GPUS_PER_NODE (1), SBS_CLIQUE (nodes per
@@ -10,20 +15,24 @@
 // of the GPUs the backlog requests, 1.0), SBS_RUNS (1), SBS_KWOK (1: bin/kwok, a process of
 // its own, makes the nodes Ready and marks bound pods Running; 0: nothing does, the nodes are
 // created Ready and pods stay Pending after their bind; SBS_KUBELET is the old name),
-// SBS_TIMEOUT (per case, 20m), SBS_OUT (results, heap
+// SBS_QPS (client QPS of all three, 1000), SBS_BURST (2×SBS_QPS), SBS_SCHEDS (which to run,
+// "stock,ome,limit"), SBS_TIMEOUT (per case, 20m), SBS_OUT (results, heap
 // profiles and scheduler logs; default <bin>/sidebyside), SBS_MEMPROFILERATE (unset: Go's
 // default of one heap sample per 512 KiB allocated, too coarse to attribute a 20 MiB heap;
-// e.g. 4096 passes GODEBUG=memprofilerate=4096 to both schedulers, and only to them, for a
+// e.g. 4096 passes GODEBUG=memprofilerate=4096 to the schedulers, and only to them, for a
 // detailed heap profile at some CPU cost) and SBS_HEAPDUMP (1: the scheduler binary was built
-// with -tags heapdump; each case also saves heapdump_<case>, a heap dump after a GC once every
-// pod is bound, and heapdump_<case>_peak, the dump taken when the RSS last grew 8 MiB; read
-// them with test/heapdump).
+// with -tags heapdump; each stock and ome case also saves heapdump_<case>, a heap dump after a
+// GC once every pod is bound, and heapdump_<case>_peak, the dump taken when the RSS last grew
+// 8 MiB; read them with test/heapdump). The limit binder is built once per test process into
+// SBS_OUT/limitbinder.
 package sidebyside
 
 import (
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -35,10 +44,11 @@ import (
 	"github.com/moirai-internal/ome-scheduler/internal/devenv"
 )
 
-// The two schedulers compared.
+// The schedulers compared.
 const (
 	stock = "stock"
 	ome   = "ome"
+	limit = "limit"
 )
 
 // params are the test's parameters, from the environment.
@@ -54,6 +64,13 @@ type params struct {
 	// processes must not sample every allocation too.
 	schedEnv []string
 	heapDump bool
+	// qps and burst are the client rate limit of every scheduler.
+	qps   float64
+	burst int
+	// scheds are the schedulers to run (SBS_SCHEDS).
+	scheds []string
+	// limitBinary is the limit binder built for this test process.
+	limitBinary string
 }
 
 // scenario is one measured case: a gang size, a scheduler, a run.
@@ -90,20 +107,23 @@ func TestSideBySide(t *testing.T) {
 	if len(p.schedEnv) > 0 {
 		t.Logf("schedulers run with %v", p.schedEnv)
 	}
-	t.Logf("side by side: %d nodes × %d GPU, cliques of %d nodes, gangs %v, fill %.2f, %d run(s), kwok %v, output %s",
-		p.nodes, p.gpusPerNode, p.clique, p.gangs, p.fill, p.runs, p.kwok, p.out)
+	if slices.Contains(p.scheds, limit) {
+		if p.limitBinary, err = buildLimitBinder(p.out); err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Logf("side by side: %d nodes × %d GPU, cliques of %d nodes, gangs %v, fill %.2f, %d run(s), kwok %v, "+
+		"client QPS %g burst %d, schedulers %v, output %s",
+		p.nodes, p.gpusPerNode, p.clique, p.gangs, p.fill, p.runs, p.kwok, p.qps, p.burst, p.scheds, p.out)
 	var results []result
 	for run := 1; run <= p.runs; run++ {
-		for _, g := range p.gangs {
-			for _, sched := range []string{stock, ome} {
-				sc := scenario{params: p, gang: g, sched: sched, run: run}
-				r, err := runScenario(t, sc)
-				if err != nil {
-					t.Fatalf("%s: %v", sc.name(), err)
-				}
-				t.Logf("%s: %s", sc.name(), r.summary())
-				results = append(results, r)
+		for _, sc := range p.cases(run) {
+			r, err := runScenario(t, sc)
+			if err != nil {
+				t.Fatalf("%s: %v", sc.name(), err)
 			}
+			t.Logf("%s: %s", sc.name(), r.summary())
+			results = append(results, r)
 		}
 	}
 	table := resultsTable(p, results)
@@ -111,6 +131,41 @@ func TestSideBySide(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(p.out, "results.md"), []byte(table), 0o644); err != nil {
 		t.Error(err)
 	}
+}
+
+// cases are one run's cases, in SBS_SCHEDS order: stock and limit ignore the gang label and
+// bind the same backlog for every gang size, so they run once, on the first gang size's
+// backlog; ome runs once per gang size.
+func (p params) cases(run int) []scenario {
+	var out []scenario
+	for _, sched := range p.scheds {
+		gangs := p.gangs[:1]
+		if sched == ome {
+			gangs = p.gangs
+		}
+		for _, g := range gangs {
+			out = append(out, scenario{params: p, gang: g, sched: sched, run: run})
+		}
+	}
+	return out
+}
+
+// buildLimitBinder builds test/sidebyside/limitbinder into dir and returns its absolute path.
+func buildLimitBinder(dir string) (string, error) {
+	root, err := devenv.RepoRoot()
+	if err != nil {
+		return "", err
+	}
+	path, err := filepath.Abs(filepath.Join(dir, "limitbinder"))
+	if err != nil {
+		return "", err
+	}
+	cmd := exec.Command("go", "build", "-o", path, "./test/sidebyside/limitbinder")
+	cmd.Dir = root
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return "", fmt.Errorf("build limitbinder: %w: %s", err, out)
+	}
+	return path, nil
 }
 
 func readParams() (params, error) {
@@ -144,6 +199,9 @@ func readParams() (params, error) {
 		return p, fmt.Errorf("SBS_FILL must be in (0, 1]: %q", os.Getenv("SBS_FILL"))
 	}
 	p.kwok = envOr("SBS_KWOK", envOr("SBS_KUBELET", "1")) != "0"
+	if err := p.readClient(); err != nil {
+		return p, err
+	}
 	if p.timeout, err = time.ParseDuration(envOr("SBS_TIMEOUT", "20m")); err != nil {
 		return p, fmt.Errorf("SBS_TIMEOUT: %w", err)
 	}
@@ -168,6 +226,28 @@ func readParams() (params, error) {
 		p.schedEnv = append(p.schedEnv, "OME_HEAPDUMP_DIR="+abs, "OME_HEAPDUMP_PEAK=1")
 	}
 	return p, nil
+}
+
+// readClient reads SBS_QPS, SBS_BURST and SBS_SCHEDS.
+func (p *params) readClient() error {
+	var err error
+	if p.qps, err = strconv.ParseFloat(envOr("SBS_QPS", "1000"), 64); err != nil || p.qps <= 0 {
+		return fmt.Errorf("SBS_QPS must be a positive number: %q", os.Getenv("SBS_QPS"))
+	}
+	if p.burst, err = envInt("SBS_BURST", int(2*p.qps)); err != nil || p.burst < 1 {
+		return fmt.Errorf("SBS_BURST must be a positive integer: %q", os.Getenv("SBS_BURST"))
+	}
+	p.scheds = nil
+	for _, s := range strings.Split(envOr("SBS_SCHEDS", "stock,ome,limit"), ",") {
+		s = strings.TrimSpace(s)
+		if s != stock && s != ome && s != limit {
+			return fmt.Errorf("SBS_SCHEDS: unknown scheduler %q (stock, ome, limit)", s)
+		}
+		if !slices.Contains(p.scheds, s) {
+			p.scheds = append(p.scheds, s)
+		}
+	}
+	return nil
 }
 
 func envOr(name, def string) string {
