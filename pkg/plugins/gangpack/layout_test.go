@@ -22,6 +22,7 @@ func TestLayout(t *testing.T) {
 		"gang":    {"msg"},
 		"msg":     nil,
 		"metrics": nil,
+		"pace":    nil,
 		"ledger":  {"gang", "msg", "metrics"},
 		"quality": {"gang", "metrics"},
 		"plan":    {"gang", "msg", "metrics", "quality"},
