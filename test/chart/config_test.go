@@ -148,6 +148,13 @@ func TestConfigVariations(t *testing.T) {
 			},
 		},
 		{
+			name: "bind window off (0) is rendered; null (the default) is not",
+			args: []string{"--set", "scheduler.plugin.bindWindowMilliseconds=0"},
+			want: func(t *testing.T) string {
+				return replaceOnce(t, defaultConfig(t), "          standaloneDomainPacking: true\n", "          standaloneDomainPacking: true\n          bindWindowMilliseconds: 0\n")
+			},
+		},
+		{
 			name: "profiling on",
 			args: []string{"--set", "scheduler.enableProfiling=true"},
 			want: func(t *testing.T) string {

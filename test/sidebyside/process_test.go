@@ -117,7 +117,12 @@ profiles:
   - schedulerName: %s
 `, kubeconfig, qps, burst, devenv.SchedulerName)), nil
 	}
-	b, err := devenv.Profile{Args: devenv.DefaultArgs + "\ntopologyKey: " + devenv.CliqueKey}.RenderConfig(kubeconfig)
+	// SBS_OME_ARGS: extra OMEGangPack args lines for ome (e.g. "bindWindowMilliseconds: 0").
+	args := devenv.DefaultArgs + "\ntopologyKey: " + devenv.CliqueKey
+	if extra := os.Getenv("SBS_OME_ARGS"); extra != "" {
+		args += "\n" + extra
+	}
+	b, err := devenv.Profile{Args: args}.RenderConfig(kubeconfig)
 	if err != nil {
 		return nil, err
 	}

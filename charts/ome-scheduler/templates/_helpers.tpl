@@ -173,6 +173,9 @@ profiles:
 {{- with $p.maxHoldsPerNamespace }}
           maxHoldsPerNamespace: {{ int64 . }}
 {{- end }}
+{{- if not (kindIs "invalid" $p.bindWindowMilliseconds) }}
+          bindWindowMilliseconds: {{ int64 $p.bindWindowMilliseconds }}
+{{- end }}
 {{- if not $s.disablePreemption }}
           preemption: true
 {{- end }}

@@ -30,7 +30,7 @@ const (
 // DefaultBinder's (k8s.io/kubernetes/pkg/scheduler/framework/plugins/defaultbinder), so a
 // failed binding goes through the framework exactly as it would there.
 func (pl *GangPack) Bind(ctx context.Context, cs fwk.CycleState, pod *v1.Pod, nodeName string) *fwk.Status {
-	pl.bindStarted(pod.UID) // every pod: OMEGangPack is the first binder
+	pl.paceBinding(pod)
 	annotations := pl.placementAnnotations(cs, pod, nodeName)
 	if annotations == nil {
 		return fwk.NewStatus(fwk.Skip)

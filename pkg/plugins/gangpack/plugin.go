@@ -58,6 +58,8 @@ type GangPack struct {
 	planner *plan.Planner
 	// pace is the bind window (pace.go): binds in flight and how fast they drain.
 	pace *pace.Pacer
+	// nominates: kube-scheduler writes nominatedNodeName before a pod waits at Permit.
+	nominates bool
 }
 
 var (
@@ -156,7 +158,7 @@ func newPlugin(ctx context.Context, args *gang.Args, h fwk.Handle, ml *gang.Memb
 	if cfg := h.KubeConfig(); cfg != nil {
 		qps = cfg.QPS
 	}
-	pl.pace = newPacer(args, qps)
+	pl.pace, pl.nominates = newPacer(args, qps), nominatesWaiters()
 	return pl
 }
 

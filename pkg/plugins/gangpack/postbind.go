@@ -14,7 +14,7 @@ import (
 // record, drops it from the reservation-blocked set and from the pending gangs of the quality
 // gauges.
 func (pl *GangPack) PostBind(_ context.Context, cs fwk.CycleState, pod *v1.Pod, _ string) {
-	pl.bindFinished(pod.UID, true)
+	pl.paceFinished(pod, true)
 	if pin := plan.ReadPin(cs); pin != nil {
 		pl.ledger.MemberBound(pod, pin.ID, true)
 	} else {

@@ -14,11 +14,13 @@ import (
 	"github.com/moirai-internal/ome-scheduler/pkg/plugins/gangpack/internal/plan"
 )
 
-// Reserve records the member's node, pins a deferred plan to the selected node's domain, then
-// drains the commitment; the drain that commits the gang lifts its hold. Room the drain gives
-// back (the hold lifted, or a slot of another node consumed) wakes the pods it refused.
+// Reserve counts the pod in the bind window (pace.go), records the member's node, pins a
+// deferred plan to the selected node's domain, then drains the commitment; the drain that
+// commits the gang lifts its hold. Room the drain gives back (the hold lifted, or a slot of
+// another node consumed) wakes the pods it refused.
 func (pl *GangPack) Reserve(ctx context.Context, cs fwk.CycleState, pod *v1.Pod, nodeName string) *fwk.Status {
 	logger := klog.FromContext(ctx)
+	pl.paceAssumed(pod)
 	if _, _, member := gang.Of(pod); member {
 		pl.ledger.MemberReserved(pod, nodeName)
 		pl.evaluator.PlacedAgain(pod.UID)
@@ -45,7 +47,7 @@ func (pl *GangPack) Reserve(ctx context.Context, cs fwk.CycleState, pod *v1.Pod,
 // the unwind come back here with an id that no longer owns anything. A surplus member (its
 // gang was committed before it was planned) unwinds nothing: the gang formed without it.
 func (pl *GangPack) Unreserve(ctx context.Context, cs fwk.CycleState, pod *v1.Pod, nodeName string) {
-	pl.bindFinished(pod.UID, false)
+	pl.paceFinished(pod, false)
 	if pin := plan.ReadPin(cs); pin != nil && !pin.Surplus {
 		pl.ledger.Unreserved(klog.FromContext(ctx), pin.Gang, pin.ID)
 	}

@@ -36,6 +36,7 @@ func (pl *GangPack) watchMembers(inf cache.SharedIndexInformer) error {
 // O(1) except for an unassigned member joining a gang in the incomplete set (O(gang)).
 func (pl *GangPack) memberEvent(old, cur *v1.Pod) {
 	pl.noteNomination(old, cur)
+	pl.paceNominated(old, cur)
 	for _, p := range []*v1.Pod{old, cur} {
 		if p != nil {
 			if key, _, ok := gang.Of(p); ok {

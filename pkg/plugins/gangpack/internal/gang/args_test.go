@@ -5,6 +5,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -55,6 +56,10 @@ func TestDecodeArgsRejections(t *testing.T) {
 			obj:       rawArgs(`{"placementGroupLabel":"ome.io/` + strings.Repeat("g", 60) + `","gcIntervalSeconds":45}`),
 			prefix:    `placementGroupLabel "ome.io/` + strings.Repeat("g", 60) + `" is too long: annotation "ome.io/` + strings.Repeat("g", 60) + `-topology-key" is not a valid metadata key: `,
 			qualified: "ome.io/" + strings.Repeat("g", 60) + "-topology-key"},
+		{name: "bindWindowMilliseconds negative", obj: rawArgs(`{"bindWindowMilliseconds":-1,"gcIntervalSeconds":45}`),
+			want: "bindWindowMilliseconds must be between 0 and 60000"},
+		{name: "bindWindowMilliseconds above a minute", obj: rawArgs(`{"bindWindowMilliseconds":60001,"gcIntervalSeconds":45}`),
+			want: "bindWindowMilliseconds must be between 0 and 60000"},
 		{name: "placementGroupLabel equals unsupportedPlacementGroupLabel",
 			obj:  rawArgs(`{"placementGroupLabel":"ome.io/placement-group","unsupportedPlacementGroupLabel":"ome.io/placement-group","gcIntervalSeconds":45}`),
 			want: `placementGroupLabel and unsupportedPlacementGroupLabel must differ: both are "ome.io/placement-group"`},
@@ -448,4 +453,25 @@ func FuzzDecodeArgs(f *testing.F) {
 			t.Fatalf("accepted invalid key: %s", dumpArgs(*args))
 		}
 	})
+}
+
+// The bind window: unset is the default, 0 is off, anything else is milliseconds.
+func TestBindWindow(t *testing.T) {
+	for _, tc := range []struct {
+		raw  string
+		want time.Duration
+	}{
+		{`{"gcIntervalSeconds":45}`, DefaultBindWindow},
+		{`{"gcIntervalSeconds":45,"bindWindowMilliseconds":0}`, 0},
+		{`{"gcIntervalSeconds":45,"bindWindowMilliseconds":250}`, 250 * time.Millisecond},
+		{`{"gcIntervalSeconds":45,"bindWindowMilliseconds":60000}`, time.Minute},
+	} {
+		a, err := DecodeArgs(rawArgs(tc.raw))
+		if err != nil {
+			t.Fatalf("%s: %v", tc.raw, err)
+		}
+		if got := a.BindWindow(); got != tc.want {
+			t.Errorf("%s: BindWindow() = %v, want %v", tc.raw, got, tc.want)
+		}
+	}
 }

@@ -1,7 +1,8 @@
 // Package pace keeps the scheduling loop from running further ahead of the API than the API
-// drains: it counts the binding cycles in flight (pods past Permit whose binding has not
-// finished) and makes the next scheduling cycle that would start new work wait while they
-// exceed what the binds of the last second drained in one window.
+// drains: it counts the binding cycles in flight (pods assumed whose binding has not finished,
+// less gang members waiting at Permit on their siblings only) and makes the next scheduling
+// cycle that would start new work wait while they exceed what the binds of the last second
+// drained in one window.
 //
 // kube-scheduler schedules a pod, assumes it and binds it in a goroutine of its own. When the
 // scheduling cycles are fast (OMEGangPack narrows a gang to its domain) and the API is the
@@ -33,21 +34,40 @@ const (
 	MaxWaitWindows = 4
 )
 
-// Pacer counts binds in flight and measures how fast they finish. The zero value is not
-// usable; a nil *Pacer is off (every method is a no-op, Wait returns at once).
+// Pacer counts binds in flight and measures how fast they finish. A nil *Pacer is off
+// (every method is a no-op, Wait returns at once).
+//
+// A pod counts from its Reserve until its binding ends (PostBind or Unreserve), except while
+// it waits at Permit on its siblings: kube-scheduler sends a waiting member's
+// nominatedNodeName PATCH first (NominatedNodeNameForExpectation), so a member that waits
+// counts until the informer shows that PATCH landed, and one that needs none stops counting
+// when it starts to wait. It counts again when its binding starts (Bind).
 type Pacer struct {
 	window time.Duration
 	ceil   int // the most binds in flight: QPS × window (never below Floor); 0 = no ceiling
 	clock  clock.Clock
 
-	mu       sync.Mutex
-	inflight map[types.UID]struct{}
+	mu      sync.Mutex
+	pods    map[types.UID]phase
+	counted int
 	// done counts the binds finished in each bucketSpan slot of the last second; slot is the
 	// bucket index (time / bucketSpan) of done[slot % buckets].
 	done     [buckets]int
 	slot     int64
-	released chan struct{} // closed when a bind finishes; replaced after
+	released chan struct{} // closed when a counted pod stops counting; replaced after
 }
+
+// phase is where a known pod is between its Reserve and the end of its binding.
+type phase uint8
+
+const (
+	assumed  phase = iota // reserved, not waiting: counted
+	patching              // waiting at Permit, its nominatedNodeName PATCH not seen yet: counted
+	parked                // waiting at Permit on its siblings only: not counted
+	binding               // in Bind: counted
+)
+
+func (ph phase) counts() bool { return ph != parked }
 
 // New returns a pacer for a window; nil (off) when window ≤ 0. qps is the API client's
 // sustained rate (≤ 0: unknown, no ceiling).
@@ -55,7 +75,7 @@ func New(window time.Duration, qps float32, c clock.Clock) *Pacer {
 	if window <= 0 {
 		return nil
 	}
-	p := &Pacer{window: window, clock: c, inflight: map[types.UID]struct{}{}, released: make(chan struct{})}
+	p := &Pacer{window: window, clock: c, pods: map[types.UID]phase{}, released: make(chan struct{})}
 	if qps > 0 {
 		p.ceil = max(Floor, int(float64(qps)*window.Seconds()))
 	}
@@ -70,39 +90,89 @@ func (p *Pacer) Window() time.Duration {
 	return p.window
 }
 
-// Started records a pod entering its binding (Bind); false when it was already counted.
-func (p *Pacer) Started(uid types.UID) bool {
-	if p == nil {
-		return false
+// Assumed records a pod's Reserve. It returns the pods counted now (all methods do).
+func (p *Pacer) Assumed(uid types.UID) int { return p.move(uid, assumed, false) }
+
+// Waiting records that a pod waits at Permit; patches: kube-scheduler sends its
+// nominatedNodeName PATCH before it waits, and it counts until Nominated.
+func (p *Pacer) Waiting(uid types.UID, patches bool) int {
+	if patches {
+		return p.move(uid, patching, true)
 	}
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if _, ok := p.inflight[uid]; ok {
-		return false
-	}
-	p.inflight[uid] = struct{}{}
-	return true
+	return p.move(uid, parked, true)
 }
 
-// Finished records the end of a pod's binding: bound (PostBind) or not (Unreserve). A pod
-// that never started is ignored (false).
-func (p *Pacer) Finished(uid types.UID, bound bool) bool {
+// Nominated records that the informer saw the pod's nominatedNodeName: a patching pod now
+// waits on its siblings only.
+func (p *Pacer) Nominated(uid types.UID) int {
 	if p == nil {
-		return false
+		return 0
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if _, ok := p.inflight[uid]; !ok {
-		return false
+	if p.pods[uid] == patching {
+		p.set(uid, parked)
 	}
-	delete(p.inflight, uid)
+	return p.counted
+}
+
+// Started records a pod entering its binding (Bind).
+func (p *Pacer) Started(uid types.UID) int { return p.move(uid, binding, false) }
+
+// Finished records the end of a pod's binding: bound (PostBind) or not (Unreserve). A pod
+// the pacer does not know is ignored.
+func (p *Pacer) Finished(uid types.UID, bound bool) int {
+	if p == nil {
+		return 0
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	ph, ok := p.pods[uid]
+	if !ok {
+		return p.counted
+	}
+	delete(p.pods, uid)
+	if ph.counts() {
+		p.counted--
+		p.release()
+	}
 	if bound {
 		p.advance()
 		p.done[p.slot%buckets]++
 	}
+	return p.counted
+}
+
+// move sets a pod's phase; known: only a pod the pacer already knows moves.
+func (p *Pacer) move(uid types.UID, to phase, known bool) int {
+	if p == nil {
+		return 0
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if _, ok := p.pods[uid]; ok || !known {
+		p.set(uid, to)
+	}
+	return p.counted
+}
+
+// set moves uid to phase to, keeping the count. mu held.
+func (p *Pacer) set(uid types.UID, to phase) {
+	from, ok := p.pods[uid]
+	p.pods[uid] = to
+	switch {
+	case (!ok || !from.counts()) && to.counts():
+		p.counted++
+	case ok && from.counts() && !to.counts():
+		p.counted--
+		p.release()
+	}
+}
+
+// release wakes the waiters. mu held.
+func (p *Pacer) release() {
 	close(p.released)
 	p.released = make(chan struct{})
-	return true
 }
 
 // advance moves the rate buckets to the current slot, clearing the slots passed. mu held.
@@ -145,7 +215,7 @@ func (p *Pacer) state() State {
 	if p.ceil > 0 {
 		limit = min(limit, p.ceil)
 	}
-	return State{InFlight: len(p.inflight), Limit: limit, Rate: rate}
+	return State{InFlight: p.counted, Limit: limit, Rate: rate}
 }
 
 // Wait blocks while the binds in flight are at or above the limit, until one finishes below

@@ -17,11 +17,52 @@ func TestOffWhenWindowIsZero(t *testing.T) {
 		t.Fatalf("New(0) = %v, want nil (off)", p)
 	}
 	var p *Pacer
-	if p.Started(uid(1)) || p.Finished(uid(1), true) {
+	if p.Assumed(uid(1)) != 0 || p.Started(uid(1)) != 0 || p.Finished(uid(1), true) != 0 {
 		t.Fatal("a nil pacer counted a bind")
 	}
 	if w, _ := p.Wait(context.Background()); w != 0 {
 		t.Fatalf("a nil pacer waited %v", w)
+	}
+}
+
+// A pod counts from Reserve to the end of its binding, except while it waits at Permit on
+// its siblings only: a waiter whose nominatedNodeName PATCH is pending counts until the
+// informer shows it; it counts again in Bind.
+func TestWhatCounts(t *testing.T) {
+	p := New(time.Second, 0, clocktesting.NewFakeClock(time.Unix(1000, 0)))
+	steps := []struct {
+		name string
+		do   func() int
+		want int
+	}{
+		{"standalone reserved", func() int { return p.Assumed(uid(0)) }, 1},
+		{"member a reserved", func() int { return p.Assumed(uid(1)) }, 2},
+		{"member a waits, its PATCH pending", func() int { return p.Waiting(uid(1), true) }, 2},
+		{"member b reserved", func() int { return p.Assumed(uid(2)) }, 3},
+		{"member b waits, no PATCH (gate off or already nominated)", func() int { return p.Waiting(uid(2), false) }, 2},
+		{"member a's nomination seen", func() int { return p.Nominated(uid(1)) }, 1},
+		{"a nomination of a pod not waiting changes nothing", func() int { return p.Nominated(uid(0)) }, 1},
+		{"a wait of an unknown pod changes nothing", func() int { return p.Waiting(uid(9), true) }, 1},
+		{"member c completes the gang", func() int { return p.Assumed(uid(3)) }, 2},
+		{"a binds", func() int { return p.Started(uid(1)) }, 3},
+		{"a late nomination event does not uncount a binding pod", func() int { return p.Nominated(uid(1)) }, 3},
+		{"b binds", func() int { return p.Started(uid(2)) }, 4},
+		{"c binds", func() int { return p.Started(uid(3)) }, 4},
+		{"a bound", func() int { return p.Finished(uid(1), true) }, 3},
+		{"b failed to bind", func() int { return p.Finished(uid(2), false) }, 2},
+		{"b unreserved twice", func() int { return p.Finished(uid(2), false) }, 2},
+		{"standalone and c bound", func() int { p.Finished(uid(0), true); return p.Finished(uid(3), true) }, 0},
+	}
+	for _, s := range steps {
+		if got := s.do(); got != s.want {
+			t.Fatalf("%s: %d counted, want %d", s.name, got, s.want)
+		}
+		if st := p.State(); st.InFlight != s.want {
+			t.Fatalf("%s: State().InFlight = %d, want %d", s.name, st.InFlight, s.want)
+		}
+	}
+	if st := p.State(); st.Rate != 3 {
+		t.Fatalf("3 pods bound (one failed): rate %v, want 3/s", st.Rate)
 	}
 }
 
@@ -49,11 +90,10 @@ func TestLimitFollowsTheDrainRate(t *testing.T) {
 	}
 	// Unbound ends (Unreserve) and unknown pods do not count as drained.
 	p.Started(uid(-1))
-	if !p.Finished(uid(-1), false) || p.Finished(uid(-2), true) {
-		t.Fatal("Finished: want true for a started pod, false for an unknown one")
-	}
+	p.Finished(uid(-1), false)
+	p.Finished(uid(-2), true)
 	if st := p.State(); st.Rate != 400 {
-		t.Fatalf("an unbound end changed the rate: %+v", st)
+		t.Fatalf("an unbound end or an unknown pod changed the rate: %+v", st)
 	}
 	// The ceiling is QPS × window.
 	slow := New(time.Second, 50, clk)
@@ -71,58 +111,59 @@ func TestLimitFollowsTheDrainRate(t *testing.T) {
 	}
 }
 
-// Wait returns at once below the limit; at the limit it returns when a bind finishes, or
-// after MaxWaitWindows windows when none does.
+// Wait returns at once below the limit; at the limit it returns when a counted pod stops
+// counting, or after MaxWaitWindows windows when none does, or when ctx ends.
 func TestWaitBlocksAtTheLimit(t *testing.T) {
 	clk := clocktesting.NewFakeClock(time.Unix(1000, 0))
 	p := New(100*time.Millisecond, 0, clk)
 	for i := 0; i < Floor-1; i++ {
-		if !p.Started(uid(i)) {
-			t.Fatalf("Started(%d) = false", i)
-		}
+		p.Assumed(uid(i))
 	}
-	if p.Started(uid(0)) {
-		t.Fatal("a pod started twice was counted twice")
+	if p.Assumed(uid(0)) != Floor-1 {
+		t.Fatal("a pod reserved twice was counted twice")
 	}
 	if w, st := p.Wait(context.Background()); w != 0 || st.InFlight != Floor-1 {
 		t.Fatalf("below the limit: waited %v, state %+v", w, st)
 	}
-	p.Started(uid(Floor))
+	p.Assumed(uid(Floor))
+	p.Waiting(uid(Floor), true)
 	done := make(chan time.Duration)
-	go func() {
-		w, st := p.Wait(context.Background())
+	wait := func(ctx context.Context) {
+		w, st := p.Wait(ctx)
 		if st.InFlight != Floor || st.Limit != Floor {
 			t.Errorf("first state %+v, want %d in flight at limit %d", st, Floor, Floor)
 		}
 		done <- w
-	}()
+	}
+	go wait(context.Background())
 	waitForTimer(t, clk)
 	clk.Step(30 * time.Millisecond)
-	p.Finished(uid(3), true)
+	p.Nominated(uid(Floor)) // its PATCH landed: it waits on its siblings only
 	if w := <-done; w != 30*time.Millisecond {
-		t.Fatalf("released by a finished bind after %v, want 30ms", w)
+		t.Fatalf("released by a landed nomination after %v, want 30ms", w)
 	}
+	p.Started(uid(Floor))
 	// Nothing finishes: the wait gives up after MaxWaitWindows windows.
-	p.Started(uid(3))
-	go func() {
-		w, _ := p.Wait(context.Background())
-		done <- w
-	}()
+	go wait(context.Background())
 	waitForTimer(t, clk)
 	clk.Step(MaxWaitWindows * 100 * time.Millisecond)
 	if w := <-done; w != MaxWaitWindows*100*time.Millisecond {
 		t.Fatalf("gave up after %v, want %v", w, MaxWaitWindows*100*time.Millisecond)
 	}
-	// A cancelled context ends the wait.
+	// A finished bind releases it; a cancelled context ends it.
+	go wait(context.Background())
+	waitForTimer(t, clk)
+	p.Finished(uid(3), true)
+	if w := <-done; w != 0 {
+		t.Fatalf("released by a bind: %v, want 0 (the fake clock did not move)", w)
+	}
+	p.Assumed(uid(3))
 	ctx, cancel := context.WithCancel(context.Background())
-	go func() {
-		w, _ := p.Wait(ctx)
-		done <- w
-	}()
+	go wait(ctx)
 	waitForTimer(t, clk)
 	cancel()
 	if w := <-done; w != 0 {
-		t.Fatalf("cancelled wait: %v, want 0 (the fake clock did not move)", w)
+		t.Fatalf("cancelled wait: %v, want 0", w)
 	}
 }
 
