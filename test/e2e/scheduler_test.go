@@ -231,12 +231,14 @@ var pluginFamilies = []struct {
 	{"ome_scheduler_gang_unwind_total", dto.MetricType_COUNTER, "", nil},
 	{"ome_scheduler_pinned_groups", dto.MetricType_GAUGE, "", nil},
 	{"ome_scheduler_placement_group_total", dto.MetricType_COUNTER, "result", []string{"placed", "no_fit", "unwound"}},
+	{"ome_scheduler_binds_in_flight", dto.MetricType_GAUGE, "", nil},
+	{"ome_scheduler_bind_window_wait_seconds_total", dto.MetricType_COUNTER, "", nil},
 }
 
 // TestMetricsEndpointAuthz checks the secure port of the chart-deployed scheduler:
 // /metrics refuses anonymous callers and ServiceAccounts without the reader binding, serves
 // the ServiceAccount listed in scheduler.metrics.reader.serviceAccounts, and exposes the
-// plugin's five families next to kube-scheduler's; /healthz and /readyz need no credentials.
+// plugin's families next to kube-scheduler's; /healthz and /readyz need no credentials.
 func TestMetricsEndpointAuthz(t *testing.T) {
 	s := getChartScheduler(t)
 	g := getDemoGang(t)

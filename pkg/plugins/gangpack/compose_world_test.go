@@ -146,6 +146,10 @@ func composeArgs() *gang.Args {
 	a := testArgs()
 	a.PlacementGroupLabel = testGroupLabel
 	a.Preemption = true
+	// The bind window off: its wait blocks the scheduling goroutine until another goroutine's
+	// bind ends, and the simulator plays every step on one goroutine. The window has tests of
+	// its own (internal/pace, pace_test.go) and runs in the integration and e2e suites.
+	a.BindWindowMilliseconds = ptr.To[int64](0)
 	return a
 }
 
