@@ -119,4 +119,6 @@ func TestBindWindowHoldsNewWorkOnly(t *testing.T) {
 	}
 }
 
-func uidOf(i int) types.UID { return types.UID("bind-" + string(rune('a'+i%26)) + string(rune('a'+i/26))) }
+func uidOf(i int) types.UID {
+	return types.UID("bind-" + string(rune('a'+i%26)) + string(rune('a'+i/26)))
+}
