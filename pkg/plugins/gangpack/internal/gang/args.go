@@ -51,12 +51,12 @@ type Args struct {
 	Preemption bool `json:"preemption,omitempty"`
 	// BindWindowMilliseconds paces the scheduling loop to the API: a cycle that would start
 	// new work (a standalone pod, a gang not yet planned) waits while more binds are in
-	// flight than the binds of the last second drained in this window. Unset = 500; 0 = off.
+	// flight than the binds of the last second drained in this window. Unset = 1000; 0 = off.
 	BindWindowMilliseconds *int64 `json:"bindWindowMilliseconds,omitempty"`
 }
 
 // DefaultBindWindow is the bind window when bindWindowMilliseconds is unset.
-const DefaultBindWindow = 500 * time.Millisecond
+const DefaultBindWindow = time.Second
 
 // maxBindWindowMilliseconds is the largest bind window (one minute).
 const maxBindWindowMilliseconds = 60_000
