@@ -70,11 +70,11 @@ func TestWhatCounts(t *testing.T) {
 // and QPS × window; slots older than a second are forgotten.
 func TestLimitFollowsTheDrainRate(t *testing.T) {
 	clk := clocktesting.NewFakeClock(time.Unix(1000, 0))
-	p := New(500*time.Millisecond, 1000, clk)
+	p := New(time.Second, 1000, clk)
 	if st := p.State(); st.Limit != Floor || st.Rate != 0 {
 		t.Fatalf("nothing measured: %+v, want limit %d, rate 0", st, Floor)
 	}
-	// 400 binds finish over one second (40 per 100 ms slot): rate 400/s, limit 200.
+	// 400 binds finish over one second (40 per 100 ms slot): rate 400/s, limit 400.
 	n := 0
 	for slot := 0; slot < 10; slot++ {
 		for i := 0; i < 40; i++ {
@@ -85,8 +85,8 @@ func TestLimitFollowsTheDrainRate(t *testing.T) {
 		clk.Step(100 * time.Millisecond)
 	}
 	clk.Step(-time.Nanosecond) // still inside the last slot's second
-	if st := p.State(); st.Rate != 400 || st.Limit != 200 {
-		t.Fatalf("after 400 binds in a second: %+v, want rate 400, limit 200", st)
+	if st := p.State(); st.Rate != 400 || st.Limit != 400 {
+		t.Fatalf("after 400 binds in a second: %+v, want rate 400, limit 400", st)
 	}
 	// Unbound ends (Unreserve) and unknown pods do not count as drained.
 	p.Started(uid(-1))
@@ -95,14 +95,23 @@ func TestLimitFollowsTheDrainRate(t *testing.T) {
 	if st := p.State(); st.Rate != 400 {
 		t.Fatalf("an unbound end or an unknown pod changed the rate: %+v", st)
 	}
-	// The ceiling is QPS × window.
-	slow := New(time.Second, 50, clk)
-	for i := 0; i < 500; i++ {
-		slow.Started(uid(i))
-		slow.Finished(uid(i), true)
+	// Below the floor, the floor.
+	half := New(500*time.Millisecond, 0, clk)
+	for i := 0; i < 400; i++ {
+		half.Started(uid(i))
+		half.Finished(uid(i), true)
 	}
-	if st := slow.State(); st.Limit != 50 {
-		t.Fatalf("QPS 50 × 1s window after 500 binds: limit %d, want 50", st.Limit)
+	if st := half.State(); st.Limit != Floor {
+		t.Fatalf("400 binds × 0.5 s window: limit %d, want the floor %d", st.Limit, Floor)
+	}
+	// The ceiling is QPS × window.
+	capped := New(time.Second, 300, clk)
+	for i := 0; i < 1000; i++ {
+		capped.Started(uid(i))
+		capped.Finished(uid(i), true)
+	}
+	if st := capped.State(); st.Limit != 300 {
+		t.Fatalf("QPS 300 × 1 s window after 1000 binds: limit %d, want 300", st.Limit)
 	}
 	// Two seconds later the old binds are forgotten.
 	clk.Step(2 * time.Second)
