@@ -235,6 +235,7 @@ clean:
 ## SBS_NODES (512), SBS_GANG (4,8), SBS_RUNS (1), SBS_FILL, SBS_GPUS_PER_NODE, SBS_CLIQUE,
 ## SBS_KWOK (1: bin/kwok runs the nodes and pods; 0: nothing does); SBS_QPS (1000) and
 ## SBS_BURST (2×QPS), the client rate limit of every scheduler; SBS_SCHEDS (stock,ome,limit);
+## SBS_OME_ARGS, extra OMEGangPack argument lines for ome (e.g. "bindWindowMilliseconds: 0");
 ## stock and limit run once per run, ome once per gang size;
 ## results.md, heap_*.pb.gz and scheduler logs in $(SBS_OUT). See docs/benchmarks.md.
 SBS_OUT     ?= $(BIN)/sidebyside

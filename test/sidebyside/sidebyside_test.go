@@ -16,7 +16,8 @@
 // its own, makes the nodes Ready and marks bound pods Running; 0: nothing does, the nodes are
 // created Ready and pods stay Pending after their bind; SBS_KUBELET is the old name),
 // SBS_QPS (client QPS of all three, 1000), SBS_BURST (2×SBS_QPS), SBS_SCHEDS (which to run,
-// "stock,ome,limit"), SBS_TIMEOUT (per case, 20m), SBS_OUT (results, heap
+// "stock,ome,limit"), SBS_OME_ARGS (extra OMEGangPack argument lines for ome), SBS_SCHED_ARGS
+// (extra flags for stock and ome), SBS_TIMEOUT (per case, 20m), SBS_OUT (results, heap
 // profiles and scheduler logs; default <bin>/sidebyside), SBS_MEMPROFILERATE (unset: Go's
 // default of one heap sample per 512 KiB allocated, too coarse to attribute a 20 MiB heap;
 // e.g. 4096 passes GODEBUG=memprofilerate=4096 to the schedulers, and only to them, for a
