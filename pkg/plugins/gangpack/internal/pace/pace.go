@@ -57,7 +57,7 @@ type Pacer struct {
 	// bucket index (time / bucketSpan) of done[slot % buckets].
 	done     [buckets]int
 	slot     int64
-	released chan struct{} // closed when a counted pod stops counting; replaced after
+	released chan struct{} // closed when a counted pod stops counting (uncount); replaced after
 }
 
 // phase is where a known pod is between its Reserve and the end of its binding.
@@ -83,14 +83,6 @@ func New(window time.Duration, qps float32, c clock.Clock) *Pacer {
 		p.ceil = max(Floor, int(float64(qps)*window.Seconds()))
 	}
 	return p
-}
-
-// Window is the configured window (0 when off).
-func (p *Pacer) Window() time.Duration {
-	if p == nil {
-		return 0
-	}
-	return p.window
 }
 
 // Assumed records a pod's Reserve. It returns the pods counted now (all methods do).
@@ -136,8 +128,7 @@ func (p *Pacer) Finished(uid types.UID, bound bool) int {
 	}
 	delete(p.pods, uid)
 	if ph.counts() {
-		p.counted--
-		p.release()
+		p.uncount()
 	}
 	if bound {
 		p.advance()
@@ -167,13 +158,13 @@ func (p *Pacer) set(uid types.UID, to phase) {
 	case (!ok || !from.counts()) && to.counts():
 		p.counted++
 	case ok && from.counts() && !to.counts():
-		p.counted--
-		p.release()
+		p.uncount()
 	}
 }
 
-// release wakes the waiters. mu held.
-func (p *Pacer) release() {
+// uncount takes one pod off the count and wakes the waiters. mu held.
+func (p *Pacer) uncount() {
+	p.counted--
 	close(p.released)
 	p.released = make(chan struct{})
 }
@@ -228,31 +219,31 @@ func (p *Pacer) Wait(ctx context.Context) (time.Duration, State) {
 	if p == nil {
 		return 0, State{}
 	}
-	var start time.Time
-	var timeout <-chan time.Time
-	var first State
-	for i := 0; ; i++ {
-		p.mu.Lock()
-		st := p.state()
-		released := p.released
-		p.mu.Unlock()
-		if i == 0 {
-			if first = st; st.InFlight < st.Limit {
-				return 0, first
-			}
-			start = p.clock.Now()
-			t := p.clock.NewTimer(MaxWaitWindows * p.window)
-			defer t.Stop()
-			timeout = t.C()
-		} else if st.InFlight < st.Limit {
-			return p.clock.Since(start), first
-		}
+	first, released := p.snapshot()
+	if first.InFlight < first.Limit {
+		return 0, first
+	}
+	start := p.clock.Now()
+	timeout := p.clock.NewTimer(MaxWaitWindows * p.window)
+	defer timeout.Stop()
+	for {
 		select {
 		case <-released:
-		case <-timeout:
+		case <-timeout.C():
 			return p.clock.Since(start), first
 		case <-ctx.Done():
 			return p.clock.Since(start), first
 		}
+		var st State
+		if st, released = p.snapshot(); st.InFlight < st.Limit {
+			return p.clock.Since(start), first
+		}
 	}
+}
+
+// snapshot returns the state and the channel the next uncount closes.
+func (p *Pacer) snapshot() (State, <-chan struct{}) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.state(), p.released
 }
