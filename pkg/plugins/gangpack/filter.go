@@ -2,6 +2,7 @@ package gangpack
 
 import (
 	"context"
+	"slices"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
@@ -62,7 +63,7 @@ func (pl *GangPack) filterRoom(logger klog.Logger, cs fwk.CycleState, pod *v1.Po
 	if len(reserved.Gangs) == 0 {
 		return nil
 	}
-	free, freePods := gang.NodeFreeAll(ni)
+	free, freePods := withNominatedReserved(ni, reserved, gang.NodeFreeAll)
 	if reserved.Leaves(free, freePods, requestOf(cs, pod)) {
 		return nil
 	}
@@ -70,6 +71,43 @@ func (pl *GangPack) filterRoom(logger klog.Logger, cs fwk.CycleState, pod *v1.Po
 	// refused node, woke every parked pod again whenever room had been given back meanwhile.
 	logger.V(4).Info("gangpack.Filter.reject", "pod", klog.KObj(pod), "node", node.Name, "reason", "reserved", "heldBy", reserved.Gangs)
 	return fwk.NewStatus(fwk.UnschedulableAndUnresolvable, msg.NodeReserved)
+}
+
+// withNominatedReserved returns the node's free room (free computes it) with the room given
+// back of the nominated pods kube-scheduler's Filter added to the node that a reservation
+// there already sets aside. Filter's first pass adds every pending pod of equal or higher
+// priority nominated to the node (framework.go:1195-1217 in v1.35.4): a member of a gang
+// reserving room on that node (a gang resumed from its nominations, or a preemptor's gang
+// holding the room its victims free) would otherwise count twice, once as a pod and once in
+// the reservation. Never more than the reservation holds is given back.
+func withNominatedReserved(ni fwk.NodeInfo, r placement.Reserved, free func(fwk.NodeInfo) (topology.Resources, int64)) (topology.Resources, int64) {
+	room, pods := free(ni)
+	var back topology.Resources
+	var n int64
+	for _, pi := range ni.GetPods() {
+		p := pi.GetPod()
+		if p.Spec.NodeName != "" {
+			continue
+		}
+		key, _, member := gang.Of(p)
+		if _, reserving := slices.BinarySearch(r.Gangs, key); !member || !reserving {
+			continue
+		}
+		if back == nil {
+			back = topology.Resources{}
+		}
+		for name, q := range gang.Request(p) {
+			back[name] += q
+		}
+		n++
+	}
+	if n == 0 {
+		return room, pods
+	}
+	for name, q := range back {
+		room[name] += min(q, r.Resources[name])
+	}
+	return room, pods + min(n, r.Pods)
 }
 
 // plannedCandidate reports whether the node is among the candidates PreFilter narrowed the

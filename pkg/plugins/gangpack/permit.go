@@ -42,6 +42,7 @@ func (pl *GangPack) Permit(ctx context.Context, cs fwk.CycleState, pod *v1.Pod, 
 	if !committed || !admit() {
 		metrics.GateTotal.WithLabelValues("wait").Inc()
 		pl.paceWaiting(pod, nodeName)
+		markWaited(cs, nodeName)
 		pl.ledger.Supervise(pod, pin.Gang.Key, pin.ID, admit)
 		return fwk.NewStatus(fwk.Wait), pin.Gang.Timeout
 	}

@@ -32,14 +32,14 @@ func (pl *GangPack) PostFilter(ctx context.Context, cs fwk.CycleState, pod *v1.P
 		if m != nil {
 			msg = pl.explainReserved(pod, m, refused)
 		}
-		return nil, fwk.NewStatus(fwk.Unschedulable, msg)
+		return pl.nomination(pod, nil), fwk.NewStatus(fwk.Unschedulable, msg)
 	}
 	if pin == nil { // not pinned: nothing of ours to release
 		if pl.args.Preemption {
 			res, st := pl.evaluator.Preempt(ctx, pod, m)
 			pl.reportUnrepairable(klog.FromContext(ctx), cs, st)
 			if st.Code() != fwk.Unschedulable || st.Message() != "" {
-				return res, st
+				return pl.nomination(pod, res), st
 			}
 		} else {
 			pl.reportUnrepairable(klog.FromContext(ctx), cs, nil)
@@ -48,9 +48,9 @@ func (pl *GangPack) PostFilter(ctx context.Context, cs fwk.CycleState, pod *v1.P
 		// to say the status carries no reason at all: kube-scheduler joins every reason into
 		// the pod's message with ", ", so an empty one would leave a dangling separator.
 		if why := pl.explainReserved(pod, m, refused); why != "" {
-			return nil, fwk.NewStatus(fwk.Unschedulable, why)
+			return pl.nomination(pod, nil), fwk.NewStatus(fwk.Unschedulable, why)
 		}
-		return nil, fwk.NewStatus(fwk.Unschedulable)
+		return pl.nomination(pod, nil), fwk.NewStatus(fwk.Unschedulable)
 	}
 	logger := klog.FromContext(ctx)
 	res := pl.ledger.Unwind(logger, pin.Gang.Key, pin.ID, gang.CausePostFilter, true)
@@ -60,7 +60,28 @@ func (pl *GangPack) PostFilter(ctx context.Context, cs fwk.CycleState, pod *v1.P
 	}
 	logger.V(4).Info("gangpack.PostFilter.release", "pod", klog.KObj(pod), "gang", pin.Gang.Key, "domain", pin.Domain,
 		"newFailedDomain", res.NewFailed, "activated", activated)
-	return nil, fwk.NewStatus(fwk.Unschedulable, msg.ReservationReleased)
+	return pl.nomination(pod, nil), fwk.NewStatus(fwk.Unschedulable, msg.ReservationReleased)
+}
+
+// clearNomination is the NominatingInfo that removes a pod's nomination, in the API and in
+// kube-scheduler's nominator (schedule_one.go:138 in v1.35.4).
+var clearNomination = &fwk.NominatingInfo{NominatingMode: fwk.ModeOverride, NominatedNodeName: ""}
+
+// nomination is PostFilter's answer for the pod's nominatedNodeName: res when preemption
+// nominated a node; nothing (the nomination stays) while the pod's own preemption still
+// holds the room it nominated; otherwise a clear. kube-scheduler keeps a nomination that
+// PostFilter leaves as it is (a nil result is ModeNoop, schedule_one.go:185-189), and its
+// Filter counts a nominated pod of equal or higher priority on that node (framework.go:
+// 1195-1217): a nomination left from an attempt that unwound refuses other pods a node that
+// is empty.
+func (pl *GangPack) nomination(pod *v1.Pod, res *fwk.PostFilterResult) *fwk.PostFilterResult {
+	if res != nil && res.Mode() != fwk.ModeNoop {
+		return res
+	}
+	if pod.Status.NominatedNodeName != "" && pl.evaluator.Nominates(pod) {
+		return nil
+	}
+	return &fwk.PostFilterResult{NominatingInfo: clearNomination}
 }
 
 // parkIfReserved parks a pod that Filter refused somewhere because of other gangs'

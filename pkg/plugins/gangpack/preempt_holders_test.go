@@ -26,7 +26,7 @@ func TestPreemptNotForHolds(t *testing.T) {
 	w := newPreemptWorld(t, twoDomains(), append(pods, other...), podGroup("low", 2), podGroup("hi", 2), podGroup("other", 2))
 	w.mustPin(other[0]) // other holds a
 	res, st := w.postFilter(hi[0])
-	if st.Code() != fwk.Unschedulable || st.Message() != "" || res != nil {
+	if st.Code() != fwk.Unschedulable || st.Message() != "" || !clears(res) {
 		t.Fatalf("PostFilter = %v, %v; want a plain Unschedulable", res, st)
 	}
 	if len(w.remaining()) != 6 {

@@ -53,7 +53,7 @@ func TestPreemptStandaloneNotForRoom(t *testing.T) {
 	solo := prio(standalone("solo"), 10)
 	w := newPreemptWorld(t, nodes, append(pods, solo), nil...)
 	res, st := w.pl.PostFilter(w.ctx, framework.NewCycleState(), solo, filteredOut())
-	if st.Code() != fwk.Unschedulable || st.Message() != "" || res != nil {
+	if st.Code() != fwk.Unschedulable || st.Message() != "" || !clears(res) {
 		t.Fatalf("PostFilter = %v, %v; want a plain Unschedulable", res, st)
 	}
 	if len(w.remaining()) != 2 {

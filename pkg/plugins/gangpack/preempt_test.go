@@ -322,7 +322,7 @@ func TestPreemptOff(t *testing.T) {
 	w := newPreemptWorld(t, twoDomains(), append(pods, hi...), podGroup("low", 4), podGroup("hi", 2))
 	w.pl.args.Preemption = false
 	res, st := w.postFilter(hi[0])
-	if st.Code() != fwk.Unschedulable || st.Message() != "" || res != nil || len(w.remaining()) != 6 {
+	if st.Code() != fwk.Unschedulable || st.Message() != "" || !clears(res) || len(w.remaining()) != 6 {
 		t.Fatalf("PostFilter = %v, %v", res, st)
 	}
 }
@@ -332,7 +332,7 @@ func TestPreemptOff(t *testing.T) {
 func TestPreemptDegenerateInputs(t *testing.T) {
 	w := newPreemptWorld(t, nil, []*v1.Pod{standalone("solo")})
 	res, st := w.pl.PostFilter(w.ctx, framework.NewCycleState(), standalone("solo"), nil)
-	if st.Code() != fwk.Unschedulable || res != nil {
+	if st.Code() != fwk.Unschedulable || !clears(res) {
 		t.Fatalf("PostFilter = %v, %v", res, st)
 	}
 	empty := st2pod("empty")

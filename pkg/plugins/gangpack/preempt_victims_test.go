@@ -56,7 +56,7 @@ func TestPreemptNoVictimReasons(t *testing.T) {
 			w := newPreemptWorld(t, twoDomains(), append(pods, hi...), podGroup("low", 2), podGroup("other", 2), podGroup("hi", 2))
 			before := counter(t, metrics.PreemptorGang, metrics.PreemptResultNoCandidate)
 			res, st := w.postFilter(hi[0])
-			if st.Code() != fwk.Unschedulable || st.Message() != tc.want || res != nil {
+			if st.Code() != fwk.Unschedulable || st.Message() != tc.want || !clears(res) {
 				t.Fatalf("PostFilter = %v, %v; want Unschedulable %q", res, st, tc.want)
 			}
 			if len(w.remaining()) != 6 || len(w.eventNotes()) != 0 {
@@ -79,7 +79,7 @@ func TestPreemptMixedPriorityGang(t *testing.T) {
 	pods := append(append(gangOn("low", 5, "a1", "a2"), gangOn("mid", 5, "b1", "b2")...), hi...)
 	w := newPreemptWorld(t, twoDomains(), pods, podGroup("low", 2), podGroup("mid", 2), podGroup("hi", 2))
 	res, st := w.postFilter(hi[0])
-	if res != nil {
+	if !clears(res) {
 		t.Fatalf("PostFilter = %+v, %v; want no nomination", res, st)
 	}
 	wantWait(t, st, "; preemption: no lower-priority pods to evict")
@@ -98,7 +98,7 @@ func TestPreemptOneDomainOnly(t *testing.T) {
 	w := newPreemptWorld(t, twoDomains(), append(pods, hi...), podGroup("hi", 3))
 	res, st := w.postFilter(hi[0])
 	want := "; preemption: evicting lower-priority pods would not free one domain for 3 members"
-	if st.Code() != fwk.Unschedulable || st.Message() != want || res != nil {
+	if st.Code() != fwk.Unschedulable || st.Message() != want || !clears(res) {
 		t.Fatalf("PostFilter = %v, %v; want %q", res, st, want)
 	}
 	if len(w.remaining()) != 5 {

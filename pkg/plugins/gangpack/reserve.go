@@ -43,11 +43,15 @@ func (pl *GangPack) Reserve(ctx context.Context, cs fwk.CycleState, pod *v1.Pod,
 }
 
 // Unreserve unwinds the member's attempt and, when the pod failed in binding after Permit
-// admitted it, puts its node in doubt (doubt.go). Idempotent: siblings rejected by
+// admitted it, puts its node in doubt (doubt.go). It first hands the nomination kube-scheduler
+// published for this attempt back to the pod copy its failure handler clears (nominate.go). Idempotent: siblings rejected by
 // the unwind come back here with an id that no longer owns anything. A surplus member (its
 // gang was committed before it was planned) unwinds nothing: the gang formed without it.
 func (pl *GangPack) Unreserve(ctx context.Context, cs fwk.CycleState, pod *v1.Pod, nodeName string) {
 	pl.paceFinished(pod, false)
+	if pl.restoreNomination(cs, pod, nodeName) {
+		klog.FromContext(ctx).V(4).Info("gangpack.Unreserve.nomination", "pod", klog.KObj(pod), "node", nodeName)
+	}
 	if pin := plan.ReadPin(cs); pin != nil && !pin.Surplus {
 		pl.ledger.Unreserved(klog.FromContext(ctx), pin.Gang, pin.ID)
 	}

@@ -126,7 +126,7 @@ func preemptResumeWorld(t *testing.T) *preemptWorld {
 func TestResumePreemption(t *testing.T) {
 	w := preemptResumeWorld(t)
 	first0, second0, hi0 := w.pods[0], w.pods[4], w.pods[8]
-	if res, st := w.postFilter(hi0); res != nil || st.Code() != fwk.Unschedulable {
+	if res, st := w.postFilter(hi0); !clears(res) || st.Code() != fwk.Unschedulable {
 		t.Fatalf("PostFilter(hi-0) = %v, %v against a memberless hold; want a plain Unschedulable", res, st)
 	}
 	keeps := func(when string) {

@@ -167,6 +167,33 @@ func (gs *Evaluator) Protecting(pod *v1.Pod) bool {
 	return ok && r.node != "" && r.pod.uid == pod.UID
 }
 
+// Nominates reports whether the pod's nominatedNodeName is the node its own preemption
+// nominated and that room is still the pod's own: the victims still terminate there, or, for
+// a standalone preemptor, the record still protects the node. A gang member's nomination
+// ends with its victims: the gang's hold keeps the room from then on, and a nomination
+// beside the hold would count the member twice. Any other nomination is stale.
+func (gs *Evaluator) Nominates(pod *v1.Pod) bool {
+	keys := []string{podRecordKey(pod)}
+	if key, _, member := gang.Of(pod); member {
+		keys = []string{key}
+		if unitOf := gs.iface.UnitOf(); unitOf != nil {
+			if g := unitOf(pod); g != "" {
+				keys = append(keys, g)
+			}
+		}
+	}
+	for _, k := range keys {
+		r, ok := gs.preempted.get(k)
+		if !ok || r.node == "" || r.node != pod.Status.NominatedNodeName {
+			continue
+		}
+		if gs.victimsLeft(r) > 0 || (r.pod.uid == pod.UID && gs.protects(r, gs.now())) {
+			return true
+		}
+	}
+	return false
+}
+
 // recordLive reports whether a record is still needed: a victim still holds room, or it
 // protects a standalone preemptor's node.
 func (gs *Evaluator) recordLive(r preemptRecord) bool {
