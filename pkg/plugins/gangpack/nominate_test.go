@@ -149,4 +149,3 @@ func mustPodInfo(t *testing.T, p *v1.Pod) fwk.PodInfo {
 	}
 	return pi
 }
-
