@@ -125,7 +125,7 @@ func (c *Cluster) explain(pg *schedv1alpha1.PodGroup, pod *v1.Pod, extra []*v1.P
 	if st != nil {
 		return nil, nil, info, st.Message(), nil
 	}
-	pl, nodes, err := c.planner(extra)
+	pl, nodes, err := c.planner(pod, extra)
 	if err != nil {
 		return nil, nil, info, "", err
 	}
@@ -134,8 +134,9 @@ func (c *Cluster) explain(pg *schedv1alpha1.PodGroup, pod *v1.Pod, extra []*v1.P
 }
 
 // planner builds the plugin's planner over a read-only copy of the scheduler's pins, and the
-// snapshot's node infos, built as the scheduler's cache builds its snapshot.
-func (c *Cluster) planner(extra []*v1.Pod) (*plan.Planner, []fwk.NodeInfo, error) {
+// snapshot's node infos, built as the scheduler's cache builds its snapshot, with the pods
+// nominated to a node that kube-scheduler's Filter would count there for pod (nominatedFor).
+func (c *Cluster) planner(pod *v1.Pod, extra []*v1.Pod) (*plan.Planner, []fwk.NodeInfo, error) {
 	members, err := gang.NewMembersOf(append(c.apiPods(), extra...))
 	if err != nil {
 		return nil, nil, err
@@ -145,7 +146,7 @@ func (c *Cluster) planner(extra []*v1.Pod) (*plan.Planner, []fwk.NodeInfo, error
 		now = time.Now()
 	}
 	l := &readOnly{store: c.Reservations.store(), now: now}
-	nodes, err := Snapshot(c.Nodes, c.Pods)
+	nodes, err := Snapshot(c.Nodes, append(c.Pods[:len(c.Pods):len(c.Pods)], c.nominatedFor(pod)...))
 	if err != nil {
 		return nil, nil, err
 	}
