@@ -145,7 +145,7 @@ func (c *Cluster) planner(pod *v1.Pod, extra []*v1.Pod) (*plan.Planner, []fwk.No
 	if now.IsZero() {
 		now = time.Now()
 	}
-	l := &readOnly{store: c.Reservations.store(), now: now}
+	l := &readOnly{store: c.Reservations.store(), now: now, stale: c.Reservations.stale()}
 	nodes, err := Snapshot(c.Nodes, append(c.Pods[:len(c.Pods):len(c.Pods)], c.nominatedFor(pod)...))
 	if err != nil {
 		return nil, nil, err
