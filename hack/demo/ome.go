@@ -21,8 +21,10 @@ func showKubectlOme(ctx context.Context, kubeconfig string, port int) error {
 		{"explain", "podgroup", "gang-demo", "-n", "gang-demo"},
 		{"domains", "--topology-key", devenv.CliqueKey},
 	} {
-		fmt.Printf("$ kubectl ome %s --scheduler-url %s\n", strings.Join(args, " "), url)
-		cmd := exec.CommandContext(ctx, path, append(args, "--kubeconfig="+kubeconfig, "--scheduler-url="+url)...)
+		// The demo scheduler's serving certificate is self-signed, reached on 127.0.0.1.
+		flags := []string{"--scheduler-url=" + url, "--scheduler-insecure-skip-tls-verify", "--scheduler-insecure-send-credentials"}
+		fmt.Printf("$ kubectl ome %s %s\n", strings.Join(args, " "), strings.Join(flags, " "))
+		cmd := exec.CommandContext(ctx, path, append(append(args, "--kubeconfig="+kubeconfig), flags...)...)
 		out, err := cmd.Output()
 		if err != nil {
 			return fmt.Errorf("kubectl ome %s: %w", strings.Join(args, " "), describeExit(err))

@@ -37,6 +37,10 @@ type options struct {
 	schedulerURL       string
 	schedulerCA        string
 	schedulerNamespace string
+	// schedulerInsecure skips the verification of the scheduler's serving certificate;
+	// schedulerSendCredentials then still sends the kubeconfig's credentials (read.go).
+	schedulerInsecure        bool
+	schedulerSendCredentials bool
 }
 
 // Run runs kubectl-ome with args and returns its exit code.
@@ -67,7 +71,13 @@ forming gangs) over the cluster's nodes and pods, and prints what the scheduler 
 
 The reservations of forming gangs live only in the leading scheduler's memory: pass
 --scheduler-url (for example after kubectl -n ome-system port-forward deploy/ome-scheduler 10259)
-to count them; without it the output says "reservations unknown".`,
+to count them; without it the output says "reservations unknown".
+
+The scheduler's serving certificate is verified against --scheduler-ca, else the kubeconfig's
+CA, before the kubeconfig's credentials are sent. Its default certificate is self-signed: pass
+--scheduler-ca, or for a port-forward on 127.0.0.1 --scheduler-insecure-skip-tls-verify
+--scheduler-insecure-send-credentials (without the second flag no credentials are sent to the
+unverified endpoint, and the scheduler refuses the anonymous request).`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
@@ -78,10 +88,24 @@ to count them; without it the output says "reservations unknown".`,
 	pf := root.PersistentFlags()
 	pf.StringVarP(&o.output, "output", "o", "table", "Output format: table, json or yaml")
 	pf.StringVar(&o.schedulerURL, "scheduler-url", "", "The leading ome-scheduler's secure port, e.g. https://127.0.0.1:10259 (reservations of forming gangs are read from its /configz)")
-	pf.StringVar(&o.schedulerCA, "scheduler-ca", "", "CA file that verifies the scheduler's serving certificate (default: not verified; it is self-signed)")
+	pf.StringVar(&o.schedulerCA, "scheduler-ca", "", "CA file that verifies the scheduler's serving certificate (default: the kubeconfig's CA)")
+	pf.BoolVar(&o.schedulerInsecure, "scheduler-insecure-skip-tls-verify", false, "Do not verify the scheduler's serving certificate (its default one is self-signed); no credentials are sent to it then, unless --scheduler-insecure-send-credentials")
+	pf.BoolVar(&o.schedulerSendCredentials, "scheduler-insecure-send-credentials", false, "With --scheduler-insecure-skip-tls-verify, still send the kubeconfig's credentials to --scheduler-url (only for an endpoint you trust, such as a kubectl port-forward on 127.0.0.1)")
 	pf.StringVar(&o.schedulerNamespace, "scheduler-namespace", "ome-system", "Namespace of the ome-scheduler release (for the port-forward hint)")
+	root.PersistentPreRunE = func(*cobra.Command, []string) error { return o.checkSchedulerFlags() }
 	root.AddCommand(o.explainCommand(), o.whatIfCommand(), o.domainsCommand())
 	return root
+}
+
+// checkSchedulerFlags rejects the scheduler endpoint's flags that contradict each other.
+func (o *options) checkSchedulerFlags() error {
+	switch {
+	case o.schedulerInsecure && o.schedulerCA != "":
+		return usagef("--scheduler-ca and --scheduler-insecure-skip-tls-verify contradict each other")
+	case o.schedulerSendCredentials && !o.schedulerInsecure:
+		return usagef("--scheduler-insecure-send-credentials needs --scheduler-insecure-skip-tls-verify (a verified endpoint gets the credentials anyway)")
+	}
+	return nil
 }
 
 // print writes v as the -o format asks; table uses v's own table.

@@ -376,3 +376,7 @@ func standalone(name string) *v1.Pod {
 // APICacher is nil: the scheduler's SchedulerAsyncAPICalls gate is off (its default in 1.35),
 // so binders call the API themselves.
 func (h *fakeHandle) APICacher() fwk.APICacher { return nil }
+
+// ProfileName is the scheduler profile the plugin runs in: pods of another spec.schedulerName
+// are not its own.
+func (h *fakeHandle) ProfileName() string { return "ome-scheduler" }

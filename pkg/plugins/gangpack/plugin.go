@@ -143,6 +143,7 @@ func New(ctx context.Context, obj runtime.Object, h fwk.Handle) (fwk.Plugin, err
 }
 
 func newPlugin(ctx context.Context, args *gang.Args, h fwk.Handle, ml *gang.Members) *GangPack {
+	ml.OnlyScheduler(h.ProfileName())
 	pl := &GangPack{
 		args:    args,
 		members: ml,

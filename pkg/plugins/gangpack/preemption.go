@@ -4,6 +4,7 @@ import (
 	"time"
 
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
 
@@ -58,7 +59,9 @@ func (x preemption) Pins() []placement.Commitment { return x.pl.ledger.Pins() }
 
 func (x preemption) Go(f func()) { x.pl.ledger.Go(f) }
 
-func (x preemption) WakeBlockedAfter(d time.Duration) { x.pl.ledger.WakeBlockedAfter(d) }
+func (x preemption) WakeBlockedAfter(preemptor types.UID, d time.Duration) {
+	x.pl.ledger.WakeBlockedAfter(preemptor, d)
+}
 
 // groupUnitOf names the victim unit of a gang member's placement group ("group:{ns}/{group}"),
 // or "" when its gang has none: a placement group's partners are one victim unit. A partner

@@ -16,7 +16,9 @@ import (
 // this replica schedules anything, the pod informer's events record the gangs whose pending
 // members carry one (noteNomination); the first PreFilter resumes them, before any gang
 // plans (resumeNominated): each gang whose nominations still hold is pinned to their domain,
-// with a slot reserved on every nominated node, and the others plan as usual.
+// with a slot reserved on every nominated node, and the others plan as usual. Only pods of
+// this profile's scheduler name count: another scheduler's pods may carry the same pod-group
+// label (gang.Members.OnlyScheduler).
 
 // noteNomination records a pod event for the nominations of a previous leader: a pending
 // member with a nomination is recorded with what its PodGroup says now, anything else is
@@ -26,11 +28,11 @@ func (pl *GangPack) noteNomination(old, cur *v1.Pod) {
 		return
 	}
 	if old != nil {
-		if key, _, ok := gang.Of(old); ok && (!nominee(cur) || cur.Labels[PodGroupLabel] != old.Labels[PodGroupLabel]) {
+		if key, _, ok := gang.Of(old); ok && (!pl.nominee(cur) || cur.Labels[PodGroupLabel] != old.Labels[PodGroupLabel]) {
 			pl.ledger.NotNominee(key, old.UID)
 		}
 	}
-	if !nominee(cur) {
+	if !pl.nominee(cur) {
 		return
 	}
 	key, name, _ := gang.Of(cur)
@@ -46,9 +48,9 @@ func (pl *GangPack) noteNomination(old, cur *v1.Pod) {
 	pl.ledger.Nominee(key, cur.UID, seen, renominated)
 }
 
-// nominee reports a live, unbound gang member that carries a nomination.
-func nominee(p *v1.Pod) bool {
-	if p == nil || p.Status.NominatedNodeName == "" || p.Spec.NodeName != "" || !gang.Live(p) {
+// nominee reports a live, unbound gang member of this scheduler that carries a nomination.
+func (pl *GangPack) nominee(p *v1.Pod) bool {
+	if p == nil || p.Status.NominatedNodeName == "" || p.Spec.NodeName != "" || !gang.Live(p) || !pl.members.Ours(p) {
 		return false
 	}
 	_, _, ok := gang.Of(p)
@@ -56,51 +58,71 @@ func nominee(p *v1.Pod) bool {
 }
 
 // resumeNominated resumes the gangs a previous leader left nominated; only the first PreFilter
-// of the replica finds any.
+// of the replica finds any. Every gang's nominated slots come before any gang's other slots:
+// a gang's rest avoids the nodes the gangs resumed after it are nominated to, when it fits so.
 func (pl *GangPack) resumeNominated(logger klog.Logger, nodes []fwk.NodeInfo) {
+	var gangs []resumable
 	for _, n := range pl.ledger.TakeNominated() {
-		pl.resumeGang(logger, n, nodes)
+		if g, ok := pl.resumable(logger, n); ok {
+			gangs = append(gangs, g)
+		}
+	}
+	for i, g := range gangs {
+		var later []*v1.Pod
+		for _, o := range gangs[i+1:] {
+			later = append(later, o.nominated...)
+		}
+		pl.planner.Resume(logger, g.rep, g.info, nodes, later)
 	}
 }
 
-// resumeGang re-reads the gang's PodGroup and members and has the planner judge the
-// nominations (plan.Planner.Resume).
-func (pl *GangPack) resumeGang(logger klog.Logger, n ledger.Nominated, nodes []fwk.NodeInfo) {
+// resumable is a nominated gang the planner judges: its representative, what its PodGroup
+// says, and its nominated members.
+type resumable struct {
+	rep       *v1.Pod
+	info      gang.Info
+	nominated []*v1.Pod
+}
+
+// resumable re-reads the gang's PodGroup and members; ok is false (and the reason logged)
+// when the gang is not judged (plan.Planner.Resume judges the others).
+func (pl *GangPack) resumable(logger klog.Logger, n ledger.Nominated) (resumable, bool) {
 	ns, name, _ := cache.SplitMetaNamespaceKey(n.Key)
-	drop := func(pod *v1.Pod, reason string) {
+	drop := func(pod *v1.Pod, reason string) (resumable, bool) {
 		logger.V(4).Info("gangpack.pinGang.nominated_dropped", "pod", klog.KObj(pod), "gang", n.Key, "reason", reason)
+		return resumable{}, false
 	}
 	pods, err := pl.members.LiveUnbound(ns, name, "")
 	if err != nil || pl.podGroups == nil {
-		return
+		return resumable{}, false
 	}
-	var rep *v1.Pod
+	var g resumable
 	for _, p := range pods {
-		if p.Status.NominatedNodeName != "" && (rep == nil || p.Name < rep.Name) {
-			rep = p
+		if p.Status.NominatedNodeName == "" {
+			continue
+		}
+		g.nominated = append(g.nominated, p)
+		if g.rep == nil || p.Name < g.rep.Name {
+			g.rep = p
 		}
 	}
-	if rep == nil {
-		drop(nil, plan.NominatedNone)
-		return
+	if g.rep == nil {
+		return drop(nil, plan.NominatedNone)
 	}
 	pg, err := pl.podGroups.get(ns, name)
 	if err != nil || pg == nil {
-		drop(rep, plan.NominatedPodGroupGone)
-		return
+		return drop(g.rep, plan.NominatedPodGroupGone)
 	}
-	info, st := gang.Interpret(pl.args, rep, pg)
+	info, st := gang.Interpret(pl.args, g.rep, pg)
 	switch {
 	case st != nil:
-		drop(rep, plan.NominatedPodGroupChange)
-		return
+		return drop(g.rep, plan.NominatedPodGroupChange)
 	case info.Group != nil:
 		// A partner is pinned only with its whole placement group: it plans with its group.
-		drop(rep, plan.NominatedPartner)
-		return
+		return drop(g.rep, plan.NominatedPartner)
 	case n.Seen != (ledger.NominationSeen{}) && n.Seen != ledger.NominationSeen{UID: info.UID, TopologyKey: info.TopologyKey, MinMember: info.MinMember}:
-		drop(rep, plan.NominatedPodGroupChange)
-		return
+		return drop(g.rep, plan.NominatedPodGroupChange)
 	}
-	pl.planner.Resume(logger, rep, info, nodes)
+	g.info = info
+	return g, true
 }

@@ -35,6 +35,9 @@ type Cluster struct {
 	// Args are the plugin's arguments (Reservations.Args when served).
 	Args *Args
 	Now  time.Time
+	// assumed are the pods withAssumed put on their nodes (UIDs): the snapshot has them there,
+	// the API server (what the planner's member lister reads, as the scheduler's does) not.
+	assumed map[string]struct{}
 }
 
 // Request names the gang to explain.
@@ -122,7 +125,7 @@ func (c *Cluster) explain(pg *schedv1alpha1.PodGroup, pod *v1.Pod, extra []*v1.P
 	if st != nil {
 		return nil, nil, info, st.Message(), nil
 	}
-	pl, nodes, err := c.planner(extra)
+	pl, nodes, err := c.planner(pod, extra)
 	if err != nil {
 		return nil, nil, info, "", err
 	}
@@ -131,9 +134,10 @@ func (c *Cluster) explain(pg *schedv1alpha1.PodGroup, pod *v1.Pod, extra []*v1.P
 }
 
 // planner builds the plugin's planner over a read-only copy of the scheduler's pins, and the
-// snapshot's node infos, built as the scheduler's cache builds its snapshot.
-func (c *Cluster) planner(extra []*v1.Pod) (*plan.Planner, []fwk.NodeInfo, error) {
-	members, err := gang.NewMembersOf(append(append([]*v1.Pod{}, c.Pods...), extra...))
+// snapshot's node infos, built as the scheduler's cache builds its snapshot, with the pods
+// nominated to a node that kube-scheduler's Filter would count there for pod (nominatedFor).
+func (c *Cluster) planner(pod *v1.Pod, extra []*v1.Pod) (*plan.Planner, []fwk.NodeInfo, error) {
+	members, err := gang.NewMembersOf(append(c.apiPods(), extra...))
 	if err != nil {
 		return nil, nil, err
 	}
@@ -141,8 +145,8 @@ func (c *Cluster) planner(extra []*v1.Pod) (*plan.Planner, []fwk.NodeInfo, error
 	if now.IsZero() {
 		now = time.Now()
 	}
-	l := &readOnly{store: c.Reservations.store(), now: now}
-	nodes, err := Snapshot(c.Nodes, c.Pods)
+	l := &readOnly{store: c.Reservations.store(), now: now, stale: c.Reservations.stale()}
+	nodes, err := Snapshot(c.Nodes, append(c.Pods[:len(c.Pods):len(c.Pods)], c.nominatedFor(pod)...))
 	if err != nil {
 		return nil, nil, err
 	}
@@ -241,12 +245,29 @@ func (c *Cluster) withAssumed() *Cluster {
 	}
 	cc := *c
 	cc.Pods = make([]*v1.Pod, len(c.Pods))
+	cc.assumed = map[string]struct{}{}
 	for i, p := range c.Pods {
 		if node, ok := at[string(p.UID)]; ok && p.Spec.NodeName == "" {
 			p = p.DeepCopy()
 			p.Spec.NodeName = node
+			cc.assumed[string(p.UID)] = struct{}{}
 		}
 		cc.Pods[i] = p
 	}
 	return &cc
+}
+
+// apiPods are the cluster's pods as the API server shows them: the assumed members
+// (withAssumed) without their node. The scheduler's member lister reads the API server, so a
+// member only assumed is placed (it occupies its node) but not bound.
+func (c *Cluster) apiPods() []*v1.Pod {
+	out := make([]*v1.Pod, len(c.Pods))
+	for i, p := range c.Pods {
+		if _, ok := c.assumed[string(p.UID)]; ok && p.Spec.NodeName != "" {
+			p = p.DeepCopy()
+			p.Spec.NodeName = ""
+		}
+		out[i] = p
+	}
+	return out
 }

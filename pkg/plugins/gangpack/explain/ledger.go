@@ -24,12 +24,30 @@ var errNoEntry = errors.New("the scheduler's /configz has no " + DebugKey + " en
 type readOnly struct {
 	store *placement.Store
 	now   time.Time
+	// stale are the assumed members of attempts that ended (AssumedPod.Stale): on their
+	// nodes, but not placed, as the scheduler's ledger counts them.
+	stale map[types.UID]struct{}
+}
+
+// placed is the gang's live members on the snapshot's nodes, the stale ones left out.
+func (l *readOnly) placed(g gang.Info, all []fwk.NodeInfo) []gang.Placed {
+	out := gang.OnNodes(all, g)
+	if len(l.stale) == 0 {
+		return out
+	}
+	kept := out[:0]
+	for _, m := range out {
+		if _, ok := l.stale[m.Pod.UID]; !ok {
+			kept = append(kept, m)
+		}
+	}
+	return kept
 }
 
 var _ plan.Ledger = (*readOnly)(nil)
 
 func (l *readOnly) Read(g gang.Info, all []fwk.NodeInfo) gang.Reading {
-	r := gang.Reading{Generation: l.store.Generation(), Others: l.store.ReservedExcept(g.Key), Placed: gang.OnNodes(all, g), Now: l.now}
+	r := gang.Reading{Generation: l.store.Generation(), Others: l.store.ReservedExcept(g.Key), Placed: l.placed(g, all), Now: l.now}
 	if c, ok := l.store.Get(g.Key); ok {
 		r.Pin = &c
 	}
@@ -51,7 +69,7 @@ func (l *readOnly) FormingIn(prefix, except string) int {
 func (l *readOnly) Failed(placement.GangOwner, string) map[string]struct{}  { return nil }
 func (l *readOnly) FailedHas(placement.GangOwner, placement.DomainRef) bool { return false }
 func (l *readOnly) Resting(placement.GangOwner, string) map[string]struct{} { return nil }
-func (l *readOnly) Placed(g gang.Info, all []fwk.NodeInfo) []gang.Placed    { return gang.OnNodes(all, g) }
+func (l *readOnly) Placed(g gang.Info, all []fwk.NodeInfo) []gang.Placed    { return l.placed(g, all) }
 func (l *readOnly) WaiterNodes(gang.Info, uint64) []string                  { return nil }
 
 func (l *readOnly) Choose(placement.ChooseRequest, gang.Info) placement.ChooseResult {

@@ -5,6 +5,8 @@ import (
 	"sort"
 	"time"
 
+	"k8s.io/apimachinery/pkg/types"
+
 	"github.com/moirai-internal/ome-scheduler/pkg/placement"
 	"github.com/moirai-internal/ome-scheduler/pkg/plugins/gangpack/internal/ledger"
 	"github.com/moirai-internal/ome-scheduler/pkg/topology"
@@ -34,6 +36,9 @@ type AssumedPod struct {
 	Name      string `json:"name"`
 	UID       string `json:"uid"`
 	Node      string `json:"node"`
+	// Stale is set for a member of an attempt that already ended: it occupies its node until
+	// the scheduler unreserves it, but is no placed member of its gang.
+	Stale bool `json:"stale,omitempty"`
 }
 
 // Pin is one gang's pin: forming (members still to place, room reserved) or committed.
@@ -72,7 +77,7 @@ func (p Pin) ReservedMembers() int {
 func Wire(holds []ledger.Held, assumed []ledger.Assumed, leader bool, args *Args) Reservations {
 	out := Reservations{Leader: leader, Args: args, Pins: make([]Pin, 0, len(holds)), Assumed: make([]AssumedPod, 0, len(assumed))}
 	for _, a := range assumed {
-		out.Assumed = append(out.Assumed, AssumedPod{Namespace: a.Namespace, Name: a.Name, UID: string(a.UID), Node: a.Node})
+		out.Assumed = append(out.Assumed, AssumedPod{Namespace: a.Namespace, Name: a.Name, UID: string(a.UID), Node: a.Node, Stale: a.Stale})
 	}
 	for _, h := range holds {
 		c := h.Commitment
@@ -141,4 +146,21 @@ func (r *Reservations) store() *placement.Store {
 			Reserved: res, Capacity: capacity, Remaining: remaining, MinMember: p.MinMember})
 	}
 	return s
+}
+
+// stale returns the UIDs of the assumed members of attempts that ended (nil when none).
+func (r *Reservations) stale() map[types.UID]struct{} {
+	if r == nil {
+		return nil
+	}
+	var out map[types.UID]struct{}
+	for _, a := range r.Assumed {
+		if a.Stale {
+			if out == nil {
+				out = map[types.UID]struct{}{}
+			}
+			out[types.UID(a.UID)] = struct{}{}
+		}
+	}
+	return out
 }

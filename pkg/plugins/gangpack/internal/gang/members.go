@@ -18,6 +18,18 @@ const memberIndex = "gangpack.ome.io/pod-group"
 type Members struct {
 	indexer cache.Indexer
 	lister  corelisters.PodLister
+	// scheduler is the spec.schedulerName of the pods LiveUnbound lists; "" = any.
+	scheduler string
+}
+
+// OnlyScheduler makes LiveUnbound list only pods whose spec.schedulerName is name (the
+// profile's): another scheduler's pods may carry the same pod-group label, and are never
+// this scheduler's to wake, resume or plan around. Call it before the informers start.
+func (m *Members) OnlyScheduler(name string) { m.scheduler = name }
+
+// Ours reports whether the pod is the scheduler's (every pod when no name was set).
+func (m *Members) Ours(p *v1.Pod) bool {
+	return m.scheduler == "" || p.Spec.SchedulerName == m.scheduler
 }
 
 func NewMembers(pods coreinformers.PodInformer) (*Members, error) {
@@ -90,8 +102,8 @@ func (m *Members) UngatedPending(p *v1.Pod) bool {
 	return err == nil && cur.UID == p.UID && Live(cur) && cur.Spec.NodeName == "" && len(cur.Spec.SchedulingGates) == 0
 }
 
-// liveUnbound returns the gang's live members without spec.nodeName, except the pod named
-// except (empty = none).
+// LiveUnbound returns the gang's live members without spec.nodeName, except the pod named
+// except (empty = none), of the scheduler only (OnlyScheduler).
 func (m *Members) LiveUnbound(ns, name, except string) ([]*v1.Pod, error) {
 	pods, err := m.List(ns, name)
 	if err != nil {
@@ -99,7 +111,7 @@ func (m *Members) LiveUnbound(ns, name, except string) ([]*v1.Pod, error) {
 	}
 	out := pods[:0:0]
 	for _, p := range pods {
-		if Live(p) && p.Spec.NodeName == "" && p.Name != except {
+		if Live(p) && p.Spec.NodeName == "" && p.Name != except && m.Ours(p) {
 			out = append(out, p)
 		}
 	}

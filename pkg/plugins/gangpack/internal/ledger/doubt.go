@@ -134,15 +134,18 @@ func (l *Ledger) WatchDoubts(inf cache.SharedIndexInformer) error {
 // the bind ends a doubt: the pod bound (spec.nodeName set), deleted, or replaced by a pod of
 // another UID. Any other update (a status patch, the nominatedNodeName patch sent before the
 // bind) may have been written before the bind request reached the API server, so it proves
-// nothing; the doubt then lasts until maxDoubt.
+// nothing; the doubt then lasts until maxDoubt. The same outcomes end a standalone preemptor's
+// protection (endProtection).
 func (l *Ledger) doubtEvents() cache.ResourceEventHandlerFuncs {
 	return gang.Changes(func(old, cur *v1.Pod) {
 		switch {
 		case old == nil: // added, or not a pod: no doubt to end
 		case cur == nil || old.UID != cur.UID:
 			l.endDoubt(old.UID)
+			l.endProtection(old.UID)
 		case cur.Spec.NodeName != "":
 			l.endDoubt(cur.UID)
+			l.endProtection(cur.UID)
 		}
 	})
 }

@@ -10,6 +10,7 @@ import (
 	fwk "k8s.io/kube-scheduler/framework"
 
 	"github.com/moirai-internal/ome-scheduler/pkg/placement"
+	"github.com/moirai-internal/ome-scheduler/pkg/plugins/gangpack/internal/gang"
 )
 
 // Readings for diagnostics and tests, and the few verbs tests set a scene with. None of them
@@ -91,10 +92,26 @@ type Assumed struct {
 	Namespace, Name string
 	UID             types.UID
 	Node            string
+	// Stale is set for a member of an attempt that ended (deadAttempt): it still occupies its
+	// node, but planning does not count it as placed.
+	Stale bool
 }
 
 // AssumedMembers returns the members reserved on a node and not yet bound, sorted by
 // namespace and name.
 func (l *Ledger) AssumedMembers() []Assumed {
-	return l.reserved.list()
+	out := l.reserved.list()
+	if l.members == nil {
+		return out
+	}
+	for i, a := range out {
+		p, err := l.members.Pods(a.Namespace).Get(a.Name)
+		if err != nil || p.UID != a.UID {
+			continue
+		}
+		if key, _, ok := gang.Of(p); ok {
+			out[i].Stale = l.deadAttempt(key, p)
+		}
+	}
+	return out
 }

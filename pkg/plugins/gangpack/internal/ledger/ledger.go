@@ -45,6 +45,7 @@ type Ledger struct {
 	deadlines     *timerSet[uint64]    // attempt id → its hold's expiry timer, until the attempt ends
 	rests         *timerSet[restKey]   // resting domain of a gang → the timer that wakes it at the rest's end
 	doubtTimers   *timerSet[types.UID] // pod in doubt → the timer that ends the doubt at maxDoubt
+	protections   *timerSet[types.UID] // standalone preemptor → the timer that wakes refused pods when its protection ends
 	degraded      *degradedReports     // degraded gangs already reported as not repairable
 	// nominees are the gangs a previous leader left nominated, until the first PreFilter
 	// takes them (nominees.go).
@@ -82,6 +83,7 @@ func New(ctx context.Context, h fwk.Handle, ml *gang.Members, onPins func(held [
 		deadlines:     newTimerSet[uint64](),
 		rests:         newTimerSet[restKey](),
 		doubtTimers:   newTimerSet[types.UID](),
+		protections:   newTimerSet[types.UID](),
 		degraded:      &degradedReports{},
 		nominees:      newNominees(),
 		after:         realAfter,

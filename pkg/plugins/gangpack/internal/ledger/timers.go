@@ -3,6 +3,8 @@ package ledger
 import (
 	"sync"
 	"time"
+
+	"k8s.io/apimachinery/pkg/types"
 )
 
 // AfterFunc runs f once d has passed and returns a function that stops it (time.AfterFunc;
@@ -72,8 +74,8 @@ func (t *timerSet[K]) take(key K, seq uint64) bool {
 	return false
 }
 
-// stop stops and forgets key's timer, if any.
-func (t *timerSet[K]) stop(key K) {
+// stop stops and forgets key's timer, if any, and reports whether there was one.
+func (t *timerSet[K]) stop(key K) bool {
 	t.mu.Lock()
 	e, ok := t.m[key]
 	delete(t.m, key)
@@ -81,6 +83,7 @@ func (t *timerSet[K]) stop(key K) {
 	if ok {
 		e.stop()
 	}
+	return ok
 }
 
 // stopWhere stops and forgets every timer whose key matches.
@@ -122,7 +125,17 @@ func (t *timerSet[K]) when(key K) (time.Time, bool) {
 }
 
 // WakeBlockedAfter wakes the pods refused because of a hold once d has passed: room set aside
-// outside the store (a standalone preemptor's protected node) is given back by then.
-func (l *Ledger) WakeBlockedAfter(d time.Duration) {
-	l.after(d, func() { l.wakeBlocked(l.logger) })
+// outside the store (standalone preemptor's protected node) is given back by then. The timer
+// is the preemptor's: preempting again replaces it, and the preemptor's binding or deletion
+// stops it (endProtection).
+func (l *Ledger) WakeBlockedAfter(preemptor types.UID, d time.Duration) {
+	l.protections.start(preemptor, l.now().Add(d), d, l.after, func() { l.wakeBlocked(l.logger) })
+}
+
+// endProtection stops the preemptor's protection timer, if one is armed, and wakes the pods
+// refused meanwhile: the protection ends with the pod's binding or deletion.
+func (l *Ledger) endProtection(preemptor types.UID) {
+	if l.protections.stop(preemptor) {
+		l.wakeBlocked(l.logger)
+	}
 }

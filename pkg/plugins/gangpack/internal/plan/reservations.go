@@ -112,7 +112,7 @@ func (p *planner) reReserve(c *placement.Commitment) {
 	}
 	res := p.reservation(c.Domain)
 	if c.Resumed { // a resumed gang keeps the slots on its members' nominated nodes
-		if r, ok := p.nominatedReservation(c.Domain, p.nominatedIn(c.Domain)); ok {
+		if r, ok := p.nominatedReservation(c.Domain, p.nominatedIn(c.Domain), nil); ok {
 			res = r
 		}
 	}

@@ -38,10 +38,12 @@ const (
 // any) sit in that domain, and the domain still fits the gang's remaining need next to the
 // other gangs' reservations. The pin is an ordinary forming hold (the gang's timeout arms
 // with it); its reservation puts one slot on each nominated member's node, and the rest where
-// the usual arithmetic puts it. pod is one of the gang's pending members. Resume returns why
-// it did not pin, "" when it did.
-func (pl *Planner) Resume(logger klog.Logger, pod *v1.Pod, info gang.Info, nodes []fwk.NodeInfo) string {
-	reason, nominated := pl.resume(logger, pod, info, nodes)
+// the usual arithmetic puts it, away from the nodes later is nominated to when it fits so:
+// later are the nominated members of the gangs resumed after this one, whose nominated slots
+// come before anyone's rest. pod is one of the gang's pending members. Resume returns why it
+// did not pin, "" when it did.
+func (pl *Planner) Resume(logger klog.Logger, pod *v1.Pod, info gang.Info, nodes []fwk.NodeInfo, later []*v1.Pod) string {
+	reason, nominated := pl.resume(logger, pod, info, nodes, later)
 	if reason != "" {
 		logger.V(4).Info("gangpack.pinGang.nominated_dropped", "pod", klog.KObj(pod), "gang", info.Key,
 			"topologyKey", info.TopologyKey, "reason", reason, "nominated", nominated)
@@ -49,7 +51,7 @@ func (pl *Planner) Resume(logger klog.Logger, pod *v1.Pod, info gang.Info, nodes
 	return reason
 }
 
-func (pl *Planner) resume(logger klog.Logger, pod *v1.Pod, info gang.Info, nodes []fwk.NodeInfo) (string, map[string]int) {
+func (pl *Planner) resume(logger klog.Logger, pod *v1.Pod, info gang.Info, nodes []fwk.NodeInfo, later []*v1.Pod) (string, map[string]int) {
 	if pl.ledger.Pinned(info.Key) {
 		return NominatedPinned, nil
 	}
@@ -79,7 +81,7 @@ func (pl *Planner) resume(logger klog.Logger, pod *v1.Pod, info gang.Info, nodes
 	if dp := plans[domain]; dp == nil || dp.Room < p.need {
 		return NominatedNoRoom, counts
 	}
-	res, ok := p.nominatedReservation(domain, nominated)
+	res, ok := p.nominatedReservation(domain, nominated, later)
 	if !ok {
 		return NominatedNoRoom, counts
 	}
@@ -153,9 +155,9 @@ func (p *planner) nominatedIn(domain string) []*v1.Pod {
 
 // nominatedReservation is the room a resumed gang reserves in the domain: one slot for each
 // nominated template on its node (up to need), then the rest of need spread by the usual
-// matching over what is left. ok is false when the nominated nodes cannot take their
-// members or the rest does not fit.
-func (p *planner) nominatedReservation(domain string, nominated []*v1.Pod) (placement.Reservation, bool) {
+// matching over what is left, away from the nodes later's pods are nominated to when it fits
+// so. ok is false when the nominated nodes cannot take their members or the rest does not fit.
+func (p *planner) nominatedReservation(domain string, nominated, later []*v1.Pod) (placement.Reservation, bool) {
 	if len(nominated) > p.need {
 		nominated = nominated[:p.need]
 	}
@@ -187,7 +189,7 @@ func (p *planner) nominatedReservation(domain string, nominated []*v1.Pod) (plac
 	}
 	if left := p.need - taken; left > 0 {
 		g := p.gangWithout(nominated, left)
-		got, n := topology.Assign(&g, rest, left)
+		got, n := assignAround(&g, rest, left, later)
 		if n < left {
 			return nil, false
 		}
@@ -198,15 +200,48 @@ func (p *planner) nominatedReservation(domain string, nominated []*v1.Pod) (plac
 	return SlotsOf(&p.gang, nodes, counts), true
 }
 
+// assignAround places want members over nodes with the requests of the pods in claims taken
+// from the nodes they are nominated to (the nominated members of gangs resumed later, whose
+// slots come first); when that does not fit, over the nodes as they are.
+func assignAround(g *topology.Gang, nodes []topology.Node, want int, claims []*v1.Pod) (map[string]int, int) {
+	if len(claims) > 0 {
+		on := map[string][]*v1.Pod{}
+		for _, c := range claims {
+			on[c.Status.NominatedNodeName] = append(on[c.Status.NominatedNodeName], c)
+		}
+		left := make([]topology.Node, len(nodes))
+		for i, n := range nodes {
+			left[i] = n
+			for _, c := range on[n.Name] {
+				left[i] = lessRequest(g, left[i], gang.Request(c), 1)
+			}
+		}
+		if got, n := topology.Assign(g, left, want); n >= want {
+			return got, n
+		}
+	}
+	return topology.Assign(g, nodes, want)
+}
+
 // lessCopies returns the node with k member copies taken from its free room; a shape that
 // no longer fits what is left no longer fits the node.
 func lessCopies(g *topology.Gang, n topology.Node, k int) topology.Node {
 	each, _ := topology.PerCopy(g, &n)
-	n.Free = maps.Clone(n.Free)
+	req := make(topology.Resources, len(each))
 	for r, q := range each {
-		n.Free[r] -= int64(k) * q
+		req[r] = int64(k) * q
 	}
-	n.FreePods -= int64(k)
+	return lessRequest(g, n, req, int64(k))
+}
+
+// lessRequest returns the node with req taken from its free room and pods from its free pod
+// count; a shape that no longer fits what is left no longer fits the node.
+func lessRequest(g *topology.Gang, n topology.Node, req topology.Resources, pods int64) topology.Node {
+	n.Free = maps.Clone(n.Free)
+	for r, q := range req {
+		n.Free[r] -= q
+	}
+	n.FreePods -= pods
 	fits := slices.Clone(n.Fits)
 	for s := range fits {
 		fits[s] = fits[s] && n.FreePods > 0 && s < len(g.Shapes) && within(g.Shapes[s], n.Free)

@@ -33,8 +33,9 @@ type Interface interface {
 	// Go runs f on a goroutine of its own.
 	Go(f func())
 	// WakeBlockedAfter wakes the pods refused because of held room once d has passed: a
-	// standalone preemptor's protection of its nominated node ends then at the latest.
-	WakeBlockedAfter(d time.Duration)
+	// standalone preemptor's protection of its nominated node ends then at the latest. The
+	// timer is the preemptor's (uid): a new one replaces it, and its binding or deletion stops it.
+	WakeBlockedAfter(preemptor types.UID, d time.Duration)
 }
 
 // Evaluator is gang-aware, topology-aware preemption: PostFilter's Preempt, and what planning

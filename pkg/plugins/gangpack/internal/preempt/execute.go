@@ -64,7 +64,7 @@ func (pl *Evaluator) carryOut(logger klog.Logger, pr *preemptor, c *topology.Pre
 		// lift. The preemptor's binding wakes such gangs (the assigned-pod hint), and this
 		// wakes them when the protection ends otherwise: the bound passes, or the preemptor
 		// was deleted while pending.
-		pl.iface.WakeBlockedAfter(rec.protectUntil.Sub(pl.now()))
+		pl.iface.WakeBlockedAfter(rec.pod.uid, rec.protectUntil.Sub(pl.now()))
 	}
 	if pr.shortfall != nil && pr.partners == nil {
 		pl.iface.Hold(logger, pr.shortfall, pr.nodes, c.Domain, victims)
