@@ -90,7 +90,7 @@ unverified endpoint, and the scheduler refuses the anonymous request).`,
 	pf.StringVar(&o.schedulerURL, "scheduler-url", "", "The leading ome-scheduler's secure port, e.g. https://127.0.0.1:10259 (reservations of forming gangs are read from its /configz)")
 	pf.StringVar(&o.schedulerCA, "scheduler-ca", "", "CA file that verifies the scheduler's serving certificate (default: the kubeconfig's CA)")
 	pf.BoolVar(&o.schedulerInsecure, "scheduler-insecure-skip-tls-verify", false, "Do not verify the scheduler's serving certificate (its default one is self-signed); no credentials are sent to it then, unless --scheduler-insecure-send-credentials")
-	pf.BoolVar(&o.schedulerSendCredentials, "scheduler-insecure-send-credentials", false, "With --scheduler-insecure-skip-tls-verify, still send the kubeconfig's credentials to --scheduler-url (only for an endpoint you trust, such as a kubectl port-forward on 127.0.0.1)")
+	pf.BoolVar(&o.schedulerSendCredentials, "scheduler-insecure-send-credentials", false, "With --scheduler-insecure-skip-tls-verify or an http:// --scheduler-url, still send the kubeconfig's credentials to --scheduler-url (only for an endpoint you trust, such as a kubectl port-forward on 127.0.0.1)")
 	pf.StringVar(&o.schedulerNamespace, "scheduler-namespace", "ome-system", "Namespace of the ome-scheduler release (for the port-forward hint)")
 	root.PersistentPreRunE = func(*cobra.Command, []string) error { return o.checkSchedulerFlags() }
 	root.AddCommand(o.explainCommand(), o.whatIfCommand(), o.domainsCommand())
@@ -102,8 +102,8 @@ func (o *options) checkSchedulerFlags() error {
 	switch {
 	case o.schedulerInsecure && o.schedulerCA != "":
 		return usagef("--scheduler-ca and --scheduler-insecure-skip-tls-verify contradict each other")
-	case o.schedulerSendCredentials && !o.schedulerInsecure:
-		return usagef("--scheduler-insecure-send-credentials needs --scheduler-insecure-skip-tls-verify (a verified endpoint gets the credentials anyway)")
+	case o.schedulerSendCredentials && !o.schedulerInsecure && !o.plainHTTP():
+		return usagef("--scheduler-insecure-send-credentials needs --scheduler-insecure-skip-tls-verify or an http:// --scheduler-url (a verified endpoint gets the credentials anyway)")
 	}
 	return nil
 }

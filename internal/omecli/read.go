@@ -76,7 +76,7 @@ func (o *options) readCluster(ctx context.Context) (*explain.Cluster, string, er
 // when it names none), and the kubeconfig's credentials go with the request.
 // --scheduler-insecure-skip-tls-verify skips the verification, and then no credentials are
 // sent unless --scheduler-insecure-send-credentials asks for it: an unverified endpoint could
-// be anyone's.
+// be anyone's. Nor are they sent to a plain-HTTP URL without that flag.
 func (o *options) schedulerConfig(cfg *rest.Config) *rest.Config {
 	c := rest.CopyConfig(cfg)
 	c.TLSClientConfig.ServerName = "" // the API server's name, not the scheduler's
@@ -90,7 +90,17 @@ func (o *options) schedulerConfig(cfg *rest.Config) *rest.Config {
 			c = rest.AnonymousClientConfig(c)
 		}
 	}
+	if o.plainHTTP() && !o.schedulerSendCredentials {
+		// Nothing verifies a plain-HTTP endpoint either, and the credentials would travel in
+		// clear text.
+		c = rest.AnonymousClientConfig(c)
+	}
 	return c
+}
+
+// plainHTTP reports whether --scheduler-url is a plain-HTTP endpoint.
+func (o *options) plainHTTP() bool {
+	return strings.HasPrefix(strings.ToLower(o.schedulerURL), "http://")
 }
 
 // reservations reads the scheduler's /configz entry at --scheduler-url, presenting the
@@ -122,7 +132,7 @@ func (o *options) reservations(ctx context.Context, cfg *rest.Config) (*explain.
 	if err != nil {
 		return nil, fmt.Errorf("reservations unknown: %w", err)
 	}
-	if (resp.StatusCode == http.StatusUnauthorized || resp.StatusCode == http.StatusForbidden) && o.schedulerInsecure && !o.schedulerSendCredentials {
+	if (resp.StatusCode == http.StatusUnauthorized || resp.StatusCode == http.StatusForbidden) && (o.schedulerInsecure || o.plainHTTP()) && !o.schedulerSendCredentials {
 		return nil, fmt.Errorf("reservations unknown: GET %s: %s; no credentials were sent to the unverified endpoint (--scheduler-insecure-skip-tls-verify): pass --scheduler-ca FILE, or add --scheduler-insecure-send-credentials (only for an endpoint you trust, such as a kubectl port-forward on 127.0.0.1)", url, resp.Status)
 	}
 	if resp.StatusCode != http.StatusOK {

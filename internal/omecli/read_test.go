@@ -109,6 +109,32 @@ func TestReservationsInsecureSendsNoCredentials(t *testing.T) {
 	}
 }
 
+// A plain-HTTP endpoint is verified by nothing either: no credentials without the opt-in.
+func TestReservationsPlainHTTPSendsNoCredentials(t *testing.T) {
+	var mu sync.Mutex
+	var auths []string
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		auths = append(auths, r.Header.Get("Authorization"))
+		mu.Unlock()
+		_, _ = w.Write([]byte(`{"` + explain.DebugKey + `":{"leader":true}}`))
+	}))
+	t.Cleanup(srv.Close)
+	o := &options{schedulerURL: srv.URL}
+	if _, err := o.reservations(context.Background(), kubeconfig()); err != nil {
+		t.Fatal(err)
+	}
+	o.schedulerSendCredentials = true
+	if _, err := o.reservations(context.Background(), kubeconfig()); err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(auths) != 2 || auths[0] != "" || auths[1] != "Bearer secret-token" {
+		t.Fatalf("Authorization headers %q, want none, then the token with the opt-in", auths)
+	}
+}
+
 // The scheduler endpoint's flags that contradict each other are usage errors.
 func TestSchedulerFlagConflicts(t *testing.T) {
 	for _, args := range [][]string{
