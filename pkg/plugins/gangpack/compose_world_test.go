@@ -58,6 +58,11 @@ type simPod struct {
 	placed map[string]string // node labels (clique, zone) when the pod was assumed there
 	cs     fwk.CycleState
 	waiter *fakeWaiter
+	// copy is the framework's assumed copy of the pod in its current attempt (assume).
+	copy *v1.Pod
+	// nomOK is a nomination no-phantom accepted: covered when judged, or inherited at a
+	// restart; it holds until the pod's next scheduling cycle (checkNominations).
+	nomOK string
 	// deadline is the framework's Permit timeout; goneAt ends a graceful deletion.
 	deadline, goneAt time.Time
 	// byGang and byFit record which plugins rejected the pod (its queueing hints).
@@ -310,7 +315,7 @@ func (s *sim) removePod(sp *simPod) {
 	// the assumed pod (spec.nodeName set), as for any failed binding (bind).
 	var forgotten *v1.Pod
 	if sp.state == stAllowed {
-		s.pl.Unreserve(s.ctx, sp.cs, sp.pod, sp.node)
+		s.pl.Unreserve(s.ctx, sp.cs, sp.copy, sp.node)
 		forgotten = assumed(sp.pod, sp.node)
 	}
 	s.unwait(sp)
@@ -344,10 +349,11 @@ func (s *sim) settle() {
 			case "allowed":
 				s.admitted(sp)
 				changed = true
-			default:
+			default: // WaitOnPermit rejected: handleBindingCycleError (schedule_one.go:357-388)
 				s.unassume(sp)
-				s.pl.Unreserve(s.ctx, sp.cs, sp.pod, sp.node)
+				s.pl.Unreserve(s.ctx, sp.cs, sp.copy, sp.node)
 				s.podEvent(assumed(sp.pod, sp.node), nil, true)
+				s.failureHandler(sp, sp.copy)
 				s.requeueRejected(sp, true, false)
 				changed = true
 			}
@@ -369,12 +375,11 @@ func (s *sim) unwait(sp *simPod) {
 	s.h.mu.Unlock()
 }
 
-// unassume forgets the pod's assumed node (the cache's ForgetPod); the failure handler of a
-// binding cycle clears the pod's nomination.
+// unassume forgets the pod's assumed node (the cache's ForgetPod). Whether the pod's
+// nomination is cleared is the failure handler's business (failureHandler).
 func (s *sim) unassume(sp *simPod) {
 	s.unwait(sp)
 	sp.state = stActive
-	s.nominate(sp, "")
 	s.resnap()
 }
 

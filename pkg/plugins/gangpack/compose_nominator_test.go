@@ -1,0 +1,105 @@
+package gangpack
+
+import (
+	v1 "k8s.io/api/core/v1"
+	corev1helpers "k8s.io/component-helpers/scheduling/corev1"
+	fwk "k8s.io/kube-scheduler/framework"
+	"k8s.io/kubernetes/pkg/scheduler/framework"
+)
+
+// The composition test's model of kube-scheduler v1.35.4's nominations: who writes a pod's
+// status.nominatedNodeName, when the failure handler's clear reaches the API, the nominator
+// the queue keeps from the informer, and Filter's pass with the nominated pods. File:line
+// references are to k8s.io/kubernetes@v1.35.4/pkg/scheduler.
+
+// inNominator reports whether the queue's nominator holds the pod on its nominatedNodeName
+// (as the API view shows it). A pod enters it when it moves to the active queue ungated
+// (backend/queue/scheduling_queue.go:675) and on every informer update of a queued pod
+// (scheduling_queue.go:1045, 1052, 1065 → backend/queue/nominator.go:112-136, which
+// re-adds it on the new version's nominatedNodeName); assume removes it (schedule_one.go:
+// 967-969) and updates of an assumed pod are ignored (eventhandlers.go:319-330), so the
+// PATCH before WaitOnPermit never puts a waiting pod there. Gated pods are left out: the
+// queue adds them when they move to the active queue.
+func inNominator(sp *simPod) bool {
+	return (sp.state == stActive || sp.state == stParked) && sp.pod.Status.NominatedNodeName != ""
+}
+
+// nominatedByNode is the nominator's content: pods by nominated node.
+func (s *sim) nominatedByNode() map[string][]*simPod {
+	var out map[string][]*simPod
+	for _, sp := range s.pods {
+		if inNominator(sp) {
+			if out == nil {
+				out = map[string][]*simPod{}
+			}
+			n := sp.pod.Status.NominatedNodeName
+			out[n] = append(out[n], sp)
+		}
+	}
+	return out
+}
+
+// filterNode is RunFilterPluginsWithNominatedPods (framework/runtime/framework.go:1145-1188):
+// a first pass with the pods nominated to the node of equal or higher priority, other than
+// the pod itself, added to a copy of the NodeInfo and of the cycle state (addGENominatedPods,
+// framework.go:1195-1217: nodeInfo.Snapshot(), AddPodInfo; the plugin has no PreFilter
+// extensions), then, only when pods were added and the first pass succeeded, a second pass
+// without them. fit reports that the default filters, not the plugin, rejected the pod.
+func (s *sim) filterNode(cs fwk.CycleState, sp *simPod, ni fwk.NodeInfo, nominated []*simPod) (st *fwk.Status, fit bool) {
+	var withNominated fwk.NodeInfo
+	prio := corev1helpers.PodPriority(sp.pod)
+	for _, q := range nominated {
+		if corev1helpers.PodPriority(q.pod) < prio || q.pod.UID == sp.pod.UID {
+			continue
+		}
+		if withNominated == nil {
+			withNominated = ni.Snapshot()
+		}
+		pi, err := framework.NewPodInfo(q.pod)
+		if err != nil {
+			s.t.Fatal(err)
+		}
+		withNominated.AddPodInfo(pi)
+	}
+	if withNominated == nil {
+		return s.runFilters(cs, sp, ni)
+	}
+	if st, fit := s.runFilters(cs.Clone(), sp, withNominated); !st.IsSuccess() {
+		return st, fit
+	}
+	return s.runFilters(cs, sp, ni)
+}
+
+// runFilters is RunFilterPlugins: the default filters' model, then the plugin's Filter.
+func (s *sim) runFilters(cs fwk.CycleState, sp *simPod, ni fwk.NodeInfo) (*fwk.Status, bool) {
+	if st := s.defaultFilters(sp, ni); st != nil {
+		return st, true
+	}
+	return s.pl.Filter(s.ctx, cs, sp.pod, ni), false
+}
+
+// failureHandler is the status PATCH of kube-scheduler's failure handler after an assumed
+// attempt failed (a Reserve or Permit rejection in the scheduling cycle, or any binding-cycle
+// failure): handleSchedulingFailure takes the pod it was handed (schedule_one.go:1057), the
+// assumed copy made at assume time (schedule_one.go:197-200) with the nominatedNodeName the
+// pod was popped with, which the PATCH before WaitOnPermit (schedule_one.go:281-300) did not
+// change; Unreserve ran on that copy just before (schedule_one.go:213, 237, 368). It
+// PATCHes clearNominatedNode (schedule_one.go:118 with 228/252, 387) and the PodScheduled condition
+// (schedule_one.go:1110-1116), and updatePod clears the nomination only when the copy has
+// one (nnnNeedsUpdate, schedule_one.go:1150): with the copy's stale "" the API keeps the node.
+// The condition's update reaches the informer, and the nominator re-adds the pod on whatever
+// nomination the API kept (inNominator).
+func (s *sim) failureHandler(sp *simPod, assumedCopy *v1.Pod) {
+	q := sp.pod.DeepCopy()
+	if assumedCopy.Status.NominatedNodeName != "" {
+		q.Status.NominatedNodeName = ""
+	}
+	s.updatePod(sp, q)
+}
+
+// assume is the scheduler cache's AssumePod on the copy the scheduling cycle made of the
+// popped pod (schedule_one.go:197-200): the copy Reserve, Permit and Unreserve are handed.
+func (sp *simPod) assume(node string) *v1.Pod {
+	sp.copy = assumed(sp.pod, node)
+	return sp.copy
+}
