@@ -184,6 +184,9 @@ func (s *sim) restart() {
 	for _, sp := range s.pods {
 		if sp.state != stGone {
 			s.pl.memberEvent(nil, sp.pod)
+			// The new instance inherits the nominations: no-phantom judges them after the
+			// pod's next scheduling cycle.
+			sp.nomOK = sp.pod.Status.NominatedNodeName
 		}
 	}
 }

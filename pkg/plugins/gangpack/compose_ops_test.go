@@ -226,6 +226,11 @@ func (s *sim) nominated(sp *simPod, res *fwk.PostFilterResult) {
 	if res != nil && res.NominatingInfo != nil && res.NominatingInfo.Mode() == fwk.ModeOverride {
 		s.nominate(sp, res.NominatingInfo.NominatedNodeName)
 	}
+	// no-phantom judges the nomination as PostFilter leaves it: a victim waiting at Permit
+	// gives its room back within the step, and the nomination then lasts until the next cycle.
+	if n := sp.pod.Status.NominatedNodeName; n != "" && s.chk.nominationCovered(sp, n) {
+		sp.nomOK = n
+	}
 }
 
 // staleNomination nominates a pending pod to any node, as a nomination left over from an
