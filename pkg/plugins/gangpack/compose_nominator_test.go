@@ -103,3 +103,46 @@ func (sp *simPod) assume(node string) *v1.Pod {
 	sp.copy = assumed(sp.pod, node)
 	return sp.copy
 }
+
+// nominate sets the pod's status.nominatedNodeName ("" clears it), as kube-scheduler's status
+// patch does: before a Permit wait, after a preemption, and when a binding cycle fails.
+func (s *sim) nominate(sp *simPod, node string) {
+	if sp.pod.Status.NominatedNodeName == node {
+		return
+	}
+	q := sp.pod.DeepCopy()
+	q.Status.NominatedNodeName = node
+	s.updatePod(sp, q)
+}
+
+// nominated applies a PostFilter result's nomination to the pod, as the failure handler does:
+// a nil result or NominatingInfo is ModeNoop and keeps the pod's (schedule_one.go:185-191),
+// ModeOverride sets or clears it (updatePod, schedule_one.go:1110-1116, 1150: only when it
+// differs from the popped pod's), and the nominator follows (AddNominatedPod,
+// schedule_one.go:1100, then the informer's update, inNominator).
+func (s *sim) nominated(sp *simPod, res *fwk.PostFilterResult) {
+	if res != nil && res.NominatingInfo != nil && res.NominatingInfo.Mode() == fwk.ModeOverride {
+		s.nominate(sp, res.NominatingInfo.NominatedNodeName)
+	}
+	// no-phantom judges the nomination as PostFilter leaves it: a victim waiting at Permit
+	// gives its room back within the step, and the nomination then lasts until the next cycle.
+	if n := sp.pod.Status.NominatedNodeName; n != "" && s.chk.nominationCovered(sp, n) {
+		sp.nomOK = n
+	}
+}
+
+// staleNomination nominates a pending pod to any node, as a nomination left over from an
+// earlier cluster: a node since relabelled, another gang's room, a node of another domain
+// than the pod's siblings'. Only a new leader reads them (restart).
+func (s *sim) staleNomination(e composeEvent) {
+	var pending []*simPod
+	for _, sp := range s.pods {
+		if sp.state == stActive || sp.state == stParked || sp.state == stGated {
+			pending = append(pending, sp)
+		}
+	}
+	if len(pending) == 0 || len(s.nodes) == 0 {
+		return
+	}
+	s.nominate(pending[e.a%len(pending)], s.nodes[e.b%len(s.nodes)].Name)
+}
