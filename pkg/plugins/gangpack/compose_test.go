@@ -16,8 +16,10 @@ import (
 // The composition test: random, reproducible sequences of cluster events drive the real
 // plugin through PreFilter, Filter, PostFilter (preemption on), Reserve, Permit, Unreserve,
 // PostBind, its queueing hints, timers and GC, in a simulated scheduler loop
-// (compose_world_test.go), and the invariants of compose_check_test.go are checked after every
-// step. A failure prints the seed and a shrunk event list to paste into composeCases.
+// (compose_world_test.go, compose_queue_test.go, with kube-scheduler's nominations in
+// compose_nominator_test.go), and the invariants of compose_check_test.go and
+// compose_nomcheck_test.go are checked after every step. A failure prints the seed and a
+// shrunk event list to paste into composeCases.
 
 // composeEvent is one step: an operation and its arguments (taken modulo what exists, so a
 // shrunk list stays meaningful).
