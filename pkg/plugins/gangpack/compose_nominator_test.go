@@ -94,7 +94,34 @@ func (s *sim) failureHandler(sp *simPod, assumedCopy *v1.Pod) {
 	if assumedCopy.Status.NominatedNodeName != "" {
 		q.Status.NominatedNodeName = ""
 	}
+	s.statusUpdate(sp, q)
+}
+
+// statusUpdate writes a status update of the pod: an informer update, and when the pod is not
+// assumed and had a nomination that changed, kube-scheduler's event for the room it no
+// longer counts (nominationGone, eventhandlers.go:334-338).
+func (s *sim) statusUpdate(sp *simPod, q *v1.Pod) {
+	old := sp.pod
 	s.updatePod(sp, q)
+	if n := q.Status.NominatedNodeName; n != old.Status.NominatedNodeName {
+		s.tracef("%s nominated to %q", q.Name, n)
+	}
+	if !sp.assumed() && old.Status.NominatedNodeName != "" && old.Status.NominatedNodeName != q.Status.NominatedNodeName {
+		s.nominationGone(old)
+	}
+}
+
+// nominationGone is the event kube-scheduler sends when an unassumed pod's nomination changes
+// or the pod is deleted (eventhandlers.go:334-338, 369-375): an AssignedPodDelete of the old
+// pod, moving the parked pods of lower or equal priority (getLEPriorityPreCheck,
+// eventhandlers.go:379-383), which counted it on its node; a pod in flight records it
+// (scheduling_queue.go's in-flight events, whatever its priority). NodeResourcesFit queues on
+// the deletion of a nominated pod (noderesources/fit.go:379-387), as podMoves does for byFit.
+func (s *sim) nominationGone(old *v1.Pod) {
+	prio, moves := corev1helpers.PodPriority(old), s.podMoves(old, nil, true)
+	s.deliver(func(sp *simPod) bool {
+		return (sp == s.cycle || corev1helpers.PodPriority(sp.pod) <= prio) && moves(sp)
+	})
 }
 
 // assume is the scheduler cache's AssumePod on the copy the scheduling cycle made of the
@@ -112,7 +139,7 @@ func (s *sim) nominate(sp *simPod, node string) {
 	}
 	q := sp.pod.DeepCopy()
 	q.Status.NominatedNodeName = node
-	s.updatePod(sp, q)
+	s.statusUpdate(sp, q)
 }
 
 // nominated applies a PostFilter result's nomination to the pod, as the failure handler does:

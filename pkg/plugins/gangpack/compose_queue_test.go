@@ -14,6 +14,7 @@ import (
 // removePod deletes the pod from the API; an assigned pod's deletion is a cluster event.
 func (s *sim) removePod(sp *simPod) {
 	wasOn := sp.state == stBound || sp.state == stTerminating
+	nominated := pendingPod(sp) && sp.pod.Status.NominatedNodeName != ""
 	if sp.state == stWaiting {
 		sp.waiter.Reject("", "pod deleted")
 	}
@@ -40,6 +41,8 @@ func (s *sim) removePod(sp *simPod) {
 		s.podEvent(sp.pod, nil, true)
 	case forgotten != nil:
 		s.podEvent(forgotten, nil, true)
+	case nominated: // eventhandlers.go:369-375
+		s.nominationGone(sp.pod)
 	}
 	s.afterPlugin()
 }
