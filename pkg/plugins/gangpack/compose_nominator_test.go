@@ -132,7 +132,8 @@ func (sp *simPod) assume(node string) *v1.Pod {
 }
 
 // nominate sets the pod's status.nominatedNodeName ("" clears it), as kube-scheduler's status
-// patch does: before a Permit wait, after a preemption, and when a binding cycle fails.
+// patches do: before a Permit wait, with PostFilter's nomination, and the clear of a scheduling
+// error. No write when it is already so (updatePod's nnnNeedsUpdate, schedule_one.go:1150).
 func (s *sim) nominate(sp *simPod, node string) {
 	if sp.pod.Status.NominatedNodeName == node {
 		return

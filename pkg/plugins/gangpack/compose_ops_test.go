@@ -173,10 +173,10 @@ func (s *sim) schedOne(sp *simPod, pick int) {
 		return
 	}
 	node := feasible[pick%len(feasible)]
-	copy := sp.assume(node)
-	if st := s.pl.Reserve(s.ctx, cs, copy, node); !st.IsSuccess() {
-		s.pl.Unreserve(s.ctx, cs, copy, node)
-		s.failureHandler(sp, copy)
+	ac := sp.assume(node)
+	if st := s.pl.Reserve(s.ctx, cs, ac, node); !st.IsSuccess() {
+		s.pl.Unreserve(s.ctx, cs, ac, node)
+		s.failureHandler(sp, ac)
 		s.afterPlugin()
 		return
 	}
@@ -184,13 +184,13 @@ func (s *sim) schedOne(sp *simPod, pick int) {
 	sp.node, sp.cs, sp.state = node, cs, stWaiting
 	sp.placed = map[string]string{testKey: n.Labels[testKey], testZoneKey: n.Labels[testZoneKey]}
 	s.resnap()
-	st, timeout := s.pl.Permit(s.ctx, cs, copy, node)
+	st, timeout := s.pl.Permit(s.ctx, cs, ac, node)
 	s.tracef("%s on %s: Permit %v", sp.pod.Name, node, st)
 	switch st.Code() {
 	case fwk.Success:
 		s.admitted(sp)
 	case fwk.Wait:
-		sp.waiter = s.h.register(copy)
+		sp.waiter = s.h.register(ac)
 		sp.deadline = s.now.Add(min(timeout, gang.MaxPermitWait))
 		// The binding goroutine PATCHes the node as the nomination before WaitOnPermit
 		// (schedule_one.go:281-300), through the API only: its assumed copy keeps the
@@ -198,9 +198,9 @@ func (s *sim) schedOne(sp *simPod, pick int) {
 		s.nominate(sp, node)
 	default: // RunPermitPlugins rejected (schedule_one.go:233-255)
 		s.unassume(sp)
-		s.pl.Unreserve(s.ctx, cs, copy, node)
+		s.pl.Unreserve(s.ctx, cs, ac, node)
 		s.podEvent(assumed(sp.pod, node), nil, true)
-		s.failureHandler(sp, copy)
+		s.failureHandler(sp, ac)
 		s.requeueRejected(sp, true, false)
 	}
 	s.afterPlugin()
