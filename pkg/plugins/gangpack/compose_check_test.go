@@ -18,7 +18,8 @@ import (
 const (
 	invNoSplit     = "no-split"          // a gang's placed live members share one domain
 	invMinMember   = "min-member"        // an admitted member's gang has minMember live members placed
-	invDoubleCount = "no-double-count"   // reservations never exceed a node's free room
+	invDoubleCount = "no-double-count"   // reservations and nominations never exceed a node's free room
+	invNoPhantom   = "no-phantom"        // a pending pod's nomination names room held for it
 	invHoldEnds    = "hold-deadline"     // a forming reservation ends by min(timeout, 15 min)
 	invPreemption  = "preemption"        // lower priority only, whole units, one domain, no storm
 	invPartners    = "partners-together" // a placement group's members share one group domain
@@ -175,35 +176,9 @@ func (c *checker) step(label string) {
 		}
 	}
 	c.checkRoom(label)
+	c.checkNominations(label)
 	c.checkHolds(label)
 	c.checkPreemption(label)
-}
-
-// checkRoom verifies that the forming reservations on a node fit its free GPUs, counting
-// pods being deleted as gone (a preemptor's hold counts its victims' room).
-func (c *checker) checkRoom(label string) {
-	s := c.s
-	reserved := map[string]int64{}
-	who := map[string][]string{}
-	for _, cm := range s.pl.ledger.Pins() {
-		if !cm.Forming() {
-			continue
-		}
-		for n, sl := range cm.Reserved {
-			if sl.Count > 0 {
-				reserved[n] += int64(sl.Count) * sl.Each[testGPU]
-				who[n] = append(who[n], cm.Gang)
-			}
-		}
-	}
-	for _, n := range s.nodes {
-		if reserved[n.Name] == 0 {
-			continue
-		}
-		if free := c.freeGPUs(n, nil); reserved[n.Name] > free {
-			c.fail(invDoubleCount, "%s: node %s: %d GPUs reserved by %v, %d free", label, n.Name, reserved[n.Name], who[n.Name], free)
-		}
-	}
 }
 
 // freeGPUs is the node's allocatable GPUs minus what the pods on it that occupy(sp) request

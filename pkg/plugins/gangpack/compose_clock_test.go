@@ -16,7 +16,12 @@ import (
 
 // podEvent delivers an assigned pod's add or deletion to the parked pods' hints.
 func (s *sim) podEvent(o, n *v1.Pod, deleted bool) {
-	s.deliver(func(sp *simPod) bool {
+	s.deliver(s.podMoves(o, n, deleted))
+}
+
+// podMoves is the hints' verdict on an assigned pod's add or deletion for a parked pod.
+func (s *sim) podMoves(o, n *v1.Pod, deleted bool) func(*simPod) bool {
+	return func(sp *simPod) bool {
 		var hint fwk.QueueingHint
 		var err error
 		if deleted {
@@ -25,7 +30,7 @@ func (s *sim) podEvent(o, n *v1.Pod, deleted bool) {
 			hint, err = podHint(false, s.pl.protectionEnded)(klog.Background(), sp.pod, o, n)
 		}
 		return (sp.byGang && (err != nil || hint == fwk.Queue)) || (sp.byFit && deleted)
-	})
+	}
 }
 
 // nodeEvent delivers a node add, update or deletion to the parked pods' hints.
@@ -184,6 +189,9 @@ func (s *sim) restart() {
 	for _, sp := range s.pods {
 		if sp.state != stGone {
 			s.pl.memberEvent(nil, sp.pod)
+			// The new instance inherits the nominations: no-phantom judges them after the
+			// pod's next scheduling cycle.
+			sp.nomOK = sp.pod.Status.NominatedNodeName
 		}
 	}
 }

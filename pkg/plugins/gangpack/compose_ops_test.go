@@ -144,14 +144,15 @@ func (s *sim) nextActive(k int) *simPod {
 // schedOne is one scheduling cycle of the pod, as kube-scheduler runs it.
 func (s *sim) schedOne(sp *simPod, pick int) {
 	s.resnap()
-	s.chk.preemptor, s.cycle, s.inflight, sp.woken = sp, sp, nil, false
+	s.chk.preemptor, s.cycle, s.inflight, sp.woken, sp.nomOK = sp, sp, nil, false, "" // popped: no-phantom judges its nomination anew
 	defer func() { s.chk.preemptor, s.cycle, s.inflight = nil, nil, nil }()
 	cs := framework.NewCycleState()
 	all := s.nodeInfos()
 	res, st := s.pl.PreFilter(s.ctx, cs, sp.pod, all)
 	s.afterPlugin()
 	if !st.IsSuccess() {
-		if st.Code() == fwk.Error {
+		if st.Code() == fwk.Error { // not a FitError: clearNominatedNode (schedule_one.go:161-165, 495-497)
+			s.nominate(sp, "")
 			return // backoff: retried as it is
 		}
 		m := framework.NewDefaultNodeToStatus()
@@ -172,8 +173,10 @@ func (s *sim) schedOne(sp *simPod, pick int) {
 		return
 	}
 	node := feasible[pick%len(feasible)]
-	if st := s.pl.Reserve(s.ctx, cs, sp.pod, node); !st.IsSuccess() {
-		s.pl.Unreserve(s.ctx, cs, sp.pod, node)
+	ac := sp.assume(node)
+	if st := s.pl.Reserve(s.ctx, cs, ac, node); !st.IsSuccess() {
+		s.pl.Unreserve(s.ctx, cs, ac, node)
+		s.failureHandler(sp, ac)
 		s.afterPlugin()
 		return
 	}
@@ -181,57 +184,26 @@ func (s *sim) schedOne(sp *simPod, pick int) {
 	sp.node, sp.cs, sp.state = node, cs, stWaiting
 	sp.placed = map[string]string{testKey: n.Labels[testKey], testZoneKey: n.Labels[testZoneKey]}
 	s.resnap()
-	st, timeout := s.pl.Permit(s.ctx, cs, sp.pod, node)
+	st, timeout := s.pl.Permit(s.ctx, cs, ac, node)
 	s.tracef("%s on %s: Permit %v", sp.pod.Name, node, st)
 	switch st.Code() {
 	case fwk.Success:
 		s.admitted(sp)
 	case fwk.Wait:
-		sp.waiter = s.h.register(sp.pod)
+		sp.waiter = s.h.register(ac)
 		sp.deadline = s.now.Add(min(timeout, gang.MaxPermitWait))
-		s.nominate(sp, node) // NominatedNodeNameForExpectation: the waiter's node is published
-	default:
+		// The binding goroutine PATCHes the node as the nomination before WaitOnPermit
+		// (schedule_one.go:281-300), through the API only: its assumed copy keeps the
+		// popped pod's, and the queue ignores the update of an assumed pod (inNominator).
+		s.nominate(sp, node)
+	default: // RunPermitPlugins rejected (schedule_one.go:233-255)
 		s.unassume(sp)
-		s.pl.Unreserve(s.ctx, cs, sp.pod, node)
+		s.pl.Unreserve(s.ctx, cs, ac, node)
 		s.podEvent(assumed(sp.pod, node), nil, true)
+		s.failureHandler(sp, ac)
 		s.requeueRejected(sp, true, false)
 	}
 	s.afterPlugin()
-}
-
-// nominate sets the pod's status.nominatedNodeName ("" clears it), as kube-scheduler's status
-// patch does: before a Permit wait, after a preemption, and when a binding cycle fails.
-func (s *sim) nominate(sp *simPod, node string) {
-	if sp.pod.Status.NominatedNodeName == node {
-		return
-	}
-	q := sp.pod.DeepCopy()
-	q.Status.NominatedNodeName = node
-	s.updatePod(sp, q)
-}
-
-// nominated applies a PostFilter result's nomination to the pod, as the failure handler does
-// (no nomination leaves the pod's as it was).
-func (s *sim) nominated(sp *simPod, res *fwk.PostFilterResult) {
-	if res != nil && res.NominatingInfo != nil && res.NominatingInfo.Mode() == fwk.ModeOverride {
-		s.nominate(sp, res.NominatingInfo.NominatedNodeName)
-	}
-}
-
-// staleNomination nominates a pending pod to any node, as a nomination left over from an
-// earlier cluster: a node since relabelled, another gang's room, a node of another domain
-// than the pod's siblings'. Only a new leader reads them (restart).
-func (s *sim) staleNomination(e composeEvent) {
-	var pending []*simPod
-	for _, sp := range s.pods {
-		if sp.state == stActive || sp.state == stParked || sp.state == stGated {
-			pending = append(pending, sp)
-		}
-	}
-	if len(pending) == 0 || len(s.nodes) == 0 {
-		return
-	}
-	s.nominate(pending[e.a%len(pending)], s.nodes[e.b%len(s.nodes)].Name)
 }
 
 // filter runs the simulated default filters (taints, GPUs, hard spread on hostnames) and the
@@ -240,19 +212,15 @@ func (s *sim) filter(cs fwk.CycleState, sp *simPod, all []fwk.NodeInfo, res *fwk
 	m := framework.NewDefaultNodeToStatus()
 	var feasible []string
 	byGang, byFit := false, false
+	nominated := s.nominatedByNode()
 	for _, ni := range all {
 		n := ni.Node()
 		if res != nil && !res.AllNodes() && !res.NodeNames.Has(n.Name) {
 			continue
 		}
-		if st := s.defaultFilters(sp, ni); st != nil {
+		if st, fit := s.filterNode(cs, sp, ni, nominated[n.Name]); !st.IsSuccess() {
 			m.Set(n.Name, st)
-			byFit = true
-			continue
-		}
-		if st := s.pl.Filter(s.ctx, cs, sp.pod, ni); !st.IsSuccess() {
-			m.Set(n.Name, st)
-			byGang = true
+			byFit, byGang = byFit || fit, byGang || !fit
 			continue
 		}
 		feasible = append(feasible, n.Name)
@@ -283,11 +251,11 @@ func (s *sim) defaultFilters(sp *simPod, ni fwk.NodeInfo) *fwk.Status {
 
 // bind binds an admitted pod, or fails its binding (then it is unreserved and retried).
 func (s *sim) bind(sp *simPod, fail bool) {
-	if fail || s.node(sp.node) == nil {
+	if fail || s.node(sp.node) == nil { // handleBindingCycleError (schedule_one.go:357-388)
 		s.unassume(sp)
-		s.pl.Unreserve(s.ctx, sp.cs, sp.pod, sp.node)
+		s.pl.Unreserve(s.ctx, sp.cs, sp.copy, sp.node)
 		s.podEvent(assumed(sp.pod, sp.node), nil, true)
-		s.updatePod(sp, sp.pod.DeepCopy()) // the failure handler's status update
+		s.failureHandler(sp, sp.copy)
 		s.afterPlugin()
 		return
 	}
