@@ -52,7 +52,7 @@ func (pl *Planner) Explain(logger klog.Logger, pod *v1.Pod, info gang.Info, all 
 	r := pl.ledger.Read(info, all)
 	p := &planner{pl: pl, logger: logger, pod: pod, info: info, all: all, generation: r.Generation,
 		failed: r.Failed, now: r.Now, dryRun: true}
-	p.others = pl.withProtected(r.Others, func() int32 { return pl.gangPreemptPriority(pod) }, r.Now)
+	p.others = pl.withProtected(info.Key, r.Others, func() int32 { return pl.gangPreemptPriority(pod) }, r.Now)
 	p.setPlaced(r.Placed)
 	gateStatus := p.gate()
 	if p.templates == nil { // a split gang: plan its rooms for the pod alone

@@ -86,7 +86,7 @@ func (p *planner) placeGroup() (*placement.Commitment, *fwk.Status) {
 	if !p.groupWoken { // partners parked by an earlier no-fit plan now have their pins
 		p.pl.ledger.ActivateGroup(p.logger, gangsOf(p.partners), p.pod.Name)
 	}
-	p.others = p.pl.withProtected(p.pl.ledger.ReservedExcept(p.info.Key), func() int32 { return p.pl.gangPreemptPriority(p.pod) }, p.now)
+	p.others = p.pl.withProtected(p.info.Key, p.pl.ledger.ReservedExcept(p.info.Key), func() int32 { return p.pl.gangPreemptPriority(p.pod) }, p.now)
 	return own, nil
 }
 

@@ -77,7 +77,7 @@ type planner struct {
 func (pl *Planner) Plan(_ context.Context, logger klog.Logger, cs fwk.CycleState, pod *v1.Pod, info gang.Info, nodes []fwk.NodeInfo) (*fwk.PreFilterResult, *fwk.Status) {
 	r := pl.ledger.Read(info, nodes)
 	p := &planner{pl: pl, logger: logger, pod: pod, info: info, all: nodes, generation: r.Generation, failed: r.Failed, now: r.Now}
-	p.others = pl.withProtected(r.Others, func() int32 { return pl.gangPreemptPriority(pod) }, r.Now)
+	p.others = pl.withProtected(info.Key, r.Others, func() int32 { return pl.gangPreemptPriority(pod) }, r.Now)
 	p.setPlaced(r.Placed)
 	pin, st := p.revalidate(r.Pin)
 	if st != nil {
@@ -179,7 +179,7 @@ type PodGroups interface {
 // victims, the room standalone preemptors wait for, and a gang's preemption priority.
 type Victims interface {
 	Awaiting(key, domain string) bool
-	WithProtected(others map[string]placement.Reserved, priority func() int32, now time.Time) map[string]placement.Reserved
+	WithProtected(own string, others map[string]placement.Reserved, priority func() int32, now time.Time) map[string]placement.Reserved
 	PreemptPriority(pod *v1.Pod) int32
 }
 
@@ -195,11 +195,11 @@ func (pl *Planner) WatchNodes(nodes coreinformers.NodeInformer) error {
 	return pl.domains.watch(nodes.Informer())
 }
 
-func (pl *Planner) withProtected(others map[string]placement.Reserved, priority func() int32, now time.Time) map[string]placement.Reserved {
+func (pl *Planner) withProtected(own string, others map[string]placement.Reserved, priority func() int32, now time.Time) map[string]placement.Reserved {
 	if pl.victims == nil {
 		return others
 	}
-	return pl.victims.WithProtected(others, priority, now)
+	return pl.victims.WithProtected(own, others, priority, now)
 }
 
 func (pl *Planner) gangPreemptPriority(pod *v1.Pod) int32 {

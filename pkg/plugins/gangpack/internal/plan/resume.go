@@ -58,7 +58,7 @@ func (pl *Planner) resume(logger klog.Logger, pod *v1.Pod, info gang.Info, nodes
 	r := pl.ledger.Read(info, nodes)
 	// dryRun: nothing is recorded or woken while the nominations are judged.
 	p := &planner{pl: pl, logger: logger, pod: pod, info: info, all: nodes, generation: r.Generation, failed: r.Failed, now: r.Now, dryRun: true}
-	p.others = pl.withProtected(r.Others, func() int32 { return pl.gangPreemptPriority(pod) }, r.Now)
+	p.others = pl.withProtected(info.Key, r.Others, func() int32 { return pl.gangPreemptPriority(pod) }, r.Now)
 	p.setPlaced(r.Placed)
 	if p.split() {
 		return NominatedSplit, nil

@@ -295,7 +295,7 @@ func TestStaleByRoom(t *testing.T) {
 type fakeVictims struct{ awaiting bool }
 
 func (v fakeVictims) Awaiting(string, string) bool { return v.awaiting }
-func (fakeVictims) WithProtected(o map[string]placement.Reserved, _ func() int32, _ time.Time) map[string]placement.Reserved {
+func (fakeVictims) WithProtected(_ string, o map[string]placement.Reserved, _ func() int32, _ time.Time) map[string]placement.Reserved {
 	return o
 }
 func (fakeVictims) PreemptPriority(*v1.Pod) int32 { return 0 }

@@ -65,9 +65,10 @@ func New(ctx context.Context, h fwk.Handle, members *gang.Members, pdbs policyli
 // Awaiting reports whether the preemptor (key) evicted victims for domain that still hold room.
 func (pl *Evaluator) Awaiting(key, domain string) bool { return pl.awaitingVictims(key, domain) }
 
-// WithProtected adds the room standalone preemptors wait for at now (see withProtected).
-func (pl *Evaluator) WithProtected(others map[string]placement.Reserved, priority func() int32, now time.Time) map[string]placement.Reserved {
-	return pl.withProtected(others, priority, now)
+// WithProtected adds the room preemptors' nominated pods hold at now for the planning of gang
+// own (see withProtected).
+func (pl *Evaluator) WithProtected(own string, others map[string]placement.Reserved, priority func() int32, now time.Time) map[string]placement.Reserved {
+	return pl.withProtected(own, others, priority, now)
 }
 
 // PreemptPriority is the priority a gang member preempts with (see gangPreemptPriority).

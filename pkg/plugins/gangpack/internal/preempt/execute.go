@@ -83,7 +83,10 @@ func (pl *Evaluator) carryOut(logger klog.Logger, pr *preemptor, c *topology.Pre
 // protection of its nominated node (its victims' longest grace period plus a margin).
 func (pl *Evaluator) newRecord(pr *preemptor, domain, node string, victims []*v1.Pod) preemptRecord {
 	r := preemptRecord{domain: domain, node: node, victims: refsOf(victims)}
+	r.request, r.priority = pr.fit.Request, pr.priority
 	if pr.kind != metrics.PreemptorPod {
+		r.nominee = victimRef{namespace: pr.pod.Namespace, name: pr.pod.Name, uid: pr.pod.UID}
+		r.gang = pr.ownGang
 		return r
 	}
 	var grace int64 = v1.DefaultTerminationGracePeriodSeconds
@@ -93,7 +96,6 @@ func (pl *Evaluator) newRecord(pr *preemptor, domain, node string, victims []*v1
 		}
 	}
 	r.pod = victimRef{namespace: pr.pod.Namespace, name: pr.pod.Name, uid: pr.pod.UID}
-	r.request, r.priority = pr.fit.Request, pr.priority
 	r.protectUntil = pl.now().Add(time.Duration(grace)*time.Second + standaloneWaitMargin)
 	return r
 }

@@ -34,6 +34,11 @@ type preemptRecord struct {
 	request      topology.Resources
 	priority     int32
 	protectUntil time.Time
+	// nominee is a gang preemptor's member nominated to node (its gang in gang), with request
+	// and priority as above: while the victims terminate, kube-scheduler's Filter counts that
+	// pending member on the node against every pod of equal or lower priority.
+	nominee victimRef
+	gang    string
 }
 
 // preemptions remembers, per preemptor (gang key, group unit or "pod/" + UID), the victims it
@@ -208,14 +213,17 @@ func (gs *Evaluator) awaitingVictims(key, domain string) bool {
 }
 
 // withProtected adds to others (what other gangs reserve per node, a map the caller owns)
-// the room the nodes of standalone preemptors need, for a gang whose priority (asked only
-// when some record protects a node) is at most theirs: as kube-scheduler's Filter counts a
-// nominated pod of equal or higher priority on its node, the gang's planning does not count
-// that room as its own. It returns others, or a new map when others is nil.
-func (gs *Evaluator) withProtected(others map[string]placement.Reserved, priority func() int32, now time.Time) map[string]placement.Reserved {
+// the room that preemptors' nominated pods hold, for the gang own of priority (asked only
+// when some record counts) at most theirs: as kube-scheduler's Filter counts a nominated pod
+// of equal or higher priority on its node (framework.go:1195-1217 in v1.35.4), the gang's
+// planning does not count that room as its own. Those are the standalone preemptors whose
+// record protects their node, and the nominated members of other gangs' preemptions whose
+// victims still terminate, unless their gang's reservation on the node already holds them.
+// It returns others, or a new map when others is nil.
+func (gs *Evaluator) withProtected(own string, others map[string]placement.Reserved, priority func() int32, now time.Time) map[string]placement.Reserved {
 	known, prio := false, int32(0)
 	for key, r := range gs.preempted.all() {
-		if !gs.protects(r, now) {
+		if !gs.nominationHolds(own, r, others, now) {
 			continue
 		}
 		if !known {
@@ -240,6 +248,27 @@ func (gs *Evaluator) withProtected(others map[string]placement.Reserved, priorit
 		others[r.node] = placement.Reserved{Resources: res, Pods: cur.Pods + 1, Gangs: gangs}
 	}
 	return others
+}
+
+// nominationHolds reports whether the record's nominated pod holds room on its node for the
+// planning of gang own: a standalone preemptor while its record protects the node; another
+// gang's nominated member while it is pending there, the victims still terminate and its
+// gang's reservation does not cover the node.
+func (gs *Evaluator) nominationHolds(own string, r preemptRecord, others map[string]placement.Reserved, now time.Time) bool {
+	if r.pod.uid != "" {
+		return gs.protects(r, now)
+	}
+	if r.nominee.uid == "" || r.node == "" || r.gang == own {
+		return false
+	}
+	if _, covered := slices.BinarySearch(others[r.node].Gangs, r.gang); covered {
+		return false
+	}
+	p, err := gs.members.Pods(r.nominee.namespace).Get(r.nominee.name)
+	if err != nil || p.UID != r.nominee.uid || p.Spec.NodeName != "" || p.DeletionTimestamp != nil || p.Status.NominatedNodeName != r.node {
+		return false
+	}
+	return gs.victimsLeft(r) > 0
 }
 
 // evictedMemory is how long a victim whose eviction call succeeded is not evicted again: far
