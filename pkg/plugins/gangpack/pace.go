@@ -25,14 +25,14 @@ func newPacer(args *gang.Args, qps float32) *pace.Pacer {
 }
 
 // paceLoop is PreFilter's first step: a cycle that starts new work (a standalone pod, or a
-// member of a gang without a pin) waits while the binds in flight exceed the bind window
-// (internal/pace). A member of a pinned gang never waits: its siblings may be waiting at
-// Permit for it, and binds only drain.
+// member of a gang without a forming pin) waits while the binds in flight exceed the bind
+// window (internal/pace). A member of a forming gang never waits: its siblings may be
+// waiting at Permit for it. Members of a committed gang (surplus members) are new work.
 func (pl *GangPack) paceLoop(ctx context.Context, pod *v1.Pod) {
 	if pl.pace == nil {
 		return
 	}
-	if key, _, member := gang.Of(pod); member && pl.ledger.Pinned(key) {
+	if key, _, member := gang.Of(pod); member && pl.ledger.Forming(key) {
 		return
 	}
 	waited, st := pl.pace.Wait(ctx)

@@ -148,6 +148,31 @@ func TestNominationSeenBeforePermitIsNotPending(t *testing.T) {
 	w.inFlight("g-0 waits on its sibling, its node already nominated", 0)
 }
 
+// L1: a member of a committed gang (no longer forming) is new work and waits for the window
+// like a standalone pod; only members of forming gangs pass.
+func TestCommittedGangMembersArePaced(t *testing.T) {
+	nodes := []*v1.Node{testNode("a-0", "a", 1), testNode("a-1", "a", 1), testNode("a-2", "a", 1)}
+	pods := members("g", 3)
+	w, clk := pacedWorld(t, nodes, pods, podGroup("g", 1))
+	c0 := w.mustPin(pods[0])
+	if st := c0.reserveOn("a-0"); !st.IsSuccess() {
+		t.Fatalf("Permit(g-0) = %v, want success (minMember 1)", st)
+	}
+	if c, ok := w.pl.ledger.Commitment(testNS + "/g"); !ok || c.Forming() {
+		t.Fatalf("gang g: pinned %v, commitment %+v; want committed", ok, c)
+	}
+	for i := 0; i < pace.Floor; i++ {
+		w.pl.pace.Started(uidOf(i))
+	}
+	w.resnap(assumed(pods[0], "a-0"))
+	done := w.preFilterBlocks(clk, pods[1])
+	w.pl.pace.Finished(uidOf(0), true) // g-0 counts too (its PATCH pending)
+	w.pl.pace.Finished(uidOf(1), true)
+	if r := <-done; !r.st.IsSuccess() {
+		t.Fatalf("PreFilter(g-1) after the wait = %v, want success", r.st)
+	}
+}
+
 // L2: the ceiling comes from the framework's client configuration (KubeConfig().QPS); fed
 // 1,000 binds a second the limit is max(256, min(1,000, QPS × 1 s)): the floor for the
 // chart's qps 200, 400 for qps 400.
