@@ -5,8 +5,10 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/sets"
 	utilfeature "k8s.io/apiserver/pkg/util/feature"
 	"k8s.io/klog/v2"
+	fwk "k8s.io/kube-scheduler/framework"
 	"k8s.io/kubernetes/pkg/features"
 	"k8s.io/utils/clock"
 
@@ -28,20 +30,66 @@ func newPacer(args *gang.Args, qps float32) *pace.Pacer {
 // member of a gang without a forming pin) waits while the binds in flight exceed the bind
 // window (internal/pace). A member of a forming gang never waits: its siblings may be
 // waiting at Permit for it. Members of a committed gang (surplus members) are new work.
-func (pl *GangPack) paceLoop(ctx context.Context, pod *v1.Pod) {
+//
+// The framework took the cycle's snapshot before PreFilter, so after a wait it is up to
+// MaxWaitWindows windows old. paceLoop then returns the nodes the wait did not change (the
+// node informer has the same version as the snapshot); PreFilter keeps the cycle to them.
+// nil: no wait, or no node informer (every node).
+func (pl *GangPack) paceLoop(ctx context.Context, pod *v1.Pod, nodes []fwk.NodeInfo) *fwk.PreFilterResult {
 	if pl.pace == nil {
-		return
+		return nil
 	}
 	if key, _, member := gang.Of(pod); member && pl.ledger.Forming(key) {
-		return
+		return nil
 	}
 	waited, st := pl.pace.Wait(ctx)
 	if waited <= 0 {
-		return
+		return nil
 	}
 	metrics.BindWindowWaitSeconds.Add(waited.Seconds())
+	fresh := pl.unchangedNodes(nodes)
+	changed := 0
+	if fresh != nil {
+		changed = len(nodes) - len(fresh.NodeNames)
+	}
 	klog.FromContext(ctx).V(4).Info("gangpack.PreFilter.bind_window", "pod", klog.KObj(pod), "inFlight", st.InFlight,
-		"limit", st.Limit, "rate", st.Rate, "waited", waited)
+		"limit", st.Limit, "rate", st.Rate, "waited", waited, "nodesChanged", changed)
+	return fresh
+}
+
+// unchangedNodes returns the snapshot's nodes whose informer copy is the snapshot's version;
+// nil without a node informer. A node deleted, cordoned, tainted or relabelled since the
+// snapshot was taken is left out.
+func (pl *GangPack) unchangedNodes(nodes []fwk.NodeInfo) *fwk.PreFilterResult {
+	if pl.nodes == nil {
+		return nil
+	}
+	out := sets.New[string]()
+	for _, ni := range nodes {
+		snap := ni.Node()
+		if snap == nil {
+			continue
+		}
+		cur, err := pl.nodes.Get(snap.Name)
+		if err == nil && (cur == snap || cur.ResourceVersion != "" && cur.ResourceVersion == snap.ResourceVersion) {
+			out.Insert(snap.Name)
+		}
+	}
+	return &fwk.PreFilterResult{NodeNames: out}
+}
+
+// keepNodes returns the nodes that res admits (all of them when res is nil).
+func keepNodes(nodes []fwk.NodeInfo, res *fwk.PreFilterResult) []fwk.NodeInfo {
+	if res.AllNodes() {
+		return nodes
+	}
+	out := make([]fwk.NodeInfo, 0, len(res.NodeNames))
+	for _, ni := range nodes {
+		if ni.Node() != nil && res.NodeNames.Has(ni.Node().Name) {
+			out = append(out, ni)
+		}
+	}
+	return out
 }
 
 // paceAssumed is Reserve's first step, for every pod of the profile.

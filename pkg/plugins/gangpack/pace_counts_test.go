@@ -6,13 +6,17 @@ import (
 	"time"
 
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/sets"
+	corelisters "k8s.io/client-go/listers/core/v1"
 	restclient "k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/cache"
 	fwk "k8s.io/kube-scheduler/framework"
 	"k8s.io/kubernetes/pkg/scheduler/framework"
 	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/moirai-internal/ome-scheduler/pkg/plugins/gangpack/internal/gang"
 	"github.com/moirai-internal/ome-scheduler/pkg/plugins/gangpack/internal/metrics"
+	"github.com/moirai-internal/ome-scheduler/pkg/plugins/gangpack/internal/msg"
 	"github.com/moirai-internal/ome-scheduler/pkg/plugins/gangpack/internal/pace"
 
 	schedv1alpha1 "sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
@@ -170,6 +174,50 @@ func TestCommittedGangMembersArePaced(t *testing.T) {
 	w.pl.pace.Finished(uidOf(1), true)
 	if r := <-done; !r.st.IsSuccess() {
 		t.Fatalf("PreFilter(g-1) after the wait = %v, want success", r.st)
+	}
+}
+
+// L3: a cycle that waited goes on with the nodes the wait did not change only: its only
+// candidate cordoned during the wait is not offered (the cycle's snapshot still shows it
+// schedulable); of two nodes, the unchanged one is kept.
+func TestWaitedCycleLeavesNodesChangedMeanwhile(t *testing.T) {
+	nodes := []*v1.Node{testNode("n0", "", 1), testNode("n1", "", 1)}
+	for _, n := range nodes {
+		n.ResourceVersion = "1"
+	}
+	w, clk := pacedWorld(t, nodes, nil)
+	idx := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{})
+	for _, n := range nodes {
+		_ = idx.Add(n)
+	}
+	w.pl.nodes = corelisters.NewNodeLister(idx)
+	w.nodes = nodes[:1]
+	w.resnap()
+	for i := 0; i < pace.Floor; i++ {
+		w.pl.pace.Started(uidOf(i))
+	}
+	cordon := func(n *v1.Node, rv string) {
+		c := n.DeepCopy()
+		c.Spec.Unschedulable, c.ResourceVersion = true, rv
+		if err := idx.Update(c); err != nil {
+			t.Fatal(err)
+		}
+	}
+	done := w.preFilterBlocks(clk, standalone("solo"))
+	cordon(nodes[0], "2")
+	clk.Step(pace.MaxWaitWindows * time.Second)
+	r := <-done
+	if r.st.Code() != fwk.Unschedulable || r.st.Message() != msg.NodesChanged || r.c.res.AllNodes() || r.c.res.NodeNames.Len() != 0 {
+		t.Fatalf("PreFilter after its only node was cordoned during the wait: %v, result %+v; want %q and no node", r.st, r.c.res, msg.NodesChanged)
+	}
+	w.nodes = nodes
+	w.resnap()
+	done = w.preFilterBlocks(clk, standalone("duo"))
+	cordon(nodes[0], "3")
+	clk.Step(pace.MaxWaitWindows * time.Second)
+	r = <-done
+	if !r.st.IsSuccess() || r.c.res.AllNodes() || !r.c.res.NodeNames.Equal(sets.New("n1")) {
+		t.Fatalf("PreFilter after n0 was cordoned during the wait: %v, result %+v; want success on n1 only", r.st, r.c.res)
 	}
 }
 
