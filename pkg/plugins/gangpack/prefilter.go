@@ -41,6 +41,9 @@ func (pl *GangPack) PreFilter(ctx context.Context, cs fwk.CycleState, pod *v1.Po
 	if st != nil {
 		return nil, st
 	}
+	if fresh == nil { // no wait: the planner's result as it is (Merge would copy it)
+		return pl.planner.Plan(ctx, logger, cs, pod, info, nodes)
+	}
 	res, st := pl.planner.Plan(ctx, logger, cs, pod, info, keepNodes(nodes, fresh))
 	return fresh.Merge(res), st
 }
