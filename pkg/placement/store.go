@@ -154,6 +154,14 @@ func (s *Store) Has(gang string) bool {
 	return ok
 }
 
+// Forming reports whether the gang has a commitment that is still forming.
+func (s *Store) Forming(gang string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	c, ok := s.pins[gang]
+	return ok && c.Forming()
+}
+
 // Len returns the number of commitments, forming or committed.
 func (s *Store) Len() int {
 	s.mu.Lock()

@@ -24,6 +24,7 @@ func (pl *GangPack) Permit(ctx context.Context, cs fwk.CycleState, pod *v1.Pod, 
 			return fwk.NewStatus(fwk.Unschedulable, msg.NoPreFilterState), 0
 		}
 		pl.ledger.Admitted(pod.UID)
+		pl.paceAdmitted(pod, nodeName)
 		return nil, 0
 	}
 	if pin.Gang.Timeout <= 0 {
@@ -60,5 +61,6 @@ func (pl *GangPack) Permit(ctx context.Context, cs fwk.CycleState, pod *v1.Pod, 
 	}
 	metrics.GateTotal.WithLabelValues("admit").Inc()
 	pl.gangAdmitted(logger, cs, pod, pin, nodeName)
+	pl.paceAdmitted(pod, nodeName)
 	return nil, 0
 }

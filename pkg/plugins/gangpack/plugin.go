@@ -45,7 +45,9 @@ type GangPack struct {
 	// members lists a gang's pods from the scheduler's shared pod informer.
 	members *gang.Members
 	// nodes reads node labels outside scheduling cycles (Bind's placement annotations).
-	nodes  corelisters.NodeLister
+	nodes corelisters.NodeLister
+	// pods reads pods as the informer has them now (the bind window's nominations).
+	pods   corelisters.PodLister
 	handle fwk.Handle
 	// ctx and logger are for work outside a scheduling cycle (GC, eviction calls, wake-ups).
 	ctx    context.Context
@@ -160,6 +162,7 @@ func newPlugin(ctx context.Context, args *gang.Args, h fwk.Handle, ml *gang.Memb
 		qps = cfg.QPS
 	}
 	pl.pace, pl.nominates = newPacer(args, qps), nominatesWaiters()
+	pl.pods = h.SharedInformerFactory().Core().V1().Pods().Lister()
 	return pl
 }
 

@@ -13,17 +13,21 @@ import (
 )
 
 // PreFilter waits for the bind window when it starts new work (pace.go), then validates the
-// gang (its PodGroup and what it says) and plans it.
+// gang (its PodGroup and what it says) and plans it. After a wait the cycle goes on with the
+// nodes the wait did not change only (the snapshot was taken before it).
 func (pl *GangPack) PreFilter(ctx context.Context, cs fwk.CycleState, pod *v1.Pod, nodes []fwk.NodeInfo) (*fwk.PreFilterResult, *fwk.Status) {
-	pl.paceLoop(ctx, pod)
+	fresh := pl.paceLoop(ctx, pod, nodes)
 	cs.Write(requestStateKey, &requestState{request: gang.Request(pod), generation: pl.ledger.Begin()})
 	logger := klog.FromContext(ctx)
 	// The first PreFilter of a new leader pins the gangs the previous one left forming
 	// (resume.go), before this pod, gang member or not, is planned or filtered.
 	pl.resumeNominated(logger, nodes)
+	if fresh != nil && len(fresh.NodeNames) == 0 {
+		return fresh, fwk.NewStatus(fwk.Unschedulable, msg.NodesChanged)
+	}
 	key, name, ok := gang.Of(pod)
 	if !ok { // standalone pods pass; Filter still applies the hold barrier
-		return nil, nil
+		return fresh, nil
 	}
 	if pl.podGroups == nil {
 		return nil, fwk.NewStatus(fwk.Unschedulable, msg.ReaderUnavailable)
@@ -37,7 +41,11 @@ func (pl *GangPack) PreFilter(ctx context.Context, cs fwk.CycleState, pod *v1.Po
 	if st != nil {
 		return nil, st
 	}
-	return pl.planner.Plan(ctx, logger, cs, pod, info, nodes)
+	if fresh == nil { // no wait: the planner's result as it is (Merge would copy it)
+		return pl.planner.Plan(ctx, logger, cs, pod, info, nodes)
+	}
+	res, st := pl.planner.Plan(ctx, logger, cs, pod, info, keepNodes(nodes, fresh))
+	return fresh.Merge(res), st
 }
 
 // PreFilterExtensions returns nil: no incremental AddPod/RemovePod.

@@ -28,6 +28,9 @@ func (l *Ledger) Commitment(key string) (placement.Commitment, bool) { return l.
 // Pinned reports whether the gang has a pin.
 func (l *Ledger) Pinned(key string) bool { return l.store.Has(key) }
 
+// Forming reports whether the gang has a pin that is still forming (not committed).
+func (l *Ledger) Forming(key string) bool { return l.store.Forming(key) }
+
 // Pins lists every pin.
 func (l *Ledger) Pins() []placement.Commitment { return l.store.List() }
 

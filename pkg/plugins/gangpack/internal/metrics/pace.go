@@ -9,7 +9,7 @@ import (
 var (
 	BindsInFlight = metrics.NewGauge(&metrics.GaugeOpts{
 		Name:           "ome_scheduler_binds_in_flight",
-		Help:           "Pods past Permit whose binding has not finished (the bind window's count).",
+		Help:           "Pods waiting on the API client for their nominatedNodeName PATCH or their binding (the bind window's count).",
 		StabilityLevel: metrics.ALPHA,
 	})
 	BindWindowWaitSeconds = metrics.NewCounter(&metrics.CounterOpts{

@@ -27,6 +27,9 @@ const (
 	// node outside the candidates its PreFilter planned, as kube-scheduler does when it tries a
 	// pod's nominated node first.
 	NotCandidate = "node is not among the gang member's planned candidate nodes"
+	// NodesChanged: the cycle waited for the bind window and every node changed meanwhile, so
+	// the cycle's snapshot no longer describes any of them; the pod is retried on those events.
+	NodesChanged = "every node changed while the cycle waited for the bind window"
 )
 
 func NotResolvable(ns, name string) string {

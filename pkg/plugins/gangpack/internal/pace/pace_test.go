@@ -3,6 +3,7 @@ package pace
 import (
 	"context"
 	"fmt"
+	"sync"
 	"testing"
 	"time"
 
@@ -184,5 +185,127 @@ func waitForTimer(t *testing.T, clk *clocktesting.FakeClock) {
 			t.Fatal("Wait did not start its timer")
 		}
 		time.Sleep(time.Millisecond)
+	}
+}
+
+// A pod admitted at Permit counts while the nominatedNodeName PATCH kube-scheduler sends
+// before PreBind may be pending, not in PreBind, and again in Bind; with no PATCH to come it
+// stops counting at once. Only a pod the pacer knows, reserved and not waiting, is admitted.
+func TestAdmittedCountsOnlyWhileItsPatchIsPending(t *testing.T) {
+	p := New(time.Second, 0, clocktesting.NewFakeClock(time.Unix(1000, 0)))
+	steps := []struct {
+		name string
+		do   func() int
+		want int
+	}{
+		{"a and b reserved", func() int { p.Assumed(uid(1)); return p.Assumed(uid(2)) }, 2},
+		{"a admitted, its PATCH may be pending", func() int { return p.Admitted(uid(1), true) }, 2},
+		{"b admitted, no PATCH to come (gate off, or already nominated)", func() int { return p.Admitted(uid(2), false) }, 1},
+		{"a's nomination seen: a is in PreBind", func() int { return p.Nominated(uid(1)) }, 0},
+		{"a second nomination event changes nothing", func() int { return p.Nominated(uid(1)) }, 0},
+		{"an unknown pod's admission changes nothing", func() int { return p.Admitted(uid(9), true) }, 0},
+		{"c waits at Permit on its siblings", func() int { p.Assumed(uid(3)); return p.Waiting(uid(3), false) }, 0},
+		{"an admission of a waiting pod changes nothing", func() int { return p.Admitted(uid(3), true) }, 0},
+		{"a binds", func() int { return p.Started(uid(1)) }, 1},
+		{"b binds", func() int { return p.Started(uid(2)) }, 2},
+		{"a late nomination event does not uncount a binding pod", func() int { return p.Nominated(uid(2)) }, 2},
+		{"a bound, b unreserved", func() int { p.Finished(uid(1), true); return p.Finished(uid(2), false) }, 0},
+	}
+	for _, s := range steps {
+		if got := s.do(); got != s.want {
+			t.Fatalf("%s: %d counted, want %d", s.name, got, s.want)
+		}
+	}
+}
+
+// 300 pods in PreBind (their PATCH seen) do not hold the window: Wait returns at once. A
+// Wait at the limit ends when an admitted pod's PATCH is seen.
+func TestPodsInPreBindDoNotHoldTheWindow(t *testing.T) {
+	clk := clocktesting.NewFakeClock(time.Unix(1000, 0))
+	p := New(time.Second, 0, clk)
+	for i := 0; i < 300; i++ {
+		p.Assumed(uid(i))
+		p.Admitted(uid(i), true)
+	}
+	if st := p.State(); st.InFlight != 300 {
+		t.Fatalf("300 admitted pods with their PATCH pending: %d in flight, want 300", st.InFlight)
+	}
+	done := make(chan time.Duration)
+	go func() { w, _ := p.Wait(context.Background()); done <- w }()
+	waitForTimer(t, clk)
+	clk.Step(10 * time.Millisecond)
+	for i := 0; i < 45; i++ {
+		p.Nominated(uid(i))
+	}
+	if w := <-done; w != 10*time.Millisecond {
+		t.Fatalf("released after %v, want 10ms (when the 45th PATCH was seen)", w)
+	}
+	for i := 45; i < 300; i++ {
+		p.Nominated(uid(i))
+	}
+	if w, st := p.Wait(context.Background()); w != 0 || st.InFlight != 0 {
+		t.Fatalf("300 pods in PreBind: waited %v with %d in flight, want no wait, 0", w, st.InFlight)
+	}
+}
+
+// The limit is max(Floor, min(rate × window, QPS × window)): fed 1,000 binds a second, a
+// client of QPS 200 and a 1 s window has the floor (its ceiling 200 is below it), QPS 400 has
+// 400, QPS 2,000 the measured 1,000.
+func TestFloorWinsOverTheQPSCeiling(t *testing.T) {
+	for _, c := range []struct {
+		qps    float32
+		window time.Duration
+		want   int
+	}{
+		{200, time.Second, Floor},
+		{400, time.Second, 400},
+		{2000, time.Second, 1000},
+		{0, time.Second, 1000},
+		{2000, 500 * time.Millisecond, 500},
+		{400, 500 * time.Millisecond, Floor},
+	} {
+		p := New(c.window, c.qps, clocktesting.NewFakeClock(time.Unix(1000, 0)))
+		for i := 0; i < 1000; i++ {
+			p.Started(uid(i))
+			p.Finished(uid(i), true)
+		}
+		if st := p.State(); st.Rate != 1000 || st.Limit != c.want {
+			t.Errorf("QPS %v, window %v, 1,000 binds in the last second: %+v, want rate 1000, limit %d", c.qps, c.window, st, c.want)
+		}
+	}
+}
+
+// The observer sees every count in the order the changes happened, from any goroutine: each
+// value differs from the one before by one, and the last is the count.
+func TestObserverSeesTheCountsInOrder(t *testing.T) {
+	p := New(time.Second, 0, clocktesting.NewFakeClock(time.Unix(1000, 0)))
+	var seen []int
+	p.Observe(func(n int) { seen = append(seen, n) })
+	var wg sync.WaitGroup
+	for g := 0; g < 8; g++ {
+		wg.Add(1)
+		go func(g int) {
+			defer wg.Done()
+			for i := 0; i < 200; i++ {
+				u := uid(g*1000 + i)
+				p.Assumed(u)
+				p.Started(u)
+				if i%3 != 0 {
+					p.Finished(u, true)
+				}
+			}
+		}(g)
+	}
+	wg.Wait()
+	if seen[0] != 0 {
+		t.Fatalf("first observed count %d, want 0 (Observe reports the count it starts with)", seen[0])
+	}
+	for i := 1; i < len(seen); i++ {
+		if d := seen[i] - seen[i-1]; d != 1 && d != -1 {
+			t.Fatalf("observed %d after %d: the counts reached the observer out of order", seen[i], seen[i-1])
+		}
+	}
+	if last, want := seen[len(seen)-1], p.State().InFlight; last != want || want != 8*67 {
+		t.Fatalf("last observed %d, in flight %d, want both %d", last, want, 8*67)
 	}
 }
