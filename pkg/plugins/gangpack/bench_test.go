@@ -11,6 +11,7 @@ import (
 	st "k8s.io/kubernetes/pkg/scheduler/testing"
 
 	"github.com/moirai-internal/ome-scheduler/pkg/placement"
+	"github.com/moirai-internal/ome-scheduler/pkg/plugins/gangpack/internal/gang"
 )
 
 // BenchmarkPreFilter measures PreFilter of a gang member at 5,000 nodes (625 cliques of 8
@@ -37,7 +38,7 @@ func BenchmarkPreFilter(b *testing.B) {
 			if _, st := w.pl.PreFilter(w.ctx, framework.NewCycleState(), members[0], infos); !st.IsSuccess() {
 				b.Fatal(st)
 			}
-			w.pl.ledger.ReleaseSilently(klog.Background(), "ns/g", placement.AnyID)
+			w.pl.ledger.Unwind(klog.Background(), "ns/g", placement.AnyID, gang.CauseUnreserve, false)
 		}
 	})
 	// Between two calls one domain changes (a standalone pod is assumed on one of its nodes,
@@ -62,7 +63,7 @@ func BenchmarkPreFilter(b *testing.B) {
 			if _, status := w.pl.PreFilter(w.ctx, framework.NewCycleState(), members[0], list); !status.IsSuccess() {
 				b.Fatal(status)
 			}
-			w.pl.ledger.ReleaseSilently(klog.Background(), "ns/g", placement.AnyID)
+			w.pl.ledger.Unwind(klog.Background(), "ns/g", placement.AnyID, gang.CauseUnreserve, false)
 		}
 	})
 	// The heap the plan cache keeps for one gang signature at this size (reported as
@@ -76,7 +77,7 @@ func BenchmarkPreFilter(b *testing.B) {
 			if _, status := w.pl.PreFilter(w.ctx, framework.NewCycleState(), members[0], w.nodeInfos()); !status.IsSuccess() {
 				b.Fatal(status)
 			}
-			w.pl.ledger.ReleaseSilently(klog.Background(), "ns/g", placement.AnyID)
+			w.pl.ledger.Unwind(klog.Background(), "ns/g", placement.AnyID, gang.CauseUnreserve, false)
 			runtime.GC()
 			runtime.ReadMemStats(&after)
 		}

@@ -23,6 +23,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/moirai-internal/ome-scheduler/pkg/plugins/gangpack/internal/gang"
+	"github.com/moirai-internal/ome-scheduler/pkg/plugins/gangpack/internal/ledger"
 
 	schedv1alpha1 "sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
 	pglisters "sigs.k8s.io/scheduler-plugins/pkg/generated/listers/scheduling/v1alpha1"
@@ -187,19 +188,21 @@ func (s *sim) start(factory informers.SharedInformerFactory) {
 	if err != nil {
 		s.t.Fatal(err)
 	}
-	s.pl = newPlugin(s.ctx, composeArgs(), s.h, ml)
+	gen := s.gen
+	s.pl = newPlugin(s.ctx, composeArgs(), s.h, ml, ledger.Options{
+		Now:   func() time.Time { return s.now },
+		After: func(d time.Duration, f func()) func() { return s.addTimer(gen, d, f) },
+		// The plugin's goroutines (a waiter's supervisor, the eviction calls) run at the next
+		// afterPlugin, as one step of simulated time: on their own they would act at
+		// real-time moments the sequence does not control, and the same seed would play
+		// differently.
+		Spawn: func(f func()) { s.spawned = append(s.spawned, f) },
+	})
 	s.pl.registerPodGroupEvents = true
 	s.pl.podGroups = &podGroupReader{}
 	s.pl.planner.UsePodGroups(s.pl.podGroups)
 	s.pl.podGroups.cur.Store(&pgInformer{lister: pglisters.NewPodGroupLister(s.pgIdx), informer: syncedInformer{}})
 	s.pl.evaluator.UsePDBs(nil)
-	gen := s.gen
-	s.pl.ledger.SetNow(func() time.Time { return s.now })
-	s.pl.ledger.SetAfter(func(d time.Duration, f func()) func() { return s.addTimer(gen, d, f) })
-	// The plugin's goroutines (a waiter's supervisor, the eviction calls) run at the next
-	// afterPlugin, as one step of simulated time: on their own they would act at real-time
-	// moments the sequence does not control, and the same seed would play differently.
-	s.pl.ledger.SetSpawn(func(f func()) { s.spawned = append(s.spawned, f) })
 	capture := &captureInformer{SharedIndexInformer: s.podInf}
 	if err := s.pl.ledger.WatchDoubts(capture); err != nil {
 		s.t.Fatal(err)

@@ -68,7 +68,7 @@ func newHoldSim(t *testing.T) *holdSim {
 	w := newWorld(t, nil, nodes, pods, podGroup("x", 2), podGroup("y", 3), podGroup("z", 2))
 	s := &holdSim{w: w, tm: &timers{}, pgs: map[string]int32{"x": 2, "y": 3, "z": 2},
 		cycles: map[string]*cycle{}, nodeOf: map[string]string{}, waits: map[string]*fakeWaiter{}}
-	w.pl.ledger.SetAfter(s.tm.after)
+	w.after = s.tm.after
 	return s
 }
 

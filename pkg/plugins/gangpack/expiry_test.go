@@ -12,6 +12,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/moirai-internal/ome-scheduler/pkg/placement"
+	"github.com/moirai-internal/ome-scheduler/pkg/plugins/gangpack/internal/gang"
 	"github.com/moirai-internal/ome-scheduler/pkg/plugins/gangpack/internal/msg"
 	"github.com/moirai-internal/ome-scheduler/pkg/plugins/gangpack/internal/plan"
 )
@@ -29,7 +30,7 @@ func timedGang(t *testing.T) (*world, *v1.Pod, *[]func()) {
 	pg.Spec.ScheduleTimeoutSeconds = ptr.To[int32](1)
 	w := newWorld(t, nil, nodes, []*v1.Pod{m0, m1}, pg)
 	timers := &[]func(){}
-	w.pl.ledger.SetAfter(func(_ time.Duration, f func()) func() { *timers = append(*timers, f); return func() {} })
+	w.after = func(_ time.Duration, f func()) func() { *timers = append(*timers, f); return func() {} }
 	return w, m0, timers
 }
 
@@ -91,11 +92,11 @@ func TestHoldWithoutPermitExpiresAtTimeout(t *testing.T) {
 	pg.Spec.ScheduleTimeoutSeconds = ptr.To[int32](1)
 	w := newWorld(t, nil, nodes, []*v1.Pod{m0, m1}, pg)
 	w.mustPin(m0)
-	if w.pl.ledger.HeldDomains() != 1 {
+	if w.pl.ledger.Stats().HeldDomains != 1 {
 		t.Fatal("PreFilter did not hold the domain")
 	}
 	deadline := time.Now().Add(testWait)
-	for w.pl.ledger.HeldDomains() != 0 {
+	for w.pl.ledger.Stats().HeldDomains != 0 {
 		if time.Now().After(deadline) {
 			t.Fatal("the hold outlived the gang's timeout")
 		}
@@ -116,11 +117,11 @@ func TestAdoptedShortHoldEndsAndDoesNotRenew(t *testing.T) {
 	pg := podGroup("g", 2)
 	pg.Spec.ScheduleTimeoutSeconds = ptr.To[int32](1)
 	w := newWorld(t, nil, nodes, []*v1.Pod{g0, g1}, pg)
-	if _, st := w.preFilter(g1); st.Code() != fwk.Unschedulable || w.pl.ledger.HeldDomains() != 1 {
-		t.Fatalf("PreFilter(g-1) = %v with %d held domains, want the adopted-short wait holding a", st, w.pl.ledger.HeldDomains())
+	if _, st := w.preFilter(g1); st.Code() != fwk.Unschedulable || w.pl.ledger.Stats().HeldDomains != 1 {
+		t.Fatalf("PreFilter(g-1) = %v with %d held domains, want the adopted-short wait holding a", st, w.pl.ledger.Stats().HeldDomains)
 	}
 	deadline := time.Now().Add(testWait)
-	for w.pl.ledger.HeldDomains() != 0 {
+	for w.pl.ledger.Stats().HeldDomains != 0 {
 		if time.Now().After(deadline) {
 			t.Fatal("the adopted hold outlived the gang's timeout")
 		}
@@ -131,7 +132,7 @@ func TestAdoptedShortHoldEndsAndDoesNotRenew(t *testing.T) {
 	if want := msg.ShortDegraded(msg.AdoptedShort("a", "ns/g", 0, 1), msg.Degraded("ns/g", "a", 0, 1)); st.Message() != want {
 		t.Fatalf("PreFilter(g-1) after expiry = %v, want %q", st, want)
 	}
-	if n := w.pl.ledger.HeldDomains(); n != 0 {
+	if n := w.pl.ledger.Stats().HeldDomains; n != 0 {
 		t.Fatalf("the expired gang holds %d domains again", n)
 	}
 }
@@ -146,13 +147,13 @@ func TestExpiredDomainRests(t *testing.T) {
 		t.Fatalf("%d timers after the pin, want the hold's", len(*timers))
 	}
 	(*timers)[0]() // the gang's timeout passes: the reservation expires
-	if w.pl.ledger.HeldDomains() != 0 {
+	if w.pl.ledger.Stats().HeldDomains != 0 {
 		t.Fatal("the reservation outlived its timeout")
 	}
 	if _, st := w.preFilter(m0); st.Code() != fwk.Unschedulable || st.Message() != msg.NoRoomResting("ns/g", "a") {
 		t.Fatalf("PreFilter after expiry = %v, want %q", st, msg.NoRoomResting("ns/g", "a"))
 	}
-	if w.pl.ledger.HeldDomains() != 0 {
+	if w.pl.ledger.Stats().HeldDomains != 0 {
 		t.Fatal("the gang reserved the resting domain again")
 	}
 	if len(*timers) != 2 {
@@ -187,14 +188,14 @@ func TestPermitTimeoutAtDeadlineRests(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			w, m0, timers := timedGang(t)
 			start := time.Now()
-			w.pl.ledger.SetNow(func() time.Time { return start })
+			w.now = func() time.Time { return start }
 			c := w.mustPin(m0)
 			if st := c.reserveOn("a0"); st.Code() != fwk.Wait {
 				t.Fatalf("Permit = %v, want Wait", st)
 			}
-			w.pl.ledger.SetNow(func() time.Time { return start.Add(tc.elapsed) })
+			w.now = func() time.Time { return start.Add(tc.elapsed) }
 			w.pl.Unreserve(w.ctx, c.cs, m0, "a0") // the framework rejected the waiter
-			if w.pl.ledger.HeldDomains() != 0 {
+			if w.pl.ledger.Stats().HeldDomains != 0 {
 				t.Fatal("the reservation outlived the unwind")
 			}
 			_, st := w.preFilter(m0)
@@ -208,10 +209,10 @@ func TestPermitTimeoutAtDeadlineRests(t *testing.T) {
 			} else if !st.IsSuccess() {
 				t.Fatalf("PreFilter before the deadline = %v, want the gang to reserve again", st)
 			}
-			held := w.pl.ledger.HeldDomains()
+			held := w.pl.ledger.Stats().HeldDomains
 			(*timers)[0]() // the expiry timer fires late: the attempt is gone, nothing more rests
-			if w.pl.ledger.HeldDomains() != held {
-				t.Fatalf("the late expiry timer changed the holds: %d → %d", held, w.pl.ledger.HeldDomains())
+			if w.pl.ledger.Stats().HeldDomains != held {
+				t.Fatalf("the late expiry timer changed the holds: %d → %d", held, w.pl.ledger.Stats().HeldDomains)
 			}
 		})
 	}
@@ -228,7 +229,7 @@ func TestPermitTimeoutCappedAtFifteenMinutes(t *testing.T) {
 		t.Fatal(err)
 	}
 	start := time.Now()
-	w.pl.ledger.SetNow(func() time.Time { return start })
+	w.now = func() time.Time { return start }
 	c := w.mustPin(m0)
 	ni, _ := w.h.snapshot.NodeInfos().Get("a0")
 	if st := w.pl.Filter(w.ctx, c.cs, m0, ni); !st.IsSuccess() {
@@ -240,12 +241,12 @@ func TestPermitTimeoutCappedAtFifteenMinutes(t *testing.T) {
 	if st, wait := w.pl.Permit(w.ctx, c.cs, m0, "a0"); st.Code() != fwk.Wait || wait != 15*time.Minute {
 		t.Fatalf("Permit = %v, %v; want Wait, 15m", st, wait)
 	}
-	w.pl.ledger.SetNow(func() time.Time { return start.Add(900 * time.Second) })
+	w.now = func() time.Time { return start.Add(900 * time.Second) }
 	w.pl.Unreserve(w.ctx, c.cs, m0, "a0") // kube-scheduler's Permit timer rejected the waiter
 	if _, st := w.preFilter(m0); st.Code() != fwk.Unschedulable || st.Message() != msg.NoRoomResting("ns/g", "a") {
 		t.Fatalf("PreFilter after kube-scheduler's timeout = %v, want %q", st, msg.NoRoomResting("ns/g", "a"))
 	}
-	if n := w.pl.ledger.HeldDomains(); n != 0 {
+	if n := w.pl.ledger.Stats().HeldDomains; n != 0 {
 		t.Fatalf("the gang holds %d domains again, want its domain resting", n)
 	}
 }
@@ -260,16 +261,16 @@ func TestTimersEndWithTheirAttempt(t *testing.T) {
 	pg.Spec.ScheduleTimeoutSeconds = ptr.To[int32](1 << 30)
 	w := newWorld(t, nil, nodes, []*v1.Pod{m0, m1}, pg)
 	lt := &liveTimers{}
-	w.pl.ledger.SetAfter(lt.after)
+	w.after = lt.after
 	for i := 0; i < 300; i++ {
 		c := w.mustPin(m0)
 		if i%2 == 0 {
 			w.pl.Unreserve(w.ctx, c.cs, m0, "a0")
 		} else {
-			w.pl.ledger.ReleaseSilently(klog.Background(), "ns/g", plan.ReadPin(c.cs).ID)
+			w.pl.ledger.Unwind(klog.Background(), "ns/g", plan.ReadPin(c.cs).ID, gang.CauseUnreserve, false)
 		}
 	}
-	if n, d := lt.count(), w.pl.ledger.Deadlines(); n != 0 || d != 0 {
+	if n, d := lt.count(), w.pl.ledger.Stats().Deadlines; n != 0 || d != 0 {
 		t.Fatalf("%d live timers and %d deadlines after 300 ended attempts, want none", n, d)
 	}
 	w.mustPin(m0)
@@ -285,7 +286,7 @@ func TestTimersEndWithTheirAttempt(t *testing.T) {
 	if st := w.mustPin(m1).reserveOn("b1"); !st.IsSuccess() {
 		t.Fatalf("Permit(g-1) = %v, want the admission", st)
 	}
-	if n, d := lt.count(), w.pl.ledger.Deadlines(); n != 0 || d != 0 {
+	if n, d := lt.count(), w.pl.ledger.Stats().Deadlines; n != 0 || d != 0 {
 		t.Fatalf("%d live timers and %d deadlines after the gang committed, want none", n, d)
 	}
 }

@@ -27,6 +27,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/moirai-internal/ome-scheduler/pkg/plugins/gangpack/internal/gang"
+	"github.com/moirai-internal/ome-scheduler/pkg/plugins/gangpack/internal/ledger"
 
 	schedv1alpha1 "sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
 	pglisters "sigs.k8s.io/scheduler-plugins/pkg/generated/listers/scheduling/v1alpha1"
@@ -175,6 +176,38 @@ type world struct {
 	nodes  []*v1.Node
 	pods   []*v1.Pod
 	podInf cache.SharedIndexInformer
+	// now, after and spawn replace the ledger's clock, timer and goroutine starter when set
+	// (ledgerOptions); nil means the real one.
+	now   func() time.Time
+	after ledger.AfterFunc
+	spawn func(f func())
+}
+
+// ledgerOptions hand the ledger a clock, a timer and a goroutine starter that follow the
+// world's now, after and spawn, so a test sets them after newWorld.
+func (w *world) ledgerOptions() ledger.Options {
+	return ledger.Options{
+		Now: func() time.Time {
+			if w.now != nil {
+				return w.now()
+			}
+			return time.Now()
+		},
+		After: func(d time.Duration, f func()) func() {
+			if w.after != nil {
+				return w.after(d, f)
+			}
+			t := time.AfterFunc(d, f)
+			return func() { t.Stop() }
+		},
+		Spawn: func(f func()) {
+			if w.spawn != nil {
+				w.spawn(f)
+				return
+			}
+			go f()
+		},
+	}
 }
 
 // newWorld builds a plugin over the nodes and pods (pods with spec.nodeName sit on their
@@ -197,11 +230,11 @@ func newWorld(t testing.TB, args *gang.Args, nodes []*v1.Node, pods []*v1.Pod, p
 	}
 	w := &world{t: t, ctx: ctx, h: h, nodes: nodes, podInf: podInf,
 		pgs: cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc})}
-	w.pl = newPlugin(ctx, args, h, ml)
+	w.pl = newPlugin(ctx, args, h, ml, w.ledgerOptions())
 	w.pl.podGroups = &podGroupReader{}
 	w.pl.planner.UsePodGroups(w.pl.podGroups)
 	w.pl.podGroups.cur.Store(&pgInformer{lister: pglisters.NewPodGroupLister(w.pgs), informer: nil})
-	w.pl.ledger.Begin()
+	w.pl.ledger.StartCycle()
 	for _, pg := range pgs {
 		w.putPodGroup(pg)
 	}

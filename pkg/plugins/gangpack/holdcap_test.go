@@ -24,7 +24,7 @@ func TestHoldCapPerNamespace(t *testing.T) {
 	if want := msg.HoldCap("ns", 1); st.Code() != fwk.Unschedulable || st.Message() != want {
 		t.Fatalf("PreFilter(y-0) = %v, want %q", st, want)
 	}
-	if len(w.pl.ledger.Blocked()) != 1 {
+	if len(w.pl.ledger.Stats().Blocked) != 1 {
 		t.Fatal("the capped pod is not parked for the next hold lift")
 	}
 	w.mustPin(x1) // x's own members are not capped

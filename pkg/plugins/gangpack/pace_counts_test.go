@@ -15,6 +15,7 @@ import (
 	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/moirai-internal/ome-scheduler/pkg/plugins/gangpack/internal/gang"
+	"github.com/moirai-internal/ome-scheduler/pkg/plugins/gangpack/internal/ledger"
 	"github.com/moirai-internal/ome-scheduler/pkg/plugins/gangpack/internal/metrics"
 	"github.com/moirai-internal/ome-scheduler/pkg/plugins/gangpack/internal/msg"
 	"github.com/moirai-internal/ome-scheduler/pkg/plugins/gangpack/internal/pace"
@@ -234,7 +235,7 @@ func TestBindWindowCeilingFromKubeConfig(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		pl := newPlugin(w.ctx, testArgs(), &qpsHandle{w.h, c.qps}, ml)
+		pl := newPlugin(w.ctx, testArgs(), &qpsHandle{w.h, c.qps}, ml, ledger.Options{})
 		for i := 0; i < 1000; i++ {
 			pl.pace.Started(uidOf(i))
 			pl.pace.Finished(uidOf(i), true)

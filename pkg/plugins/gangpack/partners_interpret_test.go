@@ -48,7 +48,7 @@ func TestPartnerGroupErrors(t *testing.T) {
 			if st.Message() != tc.want || st.Code() != fwk.Unschedulable {
 				t.Errorf("PreFilter = %v %q, want Unschedulable %q", st.Code(), st.Message(), tc.want)
 			}
-			if w.pl.ledger.Len() != 0 {
+			if w.pl.ledger.Stats().Pins != 0 {
 				t.Errorf("pinned despite the error")
 			}
 		})
@@ -111,7 +111,7 @@ func TestPartnerGroupKeyMustBeAllowed(t *testing.T) {
 	if st.Code() != fwk.Unschedulable || st.Message() != want {
 		t.Fatalf("PreFilter = %v, want Unschedulable %q", st, want)
 	}
-	if w.pl.ledger.Len() != 0 {
+	if w.pl.ledger.Stats().Pins != 0 {
 		t.Errorf("pinned despite the refused group key")
 	}
 }

@@ -55,8 +55,8 @@ func TestPartnerGroupUnwindCascades(t *testing.T) {
 			t.Errorf("%s: %q, want %q", name, v, msg.Unwound("ns/a"))
 		}
 	}
-	if w.pl.ledger.Len() != 0 {
-		t.Errorf("%d pins left, want 0", w.pl.ledger.Len())
+	if w.pl.ledger.Stats().Pins != 0 {
+		t.Errorf("%d pins left, want 0", w.pl.ledger.Stats().Pins)
 	}
 	if got := groupCounter(t, metrics.GroupUnwound) - before; got != 1 {
 		t.Errorf("placement_group_total{unwound} moved by %v, want 1", got)
@@ -71,7 +71,7 @@ func TestPartnerGroupExpiryCascades(t *testing.T) {
 	w := newWorld(t, groupArgs(), nodes, slices.Concat(a, b),
 		partnerPG("a", 2, "grp", "2", ""), partnerPG("b", 2, "grp", "2", ""))
 	var timers []func()
-	w.pl.ledger.SetAfter(func(_ time.Duration, f func()) func() { timers = append(timers, f); return func() {} })
+	w.after = func(_ time.Duration, f func()) func() { timers = append(timers, f); return func() {} }
 	waiters, st, _ := w.formGroup(a)
 	if st.Code() != fwk.Wait || len(waiters) != 2 {
 		t.Fatalf("a-1 Permit %v with %d waiters; want Wait (b forming) and 2", st, len(waiters))
@@ -87,8 +87,8 @@ func TestPartnerGroupExpiryCascades(t *testing.T) {
 			t.Errorf("%s: %q, want %q", name, v, msg.Unwound("ns/a"))
 		}
 	}
-	if w.pl.ledger.Len() != 0 {
-		t.Errorf("%d pins left, want 0", w.pl.ledger.Len())
+	if w.pl.ledger.Stats().Pins != 0 {
+		t.Errorf("%d pins left, want 0", w.pl.ledger.Stats().Pins)
 	}
 }
 
@@ -113,8 +113,8 @@ func TestPartnerGroupMinMemberRaisedUnwindsCommittedPartner(t *testing.T) {
 	if v := waiters["a-0"].await(testWait); v != msg.Unwound("ns/a") {
 		t.Fatalf("a-0: %q, want %q", v, msg.Unwound("ns/a"))
 	}
-	if w.pl.ledger.Len() != 0 {
-		t.Errorf("%d pins left, want 0", w.pl.ledger.Len())
+	if w.pl.ledger.Stats().Pins != 0 {
+		t.Errorf("%d pins left, want 0", w.pl.ledger.Stats().Pins)
 	}
 }
 
@@ -188,25 +188,20 @@ func TestPartnerGroupSurplusFailureKeepsGroup(t *testing.T) {
 	}
 }
 
-// GC forgets waiting groups without pods or PodGroups and group records whose attempts are
-// all gone; it keeps the rest.
+// GC forgets waiting groups without pods or PodGroups; it keeps the rest. (Group records
+// whose attempts are all gone: the ledger's TestPruneGroupsForgetsDeadRecords.)
 func TestPartnerGroupsPruned(t *testing.T) {
 	a := members("a", 2)
 	w := newWorld(t, groupArgs(), cliqueNodes("c4", "", 4), a, partnerPG("a", 2, "grp", "2", ""))
 	w.pl.ledger.GroupWaits("ns/grp", plan.GroupIncomplete)
 	w.pl.ledger.GroupWaits("ns/gone", plan.GroupIncomplete)
-	w.pl.ledger.RecordGroup("ns/old", "ns/x", 41)
-	w.pl.ledger.RecordGroup("ns/old", "ns/y", 42)
 	_, st := w.preFilter(a[0]) // waits for b: a is not pinned, nothing recorded
 	if st.IsSuccess() {
 		t.Fatal("a planned without its partner")
 	}
 	w.pl.pruneGroups()
-	got := w.pl.ledger.WaitingGroups()
+	got := w.pl.ledger.Stats().WaitingGroups
 	if len(got) != 1 || got[0] != "ns/grp" {
 		t.Errorf("waiting groups %v, want [ns/grp]", got)
-	}
-	if w.pl.ledger.GroupRecords() != 0 {
-		t.Errorf("stale group record kept")
 	}
 }

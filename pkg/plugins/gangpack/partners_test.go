@@ -154,7 +154,7 @@ func TestPartnerGroupBestFitOverTotal(t *testing.T) {
 	if d := domainOf(t, used); d != "c4" {
 		t.Errorf("members in %s, want c4", d)
 	}
-	if w.pl.ledger.GroupRecords() != 0 {
+	if w.pl.ledger.Stats().GroupRecords != 0 {
 		t.Errorf("group record kept after admission")
 	}
 }
@@ -246,8 +246,8 @@ func TestPartnerGroupNoFit(t *testing.T) {
 			t.Errorf("PreFilter(%s) = %q, want %q", p.Name, st.Message(), want)
 		}
 	}
-	if w.pl.ledger.Len() != 0 {
-		t.Errorf("%d pins, want none", w.pl.ledger.Len())
+	if w.pl.ledger.Stats().Pins != 0 {
+		t.Errorf("%d pins, want none", w.pl.ledger.Stats().Pins)
 	}
 	if got := groupCounter(t, metrics.GroupNoFit) - before; got != 2 {
 		t.Errorf("placement_group_total{no_fit} moved by %v, want 2", got)

@@ -101,14 +101,14 @@ func TestPermitGuardNearWaiterDeadline(t *testing.T) {
 			nodes := []*v1.Node{testNode("a0", "a", 1), testNode("a1", "a", 1)}
 			m0, m1 := gangMember("g-0", "g", 1), gangMember("g-1", "g", 1)
 			w := newWorld(t, nil, nodes, []*v1.Pod{m0, m1}, podGroup("g", 2))
-			w.pl.ledger.SetAfter(func(time.Duration, func()) func() { return func() {} })
+			w.after = func(time.Duration, func()) func() { return func() {} }
 			// The waiter's supervisor runs once the waiter is registered, as it does when the
 			// framework registers it right after Permit: a supervisor delayed past the
 			// completing member's Reserve would see the gang committed and admit the waiter.
 			var supervise []func()
-			w.pl.ledger.SetSpawn(func(f func()) { supervise = append(supervise, f) })
+			w.spawn = func(f func()) { supervise = append(supervise, f) }
 			start := time.Now()
-			w.pl.ledger.SetNow(func() time.Time { return start })
+			w.now = func() time.Time { return start }
 			if st := w.mustPin(m0).reserveOn("a0"); st.Code() != fwk.Wait {
 				t.Fatalf("Permit(g-0) = %v, want Wait", st)
 			}
@@ -117,7 +117,7 @@ func TestPermitGuardNearWaiterDeadline(t *testing.T) {
 				f()
 			}
 			w.resnap(assumed(m0, "a0"))
-			w.pl.ledger.SetNow(func() time.Time { return start.Add(tc.elapsed) })
+			w.now = func() time.Time { return start.Add(tc.elapsed) }
 			c := w.mustPin(m1)
 			st := c.reserveOn("a1")
 			if tc.admit {

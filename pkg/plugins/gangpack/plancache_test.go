@@ -132,7 +132,7 @@ func (s *cacheSim) step(op, arg byte) {
 		s.nodes[n.Name] = n
 	case 5: // another gang pins (reserves room) or lets go
 		if _, ok := s.w.pl.ledger.Commitment("ns/o"); ok {
-			s.w.pl.ledger.ReleaseSilently(klog.Background(), "ns/o", placement.AnyID)
+			s.w.pl.ledger.Unwind(klog.Background(), "ns/o", placement.AnyID, gang.CauseUnreserve, false)
 			return
 		}
 		s.sync()
@@ -165,7 +165,7 @@ func (s *cacheSim) preFilterOnce(p *v1.Pod, cached bool) outcome {
 	key, _, _ := gang.Of(p)
 	if pin, ok := s.w.pl.ledger.Commitment(key); ok {
 		out.domain, out.reserved = pin.Domain, pin.Reserved
-		s.w.pl.ledger.ReleaseSilently(klog.Background(), key, pin.ID)
+		s.w.pl.ledger.Unwind(klog.Background(), key, pin.ID, gang.CauseUnreserve, false)
 	}
 	return out
 }

@@ -108,7 +108,7 @@ func New(ctx context.Context, obj runtime.Object, h fwk.Handle) (fwk.Plugin, err
 	if err != nil {
 		return nil, fmt.Errorf("add pod-group index to the pod informer: %w", err)
 	}
-	pl := newPlugin(klog.NewContext(ctx, logger), args, h, ml)
+	pl := newPlugin(klog.NewContext(ctx, logger), args, h, ml, ledger.Options{})
 	if args.Preemption {
 		pl.evaluator.UsePDBs(h.SharedInformerFactory().Policy().V1().PodDisruptionBudgets().Lister())
 	}
@@ -144,7 +144,7 @@ func New(ctx context.Context, obj runtime.Object, h fwk.Handle) (fwk.Plugin, err
 	return pl, nil
 }
 
-func newPlugin(ctx context.Context, args *gang.Args, h fwk.Handle, ml *gang.Members) *GangPack {
+func newPlugin(ctx context.Context, args *gang.Args, h fwk.Handle, ml *gang.Members, lo ledger.Options) *GangPack {
 	ml.OnlyScheduler(h.ProfileName())
 	pl := &GangPack{
 		args:    args,
@@ -154,7 +154,7 @@ func newPlugin(ctx context.Context, args *gang.Args, h fwk.Handle, ml *gang.Memb
 		logger:  klog.FromContext(ctx),
 		quality: quality.New(),
 	}
-	pl.ledger = ledger.New(ctx, h, ml, pl.quality.HeldChanged)
+	pl.ledger = ledger.New(ctx, h, ml, pl.quality.HeldChanged, lo)
 	pl.evaluator = preempt.New(ctx, h, ml, nil, preemption{pl}, pl.ledger.Now)
 	pl.planner = plan.New(args, pl.ledger, ml, h, pl.quality, nil, pl.evaluator)
 	var qps float32

@@ -31,11 +31,11 @@ func TestProtectionEndRequeuesRefusedGang(t *testing.T) {
 		f  func()
 	}
 	var timers []timer
-	w.pl.ledger.SetNow(func() time.Time { return now })
-	w.pl.ledger.SetAfter(func(d time.Duration, f func()) func() {
+	w.now = func() time.Time { return now }
+	w.after = func(d time.Duration, f func()) func() {
 		timers = append(timers, timer{now.Add(d), f})
 		return func() {}
-	})
+	}
 	res, st := w.pl.PostFilter(w.ctx, framework.NewCycleState(), solo, filteredOut())
 	if !st.IsSuccess() || res == nil || res.NominatingInfo.NominatedNodeName != "a1" {
 		t.Fatalf("PostFilter(solo) = %+v, %v; want a1 nominated", res, st)
@@ -45,8 +45,8 @@ func TestProtectionEndRequeuesRefusedGang(t *testing.T) {
 	if _, st := w.preFilter(g0); st.IsSuccess() {
 		t.Fatal("PreFilter(g-0) succeeded; want the gang refused while a1 is protected")
 	}
-	if _, blocked := w.pl.ledger.Blocked()[testNS+"/g-0"]; !blocked {
-		t.Fatalf("g-0 not parked as reservation-blocked: %v", w.pl.ledger.Blocked())
+	if _, blocked := w.pl.ledger.Stats().Blocked[testNS+"/g-0"]; !blocked {
+		t.Fatalf("g-0 not parked as reservation-blocked: %v", w.pl.ledger.Stats().Blocked)
 	}
 
 	hint := podHint(false, w.pl.protectionEnded)

@@ -129,7 +129,7 @@ func TestPreemptRecordOutlivesTheTimeout(t *testing.T) {
 	}
 	w.resnap()
 	later := time.Now().Add(601 * time.Second) // hi's scheduleTimeoutSeconds is 600
-	w.pl.ledger.SetNow(func() time.Time { return later })
+	w.now = func() time.Time { return later }
 	_, st := w.postFilter(hi[1])
 	wantWait(t, st, "; preemption: waiting for 2 preempted pods to terminate in domain a")
 	if got, want := w.remaining(), []string{"hi-0", "hi-1", "mid-0", "mid-1"}; !slices.Equal(got, want) {

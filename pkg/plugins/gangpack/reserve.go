@@ -53,7 +53,7 @@ func (pl *GangPack) Unreserve(ctx context.Context, cs fwk.CycleState, pod *v1.Po
 		klog.FromContext(ctx).V(4).Info("gangpack.Unreserve.nomination", "pod", klog.KObj(pod), "node", nodeName)
 	}
 	if pin := plan.ReadPin(cs); pin != nil && !pin.Surplus {
-		pl.ledger.Unreserved(klog.FromContext(ctx), pin.Gang, pin.ID)
+		pl.ledger.UnwindOnUnreserve(klog.FromContext(ctx), pin.Gang, pin.ID)
 	}
 	if pl.ledger.MemberUnreserved(pod, nodeName) {
 		klog.FromContext(ctx).V(4).Info("gangpack.Unreserve.bind_in_doubt", "pod", klog.KObj(pod), "node", nodeName)

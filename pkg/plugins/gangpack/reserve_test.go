@@ -142,9 +142,7 @@ func TestBindErrorPutsNodeInDoubt(t *testing.T) {
 	if st := w.pl.Filter(w.ctx, framework.NewCycleState(), a, ni); !st.IsSuccess() {
 		t.Fatalf("Filter(a on its own node) = %v, want success", st)
 	}
-	if !w.pl.ledger.ResolveDoubt(a.UID) {
-		t.Fatal("no doubt to resolve")
-	}
+	w.doubtEvents().OnUpdate(a, bound(a, "n0")) // the informer reports a bound
 	if st := w.pl.Filter(w.ctx, framework.NewCycleState(), b, ni); !st.IsSuccess() {
 		t.Fatalf("Filter(b on n0) after the informer reported a = %v, want success", st)
 	}
@@ -180,9 +178,9 @@ func TestDoubtEndsOnlyOnBindOutcome(t *testing.T) {
 			nodes := []*v1.Node{testNode("n0", "", 1)}
 			a, b := standalone("a"), standalone("b")
 			w := newWorld(t, nil, nodes, []*v1.Pod{a, b})
-			w.pl.ledger.SetAfter((&liveTimers{}).after)
+			w.after = (&liveTimers{}).after
 			w.pl.Unreserve(w.ctx, w.admitStandalone(a, "n0"), a, "n0")
-			tc.event(w.pl.ledger.DoubtEvents(), a)
+			tc.event(w.doubtEvents(), a)
 			if blocked := w.pl.ledger.DoubtBlocks("n0", b.UID, time.Now()); blocked == tc.ends {
 				t.Fatalf("n0 in doubt after the event: %v, want %v", blocked, !tc.ends)
 			}
@@ -202,4 +200,14 @@ func (w *world) admitStandalone(p *v1.Pod, node string) fwk.CycleState {
 		w.t.Fatalf("Permit(%s) = %v", p.Name, st)
 	}
 	return c.cs
+}
+
+// doubtEvents are the pod event handlers the ledger registers to end bindings in doubt.
+func (w *world) doubtEvents() cache.ResourceEventHandler {
+	w.t.Helper()
+	capture := &captureInformer{SharedIndexInformer: w.podInf}
+	if err := w.pl.ledger.WatchDoubts(capture); err != nil || len(capture.handlers) != 1 {
+		w.t.Fatalf("WatchDoubts registered %d handlers (%v), want 1", len(capture.handlers), err)
+	}
+	return capture.handlers[0]
 }

@@ -48,7 +48,7 @@ func TestResumeIgnoresOtherSchedulers(t *testing.T) {
 		otherScheduler(nominated(gangMember("o-1", "o", 1), "n2"))}
 	w := newWorld(t, nil, nodes, pods, podGroup("o", 2))
 	w.failover()
-	w.pl.ledger.Begin()
+	w.pl.ledger.StartCycle()
 	if got := w.pl.ledger.TakeNominated(); len(got) != 0 {
 		t.Fatalf("TakeNominated = %v, want nothing (the pods are another scheduler's)", got)
 	}

@@ -33,7 +33,7 @@ func (w *world) failover() {
 		w.t.Fatal(err)
 	}
 	w.h.waiting = map[types.UID]*fakeWaiter{}
-	w.pl = newPlugin(w.ctx, w.pl.args, w.h, ml)
+	w.pl = newPlugin(w.ctx, w.pl.args, w.h, ml, w.ledgerOptions())
 	w.pl.podGroups = &podGroupReader{}
 	w.pl.planner.UsePodGroups(w.pl.podGroups)
 	w.pl.podGroups.cur.Store(&pgInformer{lister: pglisters.NewPodGroupLister(w.pgs), informer: nil})

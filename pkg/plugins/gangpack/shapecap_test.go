@@ -10,6 +10,7 @@ import (
 	"k8s.io/kubernetes/pkg/scheduler/framework"
 
 	"github.com/moirai-internal/ome-scheduler/pkg/placement"
+	"github.com/moirai-internal/ome-scheduler/pkg/plugins/gangpack/internal/gang"
 	"github.com/moirai-internal/ome-scheduler/pkg/plugins/gangpack/internal/plan"
 )
 
@@ -54,7 +55,7 @@ func BenchmarkPlanManyShapes(b *testing.B) {
 			b.ResetTimer()
 			for i := 0; i < b.N; i++ {
 				w.pl.PreFilter(w.ctx, framework.NewCycleState(), members[0], infos)
-				w.pl.ledger.ReleaseSilently(klog.Background(), "ns/g", placement.AnyID)
+				w.pl.ledger.Unwind(klog.Background(), "ns/g", placement.AnyID, gang.CauseUnreserve, false)
 			}
 		})
 	}

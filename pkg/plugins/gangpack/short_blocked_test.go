@@ -29,8 +29,8 @@ func TestPinnedShortBehindReservationWaitsForHoldLift(t *testing.T) {
 	if _, st := w.preFilter(g1); st.IsSuccess() || !strings.Contains(st.Message(), "cannot fit all remaining gang members") {
 		t.Fatalf("PreFilter(g-1) = %v, want the pinned domain short", st)
 	}
-	if _, blocked := w.pl.ledger.Blocked()[testNS+"/g-1"]; !blocked {
-		t.Fatalf("g-1 not parked as reservation-blocked: %v", w.pl.ledger.Blocked())
+	if _, blocked := w.pl.ledger.Stats().Blocked[testNS+"/g-1"]; !blocked {
+		t.Fatalf("g-1 not parked as reservation-blocked: %v", w.pl.ledger.Stats().Blocked)
 	}
 	w.h.mu.Lock()
 	w.h.activated = nil
@@ -46,11 +46,13 @@ func TestPinnedShortBehindReservationWaitsForHoldLift(t *testing.T) {
 	// Room short with no reservation in the way: a2 taken by a bound pod.
 	w.addPod(placedOn(standalone("fill"), "a2"))
 	w.resnap()
-	w.pl.ledger.WakeBlocked(klog.FromContext(w.ctx)) // empties the blocked set
+	if n := len(w.pl.ledger.Stats().Blocked); n != 0 { // h's hold lift woke them all
+		t.Fatalf("%d pods still reservation-blocked after the hold lift, want 0", n)
+	}
 	if _, st := w.preFilter(g1); st.IsSuccess() {
 		t.Fatal("PreFilter(g-1) succeeded on a full domain")
 	}
-	if _, blocked := w.pl.ledger.Blocked()[testNS+"/g-1"]; blocked {
+	if _, blocked := w.pl.ledger.Stats().Blocked[testNS+"/g-1"]; blocked {
 		t.Fatal("g-1 parked as reservation-blocked though no reservation holds its room")
 	}
 }

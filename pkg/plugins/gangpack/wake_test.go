@@ -14,6 +14,7 @@ import (
 	fwk "k8s.io/kube-scheduler/framework"
 
 	"github.com/moirai-internal/ome-scheduler/pkg/plugins/gangpack/internal/gang"
+	"github.com/moirai-internal/ome-scheduler/pkg/plugins/gangpack/internal/ledger"
 	"github.com/moirai-internal/ome-scheduler/pkg/plugins/gangpack/internal/msg"
 	"github.com/moirai-internal/ome-scheduler/pkg/plugins/gangpack/internal/plan"
 )
@@ -56,13 +57,12 @@ func TestWakeBlockedOneMemberPerGang(t *testing.T) {
 	}
 	w := newWorld(t, nil, nil, pods)
 	rec := &activationRecorder{Handle: w.h}
-	pl := w.pl
-	pl.handle = rec
-	pl.ledger.SetHandle(rec)
+	pl := newPlugin(w.ctx, testArgs(), rec, w.pl.members, w.ledgerOptions())
+	pl.ledger.StartCycle()
 	for _, p := range pods {
 		pl.ledger.ParkBlocked(klog.Background(), p, pl.ledger.Generation())
 	}
-	pl.ledger.WakeBlocked(klog.Background())
+	w.protectionEnds(pl.ledger)
 	if len(rec.calls) != 1 {
 		t.Fatalf("%d activation calls, want 1", len(rec.calls))
 	}
@@ -75,12 +75,12 @@ func TestWakeBlockedOneMemberPerGang(t *testing.T) {
 	if len(got) != 5 {
 		t.Fatalf("activated %v, want exactly 5 pods", keys(got))
 	}
-	left := pl.ledger.Blocked()
+	left := pl.ledger.Stats().Blocked
 	if len(left) != 2 || left["ns/g1-1"] == nil || left["ns/g1-2"] == nil {
 		t.Fatalf("still blocked %v, want ns/g1-1 and ns/g1-2", keys(left))
 	}
 	// The next drain wakes the next member of g1.
-	pl.ledger.WakeBlocked(klog.Background())
+	w.protectionEnds(pl.ledger)
 	if _, ok := rec.calls[1]["ns/g1-1"]; !ok || len(rec.calls[1]) != 1 {
 		t.Fatalf("second wake activated %v, want ns/g1-1", keys(rec.calls[1]))
 	}
@@ -100,8 +100,8 @@ func TestParkAfterHoldLiftWakesPod(t *testing.T) {
 	if !containsKey(w.h.activated, "ns/solo") {
 		t.Fatalf("activated %v, want ns/solo", w.h.activated)
 	}
-	if len(w.pl.ledger.Blocked()) != 0 {
-		t.Fatalf("blocked set %v, want empty after the wake-up", keys(w.pl.ledger.Blocked()))
+	if len(w.pl.ledger.Stats().Blocked) != 0 {
+		t.Fatalf("blocked set %v, want empty after the wake-up", keys(w.pl.ledger.Stats().Blocked))
 	}
 }
 
@@ -111,7 +111,7 @@ func TestWakeBlockedSkipsDeletedRepresentative(t *testing.T) {
 	w := newWorld(t, nil, nil, []*v1.Pod{g1}, podGroup("g", 2)) // g-0 is gone from the informer
 	w.pl.ledger.ParkBlocked(klog.Background(), g0, w.pl.ledger.Generation())
 	w.pl.ledger.ParkBlocked(klog.Background(), g1, w.pl.ledger.Generation())
-	w.pl.ledger.WakeBlocked(klog.Background())
+	w.protectionEnds(w.pl.ledger)
 	if !containsKey(w.h.activated, "ns/g-1") {
 		t.Fatalf("activated %v, want ns/g-1", w.h.activated)
 	}
@@ -170,7 +170,7 @@ func TestDoubtTimeoutWakesBlockedPods(t *testing.T) {
 	a, b := standalone("a"), standalone("b")
 	w := newWorld(t, nil, nodes, []*v1.Pod{a, b})
 	lt := &liveTimers{}
-	w.pl.ledger.SetAfter(lt.after)
+	w.after = lt.after
 	cs := w.admitStandalone(a, "n0")
 	w.pl.Unreserve(w.ctx, cs, a, "n0") // the bind failed after admission
 	w.pl.ledger.ParkBlocked(klog.Background(), b, w.pl.ledger.Generation())
@@ -335,4 +335,19 @@ func TestAwaitedSiblingChangeWakesWaiter(t *testing.T) {
 			}
 		})
 	}
+}
+
+// protectionEnds wakes the reservation-blocked pods as the end of a standalone preemptor's
+// protection does (its timer fires).
+func (w *world) protectionEnds(l *ledger.Ledger) {
+	w.t.Helper()
+	var fire []func()
+	prev := w.after
+	w.after = func(_ time.Duration, f func()) func() { fire = append(fire, f); return func() {} }
+	l.WakeBlockedAfter("protected-preemptor", time.Second)
+	w.after = prev
+	if len(fire) != 1 {
+		w.t.Fatalf("%d protection timers, want 1", len(fire))
+	}
+	fire[0]()
 }

@@ -10,10 +10,10 @@ import (
 	"github.com/moirai-internal/ome-scheduler/pkg/plugins/gangpack/internal/metrics"
 )
 
-// activate moves pods to the active queue and counts one activation per
+// Activate moves pods to the active queue and counts one activation per
 // call with at least one pod. A replica that has not scheduled yet (a standby) stays silent.
 // Never called with the store lock held.
-func (l *Ledger) activate(logger klog.Logger, trigger string, pods []*v1.Pod) int {
+func (l *Ledger) Activate(logger klog.Logger, trigger string, pods []*v1.Pod) int {
 	if len(pods) == 0 || !l.active.Load() {
 		return 0
 	}
@@ -33,7 +33,7 @@ func (l *Ledger) activateGang(logger klog.Logger, trigger, ns, name, except stri
 		logger.Error(err, "List gang members for activation", "gang", ns+"/"+name)
 		return 0
 	}
-	return l.activate(logger, trigger, pods)
+	return l.Activate(logger, trigger, pods)
 }
 
 // wakeForPermit is Permit's wake-up (trigger permit) of a member under attempt id: the pod
@@ -56,7 +56,7 @@ func (l *Ledger) wakeForPermit(logger klog.Logger, pod *v1.Pod, gang gang.Info, 
 			}
 		}
 	}
-	return l.activate(logger, metrics.TriggerPermit, pods)
+	return l.Activate(logger, metrics.TriggerPermit, pods)
 }
 
 // permitWakes records, per gang, the attempt whose first Permit woke the gang.
@@ -128,5 +128,5 @@ func (l *Ledger) wakeBlocked(logger klog.Logger) {
 	for _, p := range first {
 		list = append(list, p)
 	}
-	l.activate(logger, metrics.TriggerReservationReleased, list)
+	l.Activate(logger, metrics.TriggerReservationReleased, list)
 }

@@ -18,12 +18,12 @@ import (
 // admitted (waitEndsSoon).
 const PermitDeadlineMargin = time.Second
 
-// WaitEndsSoon reports whether a member waiting under the pin's attempt reaches the end of its
+// waitEndsSoon reports whether a member waiting under the pin's attempt reaches the end of its
 // Permit wait within PermitDeadlineMargin. kube-scheduler's timer rejects such a member on its
 // own, possibly while the completing member allows the others, which would bind part of the
 // gang; refusing the completing member instead unwinds the whole attempt (its Unreserve). The
 // wait is measured from the waiter's Permit, a little before kube-scheduler starts its timer.
-func (l *Ledger) WaitEndsSoon(info gang.Info, id uint64) bool {
+func (l *Ledger) waitEndsSoon(info gang.Info, id uint64) bool {
 	limit := l.now().Add(PermitDeadlineMargin - info.Timeout)
 	soon := false
 	l.forEachWaiter(info.Key, id, func(wp fwk.WaitingPod) {
@@ -68,14 +68,65 @@ func (l *Ledger) superviseWaiter(pod *v1.Pod, key string, id uint64, admit func(
 	}
 }
 
-// Admitted marks a pod Permit admitted: a failed binding from now on leaves its node in doubt.
-func (l *Ledger) Admitted(uid types.UID) { l.doubts.admit(uid) }
+// MarkAdmitted marks a pod Permit admitted: a failed binding from now on leaves its node in
+// doubt.
+func (l *Ledger) MarkAdmitted(uid types.UID) { l.doubts.admit(uid) }
 
-// EnterPermit records the member's attempt (an unwind from now on finds the pod by it, as a
-// waiter or, before the framework registers the waiter, through its supervisor) and reports
-// whether the attempt still owns the gang's pin and whether the gang committed. An attempt
-// that lost its pin is forgotten again.
-func (l *Ledger) EnterPermit(pod *v1.Pod, key string, id uint64) (owned, committed bool) {
+// Outcome is what Permit decided for a member.
+type Outcome int
+
+const (
+	// Reject: the member is refused (Verdict.Msg says why).
+	Reject Outcome = iota
+	// Wait: the member waits at Permit for its gang (or its placement group) to commit.
+	Wait
+	// Admit: the member completed the gang; every waiter of its attempt was allowed.
+	Admit
+)
+
+// Verdict is Permit's decision for one member.
+type Verdict struct {
+	Outcome Outcome
+	Msg     string // why a member is rejected
+}
+
+// Permit is the gang's all-or-nothing gate for a member of attempt id, in this order:
+//
+//  1. record the member's attempt (enterPermit): an unwind from now on finds the pod by it, as
+//     a waiter or, before the framework registers the waiter, through its supervisor; an
+//     attempt that lost its pin is rejected;
+//  2. wake the member, the siblings parked behind it and, on the attempt's first Permit, the
+//     gang (wakeForPermit);
+//  3. while the gang is not committed, or admitGroup (a placement group's check that every
+//     partner is committed) refuses: supervise the waiter (superviseWaiter) and Wait;
+//  4. otherwise, when a waiter's Permit wait ends within PermitDeadlineMargin (waitEndsSoon),
+//     unwind the attempt and reject the member: the attempt is committed, and a waiter's
+//     supervisor would otherwise admit it in between;
+//  5. otherwise allow every waiter of the attempt and mark them and the member admitted.
+//
+// The caller admits a placement group's partners (AdmitWaiters) after an Admit.
+func (l *Ledger) Permit(logger klog.Logger, pod *v1.Pod, info gang.Info, id uint64, admitGroup func() bool) Verdict {
+	owned, committed := l.enterPermit(pod, info.Key, id)
+	if !owned {
+		return Verdict{Outcome: Reject, Msg: msg.Unwound(info.Key)}
+	}
+	l.wakeForPermit(logger, pod, info, id)
+	if !committed || !admitGroup() {
+		l.spawn(func() { l.superviseWaiter(pod, info.Key, id, admitGroup) })
+		return Verdict{Outcome: Wait}
+	}
+	if l.waitEndsSoon(info, id) {
+		logger.V(4).Info("gangpack.Permit.deadline_guard", "pod", klog.KObj(pod), "gang", info.Key, "margin", PermitDeadlineMargin)
+		l.UnwindOnUnreserve(logger, info, id)
+		return Verdict{Outcome: Reject, Msg: msg.WaitEndsSoon(info.Key)}
+	}
+	l.admitAttempt(pod, info.Key, id)
+	return Verdict{Outcome: Admit}
+}
+
+// enterPermit records the member's attempt and reports whether the attempt still owns the
+// gang's pin and whether the gang committed. An attempt that lost its pin is forgotten again.
+func (l *Ledger) enterPermit(pod *v1.Pod, key string, id uint64) (owned, committed bool) {
 	l.attempts.set(gang.PodKey(pod), id, l.now())
 	owned, committed = l.store.Committed(key, id)
 	if !owned {
@@ -84,21 +135,11 @@ func (l *Ledger) EnterPermit(pod *v1.Pod, key string, id uint64) (owned, committ
 	return owned, committed
 }
 
-// Supervise starts the waiter's supervisor (superviseWaiter) on a goroutine of its own.
-func (l *Ledger) Supervise(pod *v1.Pod, key string, id uint64, admit func() bool) {
-	l.spawn(func() { l.superviseWaiter(pod, key, id, admit) })
-}
-
-// AdmitAttempt allows every waiter of the gang's attempt id and marks them, and pod, admitted.
-func (l *Ledger) AdmitAttempt(pod *v1.Pod, key string, id uint64) {
+// admitAttempt allows every waiter of the gang's attempt id and marks them, and pod, admitted.
+func (l *Ledger) admitAttempt(pod *v1.Pod, key string, id uint64) {
 	l.forEachWaiter(key, id, func(wp fwk.WaitingPod) {
 		l.doubts.admit(wp.GetPod().UID)
 		wp.Allow(gang.PluginName)
 	})
 	l.doubts.admit(pod.UID)
-}
-
-// WakeForPermit: see wakeForPermit.
-func (l *Ledger) WakeForPermit(logger klog.Logger, pod *v1.Pod, info gang.Info, id uint64) int {
-	return l.wakeForPermit(logger, pod, info, id)
 }

@@ -15,9 +15,9 @@ import (
 // cycle (Reserve, Unreserve, PostBind), and what they read from it. Permit's verbs are in
 // admit.go; PreFilter's decisions carried out are in pins.go and drop.go.
 
-// Begin is every PreFilter's first call: it marks the ledger active (only an active, leading
+// StartCycle is every PreFilter's first call: it marks the ledger active (only an active, leading
 // replica activates pods) and returns the hold generation the cycle's decisions are made under.
-func (l *Ledger) Begin() uint64 {
+func (l *Ledger) StartCycle() uint64 {
 	l.active.Store(true)
 	return l.store.Generation()
 }
@@ -50,9 +50,6 @@ func (l *Ledger) ReservedExcept(except string) map[string]placement.Reserved {
 // HeldKeys are the topology keys of the domains forming gangs hold.
 func (l *Ledger) HeldKeys() []string { return l.store.HeldKeys() }
 
-// HeldDomainRefs are the domains forming gangs hold.
-func (l *Ledger) HeldDomainRefs() []placement.DomainRef { return l.store.HeldDomainRefs() }
-
 // DoubtBlocks reports whether the node is avoided because of a binding in doubt.
 func (l *Ledger) DoubtBlocks(node string, uid types.UID, now time.Time) bool {
 	return l.doubts.blocks(node, uid, now)
@@ -80,11 +77,6 @@ func (l *Ledger) Drain(logger klog.Logger, info gang.Info, id uint64, node strin
 	return r.Committed
 }
 
-// Unreserved is Unreserve's unwind of a member's attempt (see unwindOnUnreserve).
-func (l *Ledger) Unreserved(logger klog.Logger, info gang.Info, id uint64) {
-	l.unwindOnUnreserve(logger, info, id)
-}
-
 // MemberUnreserved forgets the member's attempt and node and, when the pod failed in binding
 // after Permit admitted it, puts its node in doubt; it reports whether it did.
 func (l *Ledger) MemberUnreserved(pod *v1.Pod, node string) bool {
@@ -109,27 +101,11 @@ func (l *Ledger) MemberBound(pod *v1.Pod, id uint64, pinned bool) {
 	l.doubts.bound(pod.UID)
 }
 
-// Unwind drops the gang's pin if attempt id owns it (placement.AnyID: whatever the owner),
-// optionally marking its domain failed, and rejects the attempt's waiters.
-func (l *Ledger) Unwind(logger klog.Logger, key string, id uint64, cause string, markFailed bool) UnwindResult {
-	return l.unwind(logger, key, id, cause, markFailed)
-}
-
 // Abandon unwinds whatever pin the gang has and forgets its failed domains: its PodGroup is
 // gone (cause), or GC found the gang dead or re-created.
 func (l *Ledger) Abandon(logger klog.Logger, key string, id uint64, cause string) {
-	l.unwind(logger, key, id, cause, false)
+	l.Unwind(logger, key, id, cause, false)
 	l.forgetFailed(key, "")
-}
-
-// ParkBlocked: see parkBlocked.
-func (l *Ledger) ParkBlocked(logger klog.Logger, pod *v1.Pod, generation uint64) {
-	l.parkBlocked(logger, pod, generation)
-}
-
-// Activate moves pods to the active queue (see activate).
-func (l *Ledger) Activate(logger klog.Logger, trigger string, pods []*v1.Pod) int {
-	return l.activate(logger, trigger, pods)
 }
 
 // MemberChanged forgets the gang's cached representative after an informer event of a member.
@@ -137,11 +113,6 @@ func (l *Ledger) MemberChanged(key string) { l.reps.invalidate(key) }
 
 // TakeAwaiting returns, and forgets, the members parked behind the named unplaced sibling.
 func (l *Ledger) TakeAwaiting(ns, name string) []*v1.Pod { return l.waits.take(ns, name) }
-
-// Representative: see representative.
-func (l *Ledger) Representative(ns, name, key string) (*v1.Pod, bool) {
-	return l.representative(ns, name, key)
-}
 
 // Prune is GC's part of the ledger: it forgets what belongs to gangs no longer live
 // (liveGangs) and to pods no longer pending.
@@ -170,9 +141,6 @@ func (l *Ledger) Prune(logger klog.Logger, liveGangs map[string]struct{}) {
 	}
 	l.reserved.prune(l.members.Pending)
 }
-
-// SetSpawn replaces how the ledger starts its goroutines (tests run them when they choose).
-func (l *Ledger) SetSpawn(spawn func(f func())) { l.spawn = spawn }
 
 // Now is the ledger's clock.
 func (l *Ledger) Now() time.Time { return l.now() }

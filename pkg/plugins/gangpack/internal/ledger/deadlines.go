@@ -70,21 +70,21 @@ func (l *Ledger) forgetFailed(gang, owner string) {
 	l.rests.stopWhere(func(k restKey) bool { return k.gang == gang })
 }
 
-// unwindOnUnreserve is Unreserve's unwind of a member's attempt. kube-scheduler's own Permit timeout
+// UnwindOnUnreserve is Unreserve's unwind of a member's attempt. kube-scheduler's own Permit timeout
 // has the gang's (capped) timeout too and starts a cycle after the pin, so it may end the
 // attempt before the expiry timer fires: an attempt still forming at or past its deadline is
 // expired (its domain rests) rather than merely unwound, whichever timer came first.
-func (l *Ledger) unwindOnUnreserve(logger klog.Logger, info gang.Info, id uint64) {
+func (l *Ledger) UnwindOnUnreserve(logger klog.Logger, info gang.Info, id uint64) {
 	if l.deadlines.reached(id, l.now()) && l.expire(logger, info.Key, id, info) {
 		return
 	}
-	l.unwind(logger, info.Key, id, gang.CauseUnreserve, false)
+	l.Unwind(logger, info.Key, id, gang.CauseUnreserve, false)
 }
 
-// parkBlocked records a pod refused because of a hold, so the next hold lift wakes it.
+// ParkBlocked records a pod refused because of a hold, so the next hold lift wakes it.
 // generation is the store's hold generation read before the decision to refuse: if a hold
 // was lifted since (and its wake-up found the set without this pod), the pod is woken now.
-func (l *Ledger) parkBlocked(logger klog.Logger, pod *v1.Pod, generation uint64) {
+func (l *Ledger) ParkBlocked(logger klog.Logger, pod *v1.Pod, generation uint64) {
 	l.blocked.add(pod)
 	if l.store.Generation() != generation {
 		l.wakeBlocked(logger)

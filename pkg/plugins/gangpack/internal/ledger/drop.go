@@ -24,7 +24,7 @@ func (l *Ledger) Drop(logger klog.Logger, c placement.Commitment, d gang.Drop) (
 	}
 	waiters := l.hasWaiters(c.Gang, c.ID)
 	if waiters || d.Always {
-		l.unwind(logger, c.Gang, c.ID, d.Cause, false)
+		l.Unwind(logger, c.Gang, c.ID, d.Cause, false)
 	} else {
 		l.releaseSilently(logger, c.Gang, c.ID)
 	}
@@ -44,7 +44,7 @@ func (l *Ledger) OnPodGroupChange(old, cur *schedv1alpha1.PodGroup) {
 	key := cur.Namespace + "/" + cur.Name
 	if old != nil && old.Spec.MinMember != cur.Spec.MinMember {
 		if c, ok := l.store.Get(key); ok && c.MinMember != int(cur.Spec.MinMember) && (c.Forming() || l.hasWaiters(key, c.ID)) {
-			l.unwind(logger, key, c.ID, gang.CauseMinMemberChange, false)
+			l.Unwind(logger, key, c.ID, gang.CauseMinMemberChange, false)
 		}
 	}
 	pods, err := l.members.LiveUnbound(cur.Namespace, cur.Name, "")
@@ -52,5 +52,5 @@ func (l *Ledger) OnPodGroupChange(old, cur *schedv1alpha1.PodGroup) {
 		logger.Error(err, "List gang members", "gang", cur.Namespace+"/"+cur.Name)
 		return
 	}
-	l.activate(logger, metrics.TriggerPodGroupChange, pods)
+	l.Activate(logger, metrics.TriggerPodGroupChange, pods)
 }

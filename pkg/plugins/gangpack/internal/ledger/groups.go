@@ -60,7 +60,7 @@ func (l *Ledger) ActivateGroup(logger klog.Logger, partners []types.NamespacedNa
 		}
 		pods = append(pods, list...)
 	}
-	return l.activate(logger, metrics.TriggerTemplatesComplete, pods)
+	return l.Activate(logger, metrics.TriggerTemplatesComplete, pods)
 }
 
 // groupRecords remembers which partners' attempts were pinned together, so that unwinding

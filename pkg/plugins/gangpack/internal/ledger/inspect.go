@@ -5,9 +5,6 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/tools/cache"
-	"k8s.io/klog/v2"
-	fwk "k8s.io/kube-scheduler/framework"
 
 	"github.com/moirai-internal/ome-scheduler/pkg/placement"
 	"github.com/moirai-internal/ome-scheduler/pkg/plugins/gangpack/internal/gang"
@@ -16,52 +13,33 @@ import (
 // Readings for diagnostics and tests, and the few verbs tests set a scene with. None of them
 // hands out a container: what the ledger holds is changed only by its own methods.
 
-// Len is the number of pins.
-func (l *Ledger) Len() int { return l.store.Len() }
+// Stats is a reading of what the ledger holds, for diagnostics and tests.
+type Stats struct {
+	Pins        int // pins, forming or committed
+	HeldDomains int // domains forming gangs hold
+	// Blocked are the pods refused because of a hold, by namespace/name (a copy).
+	Blocked       map[string]*v1.Pod
+	Deadlines     int      // armed hold deadlines
+	GroupRecords  int      // recorded placement groups
+	WaitingGroups []string // placement groups waiting for partners
+}
 
-// HeldDomains is the number of domains forming gangs hold.
-func (l *Ledger) HeldDomains() int { return l.store.HeldDomains() }
-
-// Blocked returns the pods refused because of a hold, by key.
-func (l *Ledger) Blocked() map[string]*v1.Pod { return l.blocked.snapshot() }
-
-// Deadlines is the number of armed hold deadlines.
-func (l *Ledger) Deadlines() int { return l.deadlines.len() }
-
-// GroupRecords is the number of recorded placement groups.
-func (l *Ledger) GroupRecords() int { return l.groups.len() }
-
-// WaitingGroups lists the placement groups waiting for partners.
-func (l *Ledger) WaitingGroups() []string { return l.groupsWaiting.keys() }
-
-// RecordGroup records that gang's attempt id belongs to the group's current placement.
-func (l *Ledger) RecordGroup(group, gang string, id uint64) { l.groups.record(group, gang, id) }
-
-// ReleaseSilently: see releaseSilently.
-func (l *Ledger) ReleaseSilently(logger klog.Logger, key string, id uint64) {
-	l.releaseSilently(logger, key, id)
+// Stats reads what the ledger holds.
+func (l *Ledger) Stats() Stats {
+	return Stats{
+		Pins:          l.store.Len(),
+		HeldDomains:   l.store.HeldDomains(),
+		Blocked:       l.blocked.snapshot(),
+		Deadlines:     l.deadlines.len(),
+		GroupRecords:  l.groups.len(),
+		WaitingGroups: l.groupsWaiting.keys(),
+	}
 }
 
 // Rest makes the domain rest for the gang owner until the given time.
 func (l *Ledger) Rest(o placement.GangOwner, d placement.DomainRef, until time.Time) {
 	l.failed.Rest(o, d, until)
 }
-
-// DoubtEvents are the pod informer handlers that end bindings in doubt.
-func (l *Ledger) DoubtEvents() cache.ResourceEventHandlerFuncs { return l.doubtEvents() }
-
-// ResolveDoubt ends the pod's binding in doubt and reports whether it was in doubt.
-func (l *Ledger) ResolveDoubt(uid types.UID) bool { return l.doubts.resolve(uid) }
-
-// SetNow replaces the clock of deadlines and rests.
-func (l *Ledger) SetNow(now func() time.Time) { l.now = now }
-
-// SetAfter replaces the timer of deadlines and rests.
-func (l *Ledger) SetAfter(after AfterFunc) { l.after = after }
-
-// SetHandle replaces the framework handle the ledger activates and admits pods through
-// (tests record those calls).
-func (l *Ledger) SetHandle(h fwk.Handle) { l.handle = h }
 
 // Held is one pin as the scheduler's debug view shows it: the commitment (a forming one with
 // its reservation) and the moment its hold expires (zero when no deadline is armed).

@@ -53,16 +53,37 @@ type Ledger struct {
 
 	// active is set by the first PreFilter: a standby replica makes no activations.
 	active atomic.Bool
-	// after runs f once d has passed (time.AfterFunc; tests drive it by hand).
+	// after, now and spawn are fixed at construction (Options): other goroutines read them.
 	after AfterFunc
-	// now is the clock of deadlines and rests (tests move it by hand).
-	now func() time.Time
-	// spawn runs f on a goroutine of its own (a waiter's supervisor, the eviction calls);
-	// tests run it at a point of their choosing.
+	now   func() time.Time
 	spawn func(f func())
 }
 
-func New(ctx context.Context, h fwk.Handle, ml *gang.Members, onPins func(held []placement.DomainRef)) *Ledger {
+// Options are the ledger's clock, timer and goroutine starter. A zero field takes the real
+// one; tests pass their own, as the pacer takes its clock.
+type Options struct {
+	// Now is the clock of deadlines and rests (time.Now).
+	Now func() time.Time
+	// After runs f once d has passed (time.AfterFunc).
+	After AfterFunc
+	// Spawn runs f on a goroutine of its own: a waiter's supervisor, the eviction calls
+	// (go f()).
+	Spawn func(f func())
+}
+
+// New returns an empty ledger over the framework handle h (it activates and admits pods
+// through it) and the member index ml; onPins is told the held domains whenever the pins
+// change.
+func New(ctx context.Context, h fwk.Handle, ml *gang.Members, onPins func(held []placement.DomainRef), o Options) *Ledger {
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	if o.After == nil {
+		o.After = realAfter
+	}
+	if o.Spawn == nil {
+		o.Spawn = func(f func()) { go f() }
+	}
 	l := &Ledger{
 		handle:        h,
 		members:       ml,
@@ -86,9 +107,9 @@ func New(ctx context.Context, h fwk.Handle, ml *gang.Members, onPins func(held [
 		protections:   newTimerSet[types.UID](),
 		degraded:      &degradedReports{},
 		nominees:      newNominees(),
-		after:         realAfter,
-		now:           time.Now,
-		spawn:         func(f func()) { go f() },
+		after:         o.After,
+		now:           o.Now,
+		spawn:         o.Spawn,
 	}
 	l.store.SetOnChange(func() {
 		metrics.PinnedGroups.Set(float64(l.store.Len()))

@@ -9,7 +9,7 @@ import (
 // A standby records nominated gangs with what their PodGroup said at the latest nomination;
 // the first PreFilter takes them once, and an active ledger records nothing.
 func TestNominees(t *testing.T) {
-	l := New(context.Background(), nil, nil, nil)
+	l := New(context.Background(), nil, nil, nil, Options{})
 	seenA := NominationSeen{UID: "u", TopologyKey: "k", MinMember: 4}
 	seenB := NominationSeen{UID: "u", TopologyKey: "k2", MinMember: 4}
 	l.Nominee("ns/a", "p1", seenA, true)
@@ -25,7 +25,7 @@ func TestNominees(t *testing.T) {
 	if !l.RecordsNominations() {
 		t.Fatal("a standby stopped recording")
 	}
-	l.Begin()
+	l.StartCycle()
 	if l.RecordsNominations() {
 		t.Fatal("an active ledger still records")
 	}

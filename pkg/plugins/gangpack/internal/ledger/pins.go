@@ -122,9 +122,6 @@ func (l *Ledger) AdmitWaiters(key string, id uint64) int {
 	return n
 }
 
-// WakeBlocked wakes the pods refused because of a hold.
-func (l *Ledger) WakeBlocked(logger klog.Logger) { l.wakeBlocked(logger) }
-
 // WaiterNodes returns the nodes the gang's unbound members waiting under attempt id were
 // reserved on (none when the members cannot be listed).
 func (l *Ledger) WaiterNodes(g gang.Info, id uint64) []string {

@@ -18,10 +18,10 @@ type UnwindResult struct {
 	Rejected   int
 }
 
-// unwind drops the gang's commitment if id owns it (placement.AnyID = whatever the owner) and
+// Unwind drops the gang's commitment if id owns it (placement.AnyID = whatever the owner) and
 // optionally remembers its domain as failed, under the store lock; then rejects the waiters
 // of that attempt, counts, wakes reservation-blocked pods and logs.
-func (l *Ledger) unwind(logger klog.Logger, gang string, id uint64, cause string, markFailed bool) UnwindResult {
+func (l *Ledger) Unwind(logger klog.Logger, gang string, id uint64, cause string, markFailed bool) UnwindResult {
 	return l.unwindWith(logger, l.store.Release, gang, id, cause, markFailed)
 }
 
@@ -55,7 +55,7 @@ func (l *Ledger) unwindWith(logger klog.Logger, release releaser, gang string, i
 }
 
 // releaseSilently is the silent release of a pin nobody waits under: no waiter rejection, no
-// unwind count.
+// Unwind count.
 func (l *Ledger) releaseSilently(logger klog.Logger, gang string, id uint64) {
 	if c, ok := l.store.Release(gang, id, nil); ok {
 		l.holdEnded(c.ID)

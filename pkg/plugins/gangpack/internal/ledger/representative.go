@@ -6,12 +6,12 @@ import (
 	"github.com/moirai-internal/ome-scheduler/pkg/plugins/gangpack/internal/gang"
 )
 
-// representative returns the gang's representative for wake-ups on freed room (see
+// Representative returns the gang's representative for wake-ups on freed room (see
 // representsGang); ok is false when the members cannot be listed. The answer is cached per
 // gang until an informer event of one of its members: the n parked members of a gang asking
 // about one deletion list the gang once, not n times. A cached representative that the
 // informer no longer shows pending and ungated (its event not delivered yet) is recomputed.
-func (l *Ledger) representative(ns, name, key string) (*v1.Pod, bool) {
+func (l *Ledger) Representative(ns, name, key string) (*v1.Pod, bool) {
 	rep, gen, cached := l.reps.lookup(key)
 	if cached && (rep == nil || l.members.UngatedPending(rep)) {
 		return rep, true

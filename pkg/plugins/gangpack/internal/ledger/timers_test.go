@@ -19,13 +19,12 @@ type handTimer struct {
 // the same preemptor supersedes the old, whose callback then never runs, and the preemptor's
 // deletion stops its timer (and wakes the refused pods at once, the protection having ended).
 func TestWakeBlockedAfterTracked(t *testing.T) {
-	l := New(context.Background(), nil, nil, nil)
 	var timers []*handTimer
-	l.SetAfter(func(_ time.Duration, f func()) func() {
+	l := New(context.Background(), nil, nil, nil, Options{After: func(_ time.Duration, f func()) func() {
 		h := &handTimer{f: f}
 		timers = append(timers, h)
 		return func() { h.stopped = true }
-	})
+	}})
 	refused := &v1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "refused"}}
 	l.blocked.add(refused)
 
