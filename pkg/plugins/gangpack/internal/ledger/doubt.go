@@ -130,7 +130,8 @@ func (l *Ledger) WatchDoubts(inf cache.SharedIndexInformer) error {
 	return err
 }
 
-// doubtEvents is the pod event handler of the doubts. Only an event that shows the outcome of
+// doubtEvents is the pod event handler of the doubts; it also forgets a bound pod's
+// reserved-node record (placedMembers reads the informer's node from then on). Only an event that shows the outcome of
 // the bind ends a doubt: the pod bound (spec.nodeName set), deleted, or replaced by a pod of
 // another UID. Any other update (a status patch, the nominatedNodeName patch sent before the
 // bind) may have been written before the bind request reached the API server, so it proves
@@ -144,6 +145,7 @@ func (l *Ledger) doubtEvents() cache.ResourceEventHandlerFuncs {
 			l.endDoubt(old.UID)
 			l.endProtection(old.UID)
 		case cur.Spec.NodeName != "":
+			l.reserved.forget(cur.UID) // the informer shows the node from here on
 			l.endDoubt(cur.UID)
 			l.endProtection(cur.UID)
 		}

@@ -76,20 +76,25 @@ type Assumed struct {
 }
 
 // AssumedMembers returns the members reserved on a node and not yet bound, sorted by
-// namespace and name.
+// namespace and name. A member the informer already shows bound is left out (its record
+// lasts until the pod event that shows the bind).
 func (l *Ledger) AssumedMembers() []Assumed {
-	out := l.reserved.list()
+	all := l.reserved.list()
 	if l.members == nil {
-		return out
+		return all
 	}
-	for i, a := range out {
+	out := all[:0]
+	for _, a := range all {
 		p, err := l.members.Pods(a.Namespace).Get(a.Name)
-		if err != nil || p.UID != a.UID {
-			continue
+		if err == nil && p.UID == a.UID {
+			if p.Spec.NodeName != "" {
+				continue
+			}
+			if key, _, ok := gang.Of(p); ok {
+				a.Stale = l.deadAttempt(key, p)
+			}
 		}
-		if key, _, ok := gang.Of(p); ok {
-			out[i].Stale = l.deadAttempt(key, p)
-		}
+		out = append(out, a)
 	}
 	return out
 }

@@ -67,7 +67,9 @@ func (r *reservedNodes) len() int {
 // node of each member the informer shows bound, and the reserved node of each member it does
 // not. Every assumption of a member passes this plugin's Reserve, so no assumed member is
 // missed; the snapshot stays the judge of what is on a node. A Terminating member is never a
-// placed member (it still occupies its node, which the snapshot accounts for).
+// placed member (it still occupies its node, which the snapshot accounts for). It only reads:
+// the record of a member the informer shows bound is forgotten by the pod event that shows
+// the bind (doubtEvents), or by GC (Prune).
 func (l *Ledger) placedMembers(g gang.Info, all []fwk.NodeInfo) []gang.Placed {
 	pods, err := l.members.List(g.Namespace, g.Name)
 	if err != nil {
@@ -76,8 +78,7 @@ func (l *Ledger) placedMembers(g gang.Info, all []fwk.NodeInfo) []gang.Placed {
 	names := map[string]struct{}{}
 	var dead map[string]struct{}
 	for _, p := range pods {
-		if p.Spec.NodeName != "" {
-			l.reserved.forget(p.UID) // the informer is authoritative from here on
+		if p.Spec.NodeName != "" { // the informer is authoritative: its reserved node is not read
 			if gang.Live(p) {
 				names[p.Spec.NodeName] = struct{}{}
 			}

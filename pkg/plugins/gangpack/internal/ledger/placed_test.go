@@ -35,3 +35,27 @@ func TestReservedNodes(t *testing.T) {
 		t.Fatalf("get(b) = %q, %v after prune; want n2, true", n, ok)
 	}
 }
+
+// Read only reads: the reserved-node record of a member the informer shows bound stays until
+// the pod event that shows the bind forgets it, and the debug view leaves the member out.
+func TestReadKeepsBoundMembersRecordUntilTheBindEvent(t *testing.T) {
+	p := member("g-0", "g")
+	p.Spec.NodeName = "n0"
+	p.Status.Phase = v1.PodSucceeded // not live: no node to look up in the snapshot
+	b := newBench(t, p)
+	b.l.MemberReserved(p, "n0")
+	b.l.Read(info("g", 1), nil)
+	b.l.Placed(info("g", 1), nil)
+	if _, ok := b.l.reserved.get(p.UID); !ok {
+		t.Fatal("Read forgot the reserved-node record")
+	}
+	if got := b.l.AssumedMembers(); len(got) != 0 {
+		t.Fatalf("assumed members %+v, want the bound member left out", got)
+	}
+	unbound := p.DeepCopy()
+	unbound.Spec.NodeName = ""
+	b.l.doubtEvents().OnUpdate(unbound, p)
+	if _, ok := b.l.reserved.get(p.UID); ok {
+		t.Fatal("the bind event left the reserved-node record")
+	}
+}
