@@ -14,6 +14,9 @@ import (
 	"github.com/moirai-internal/ome-scheduler/pkg/plugins/gangpack/internal/msg"
 )
 
+// Permit: the gang's all-or-nothing gate (Permit), the supervisor of a waiter the framework
+// has not registered yet, and the admission of a placement group's partners.
+
 // PermitDeadlineMargin is how close to the end of a waiter's Permit wait the gang is no longer
 // admitted (waitEndsSoon).
 const PermitDeadlineMargin = time.Second
@@ -142,4 +145,18 @@ func (l *Ledger) admitAttempt(pod *v1.Pod, key string, id uint64) {
 		wp.Allow(gang.PluginName)
 	})
 	l.doubts.admit(pod.UID)
+}
+
+// GroupAdmitted ends the group's record: every partner was admitted.
+func (l *Ledger) GroupAdmitted(group string) { l.groups.forget(group) }
+
+// AdmitWaiters allows the waiters of the gang's attempt id and returns how many.
+func (l *Ledger) AdmitWaiters(key string, id uint64) int {
+	n := 0
+	l.forEachWaiter(key, id, func(wp fwk.WaitingPod) {
+		l.doubts.admit(wp.GetPod().UID)
+		wp.Allow(gang.PluginName)
+		n++
+	})
+	return n
 }

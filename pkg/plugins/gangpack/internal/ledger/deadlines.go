@@ -1,7 +1,6 @@
 package ledger
 
 import (
-	v1 "k8s.io/api/core/v1"
 	"k8s.io/klog/v2"
 
 	"github.com/moirai-internal/ome-scheduler/pkg/placement"
@@ -68,25 +67,4 @@ func (l *Ledger) forgetFailed(gang, owner string) {
 		l.failed.Clear(placement.GangOwner{Gang: gang, Owner: owner})
 	}
 	l.rests.stopWhere(func(k restKey) bool { return k.gang == gang })
-}
-
-// UnwindOnUnreserve is Unreserve's unwind of a member's attempt. kube-scheduler's own Permit timeout
-// has the gang's (capped) timeout too and starts a cycle after the pin, so it may end the
-// attempt before the expiry timer fires: an attempt still forming at or past its deadline is
-// expired (its domain rests) rather than merely unwound, whichever timer came first.
-func (l *Ledger) UnwindOnUnreserve(logger klog.Logger, info gang.Info, id uint64) {
-	if l.deadlines.reached(id, l.now()) && l.expire(logger, info.Key, id, info) {
-		return
-	}
-	l.Unwind(logger, info.Key, id, gang.CauseUnreserve, false)
-}
-
-// ParkBlocked records a pod refused because of a hold, so the next hold lift wakes it.
-// generation is the store's hold generation read before the decision to refuse: if a hold
-// was lifted since (and its wake-up found the set without this pod), the pod is woken now.
-func (l *Ledger) ParkBlocked(logger klog.Logger, pod *v1.Pod, generation uint64) {
-	l.blocked.add(pod)
-	if l.store.Generation() != generation {
-		l.wakeBlocked(logger)
-	}
 }

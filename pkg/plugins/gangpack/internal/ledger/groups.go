@@ -141,21 +141,6 @@ func (l *Ledger) cascade(logger klog.Logger, gang string, id uint64, cause strin
 	}
 }
 
-// PruneGroups is GC's part for placement groups: a waiting group that wanted no longer
-// reports is forgotten, and so is a group record none of whose attempts still owns its
-// partner's pin (every partner was released silently or re-planned).
-func (l *Ledger) PruneGroups(wanted func(group string) bool) {
-	for _, k := range l.groupsWaiting.keys() {
-		if !wanted(k) {
-			l.groupsWaiting.remove(k)
-		}
-	}
-	l.groups.prune(func(gang string, id uint64) bool {
-		c, ok := l.store.Get(gang)
-		return ok && c.ID == id
-	})
-}
-
 // prune forgets the groups none of whose recorded attempts is still current.
 func (r *groupRecords) prune(current func(gang string, id uint64) bool) {
 	r.mu.Lock()

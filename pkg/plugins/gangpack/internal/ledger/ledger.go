@@ -119,3 +119,9 @@ func New(ctx context.Context, h fwk.Handle, ml *gang.Members, onPins func(held [
 	})
 	return l
 }
+
+// Now is the ledger's clock.
+func (l *Ledger) Now() time.Time { return l.now() }
+
+// Go runs f on a goroutine of its own (tests run it at a point of their choosing).
+func (l *Ledger) Go(f func()) { l.spawn(f) }

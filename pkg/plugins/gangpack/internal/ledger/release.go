@@ -93,3 +93,10 @@ func (l *Ledger) hasWaiters(gang string, id uint64) bool {
 	l.forEachWaiter(gang, id, func(fwk.WaitingPod) { found = true })
 	return found
 }
+
+// Abandon unwinds whatever pin the gang has and forgets its failed domains: its PodGroup is
+// gone (cause), or GC found the gang dead or re-created.
+func (l *Ledger) Abandon(logger klog.Logger, key string, id uint64, cause string) {
+	l.Unwind(logger, key, id, cause, false)
+	l.forgetFailed(key, "")
+}

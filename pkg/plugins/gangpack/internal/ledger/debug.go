@@ -10,8 +10,9 @@ import (
 	"github.com/moirai-internal/ome-scheduler/pkg/plugins/gangpack/internal/gang"
 )
 
-// Readings for diagnostics and tests, and the few verbs tests set a scene with. None of them
-// hands out a container: what the ledger holds is changed only by its own methods.
+// Readings for the debug view, diagnostics and tests (Stats, Holds, Active, AssumedMembers),
+// and Rest, the one verb a test sets a scene with (a rest ended early). None of them hands out
+// a container: what the ledger holds is changed only by its own methods.
 
 // Stats is a reading of what the ledger holds, for diagnostics and tests.
 type Stats struct {

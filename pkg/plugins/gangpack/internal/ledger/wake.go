@@ -10,6 +10,10 @@ import (
 	"github.com/moirai-internal/ome-scheduler/pkg/plugins/gangpack/internal/metrics"
 )
 
+// Waking pods: activation, the pods parked behind holds (ParkBlocked, wakeBlocked) or behind
+// an unplaced sibling (Await, TakeAwaiting), gangs waiting for their members or partners,
+// and the wake-ups of a gang's first Permit.
+
 // Activate moves pods to the active queue and counts one activation per
 // call with at least one pod. A replica that has not scheduled yet (a standby) stays silent.
 // Never called with the store lock held.
@@ -129,4 +133,43 @@ func (l *Ledger) wakeBlocked(logger klog.Logger) {
 		list = append(list, p)
 	}
 	l.Activate(logger, metrics.TriggerReservationReleased, list)
+}
+
+// Await parks waiter until awaited, an unplaced sibling it must follow, changes.
+func (l *Ledger) Await(awaited, waiter *v1.Pod) { l.waits.add(awaited, waiter) }
+
+// MembersMissing records that the gang waits for its members to exist.
+func (l *Ledger) MembersMissing(key string) { l.incomplete.add(key) }
+
+// MembersComplete records that every member of the gang exists; if it waited, its other
+// members (but except) are woken and their number returned.
+func (l *Ledger) MembersComplete(logger klog.Logger, info gang.Info, except, trigger string) (woken int, waited bool) {
+	if !l.incomplete.remove(info.Key) {
+		return 0, false
+	}
+	return l.activateGang(logger, trigger, info.Namespace, info.Name, except), true
+}
+
+// GroupWaits records why the placement group waits and returns the previous reason, if any.
+func (l *Ledger) GroupWaits(group, why string) (prev string, had bool) {
+	return l.groupsWaiting.set(group, why)
+}
+
+// GroupReady forgets that the group waited and reports whether it did.
+func (l *Ledger) GroupReady(group string) bool { return l.groupsWaiting.remove(group) }
+
+// MemberChanged forgets the gang's cached representative after an informer event of a member.
+func (l *Ledger) MemberChanged(key string) { l.reps.invalidate(key) }
+
+// TakeAwaiting returns, and forgets, the members parked behind the named unplaced sibling.
+func (l *Ledger) TakeAwaiting(ns, name string) []*v1.Pod { return l.waits.take(ns, name) }
+
+// ParkBlocked records a pod refused because of a hold, so the next hold lift wakes it.
+// generation is the store's hold generation read before the decision to refuse: if a hold
+// was lifted since (and its wake-up found the set without this pod), the pod is woken now.
+func (l *Ledger) ParkBlocked(logger klog.Logger, pod *v1.Pod, generation uint64) {
+	l.blocked.add(pod)
+	if l.store.Generation() != generation {
+		l.wakeBlocked(logger)
+	}
 }
