@@ -160,7 +160,12 @@ func TestExpiredDomainRests(t *testing.T) {
 		t.Fatalf("%d timers, want the rest's wake-up", len(*timers))
 	}
 	owner := placement.GangOwner{Gang: "ns/g", Owner: "uid-g"}
-	w.pl.ledger.Rest(owner, placement.DomainRef{Key: testKey, Value: "a"}, time.Now()) // the rest ends
+	for until := time.Now().Add(10 * time.Second); len(w.pl.ledger.Resting(owner, testKey)) != 0; {
+		if time.Now().After(until) { // the rest lasts one timeout (1s)
+			t.Fatal("the domain still rests long after its rest ended")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
 	(*timers)[1]()
 	w.h.mu.Lock()
 	got := slices.Clone(w.h.activated)

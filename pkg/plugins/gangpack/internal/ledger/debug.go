@@ -10,9 +10,9 @@ import (
 	"github.com/moirai-internal/ome-scheduler/pkg/plugins/gangpack/internal/gang"
 )
 
-// Readings for the debug view, diagnostics and tests (Stats, Holds, Active, AssumedMembers),
-// and Rest, the one verb a test sets a scene with (a rest ended early). None of them hands out
-// a container: what the ledger holds is changed only by its own methods.
+// Readings for the debug view, diagnostics and tests (Stats, Holds, Active, AssumedMembers).
+// None of them hands out a container: what the ledger holds is changed only by its own
+// methods.
 
 // Stats is a reading of what the ledger holds, for diagnostics and tests.
 type Stats struct {
@@ -35,11 +35,6 @@ func (l *Ledger) Stats() Stats {
 		GroupRecords:  l.groups.len(),
 		WaitingGroups: l.groupsWaiting.keys(),
 	}
-}
-
-// Rest makes the domain rest for the gang owner until the given time.
-func (l *Ledger) Rest(o placement.GangOwner, d placement.DomainRef, until time.Time) {
-	l.failed.Rest(o, d, until)
 }
 
 // Held is one pin as the scheduler's debug view shows it: the commitment (a forming one with
