@@ -30,7 +30,7 @@ func (pl *GangPack) gcOnce(logger klog.Logger) {
 	pl.ledger.Prune(logger, liveGangs)
 	pl.refreshDegraded(liveGangs)
 	pl.pruneGroups()
-	pl.quality.PruneParked(pl.members.GangPending)
+	pl.quality.PrunePending(pl.members.GangPending)
 	pl.quality.ForgetStaleKeys(time.Now())
 	synced := pl.podGroups != nil && pl.podGroups.synced()
 	for _, c := range pl.ledger.Pins() {
