@@ -139,7 +139,7 @@ func (pl *GangPack) hintKeys(target *v1.Pod) []string {
 	if _, name, ok := gang.Of(target); ok {
 		var pg *schedv1alpha1.PodGroup
 		if pl.podGroups != nil {
-			pg, _ = pl.podGroups.get(target.Namespace, name)
+			pg, _ = pl.podGroups.Get(target.Namespace, name)
 		}
 		key := gang.TopologyKeyOf(pl.args, pg)
 		if key == "" {

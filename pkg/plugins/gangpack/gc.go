@@ -39,7 +39,7 @@ func (pl *GangPack) gcOnce(logger klog.Logger) {
 			stale = true
 		} else if synced {
 			ns, name, _ := cache.SplitMetaNamespaceKey(c.Gang)
-			pg, err := pl.podGroups.get(ns, name)
+			pg, err := pl.podGroups.Get(ns, name)
 			if err != nil || pg == nil || string(pg.UID) != c.Owner {
 				stale = true
 			}

@@ -66,7 +66,7 @@ func (pl *GangPack) wakeIncomplete(key, ns, name string) {
 	if !pl.ledger.Incomplete(key) || pl.podGroups == nil {
 		return
 	}
-	pg, err := pl.podGroups.get(ns, name)
+	pg, err := pl.podGroups.Get(ns, name)
 	if err != nil || pg == nil {
 		return
 	}
