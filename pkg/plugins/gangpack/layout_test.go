@@ -39,17 +39,8 @@ func TestLayout(t *testing.T) {
 			t.Errorf("internal/%s has no dependency rule here", d.Name())
 			continue
 		}
-		files, _ := filepath.Glob(filepath.Join("internal", d.Name(), "*.go"))
-		for _, f := range files {
-			if strings.HasSuffix(f, "_test.go") {
-				continue
-			}
-			file, err := parser.ParseFile(token.NewFileSet(), f, nil, parser.ImportsOnly)
-			if err != nil {
-				t.Fatal(err)
-			}
-			for _, imp := range file.Imports {
-				path, _ := strconv.Unquote(imp.Path.Value)
+		for f, paths := range productionImports(t, filepath.Join("internal", d.Name())) {
+			for _, path := range paths {
 				rest, ok := strings.CutPrefix(path, self)
 				if !ok {
 					continue
@@ -76,20 +67,31 @@ func TestLayout(t *testing.T) {
 func schedulerSkipsExplain(t *testing.T, self string) {
 	t.Helper()
 	for _, dir := range []string{".", "explain/wire", "../../../cmd/ome-scheduler"} {
-		files, _ := filepath.Glob(filepath.Join(dir, "*.go"))
-		for _, f := range files {
-			if strings.HasSuffix(f, "_test.go") {
-				continue
-			}
-			file, err := parser.ParseFile(token.NewFileSet(), f, nil, parser.ImportsOnly)
-			if err != nil {
-				t.Fatal(err)
-			}
-			for _, imp := range file.Imports {
-				if path, _ := strconv.Unquote(imp.Path.Value); path == self+"/explain" {
-					t.Errorf("%s imports %s: the scheduler may import only %s/explain/wire", f, path, self)
-				}
+		for f, paths := range productionImports(t, dir) {
+			if slices.Contains(paths, self+"/explain") {
+				t.Errorf("%s imports %s/explain: the scheduler may import only %[2]s/explain/wire", f, self)
 			}
 		}
 	}
+}
+
+// productionImports maps every non-test Go file of dir to the paths it imports.
+func productionImports(t *testing.T, dir string) map[string][]string {
+	t.Helper()
+	out := map[string][]string{}
+	files, _ := filepath.Glob(filepath.Join(dir, "*.go"))
+	for _, f := range files {
+		if strings.HasSuffix(f, "_test.go") {
+			continue
+		}
+		file, err := parser.ParseFile(token.NewFileSet(), f, nil, parser.ImportsOnly)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, imp := range file.Imports {
+			path, _ := strconv.Unquote(imp.Path.Value)
+			out[f] = append(out[f], path)
+		}
+	}
+	return out
 }
