@@ -32,6 +32,7 @@ func (m *Members) Ours(p *v1.Pod) bool {
 	return m.scheduler == "" || p.Spec.SchedulerName == m.scheduler
 }
 
+// NewMembers indexes the scheduler's shared pod informer by gang and lists gangs from it.
 func NewMembers(pods coreinformers.PodInformer) (*Members, error) {
 	inf := pods.Informer()
 	ml := &Members{indexer: inf.GetIndexer(), lister: pods.Lister()}
