@@ -20,11 +20,11 @@ import (
 // (once per attempt) counts: surplus members and adoptions that were committed at once do not.
 // It verifies from the scheduling snapshot that every placed member of the gang, the current
 // one on nodeName included, sits in the pinned domain, and observes the formation duration.
-func (gs *GangPack) gangAdmitted(logger klog.Logger, cs fwk.CycleState, pod *v1.Pod, pin *plan.Pin, nodeName string) {
+func (pl *GangPack) gangAdmitted(logger klog.Logger, cs fwk.CycleState, pod *v1.Pod, pin *plan.Pin, nodeName string) {
 	if !formed(cs) {
 		return
 	}
-	placed := gs.placedDomains(pod, pin, nodeName)
+	placed := pl.placedDomains(pod, pin, nodeName)
 	if quality.PlacementOutcome(placed, pin.Domain) == metrics.OutcomeSplit {
 		metrics.PlacementTotal.WithLabelValues(metrics.OutcomeSplit).Inc()
 		logger.Error(nil, "Gang admitted with members outside its pinned domain", "gang", pin.Gang.Key,
@@ -32,18 +32,18 @@ func (gs *GangPack) gangAdmitted(logger klog.Logger, cs fwk.CycleState, pod *v1.
 	} else {
 		metrics.PlacementTotal.WithLabelValues(metrics.OutcomeSingleDomain).Inc()
 	}
-	if start, ok := gs.formationStart(pin.Gang); ok {
+	if start, ok := pl.formationStart(pin.Gang); ok {
 		metrics.FormationDuration.Observe(quality.FormationSeconds(start, time.Now()))
 	}
 }
 
 // placedDomains maps every member of the gang on a snapshot node (bound or assumed, as
-// planner.findPlaced), plus the current pod on nodeName, to its domain under the gang's key.
-func (gs *GangPack) placedDomains(pod *v1.Pod, pin *plan.Pin, nodeName string) map[string]string {
+// the ledger's Placed finds them), plus the current pod on nodeName, to its domain under the gang's key.
+func (pl *GangPack) placedDomains(pod *v1.Pod, pin *plan.Pin, nodeName string) map[string]string {
 	out := map[string]string{}
-	infos := gs.handle.SnapshotSharedLister().NodeInfos()
+	infos := pl.handle.SnapshotSharedLister().NodeInfos()
 	if all, err := infos.List(); err == nil {
-		for _, m := range gs.ledger.Placed(pin.Gang, all) {
+		for _, m := range pl.ledger.Placed(pin.Gang, all) {
 			out[m.Pod.Name] = m.Domain
 		}
 	}
@@ -57,8 +57,8 @@ func (gs *GangPack) placedDomains(pod *v1.Pod, pin *plan.Pin, nodeName string) m
 
 // formationStart is the creation time of the gang's minMember-th oldest live member (the
 // newest when fewer exist).
-func (gs *GangPack) formationStart(g gang.Info) (time.Time, bool) {
-	pods, err := gs.members.List(g.Namespace, g.Name)
+func (pl *GangPack) formationStart(g gang.Info) (time.Time, bool) {
+	pods, err := pl.members.List(g.Namespace, g.Name)
 	if err != nil {
 		return time.Time{}, false
 	}

@@ -95,7 +95,7 @@ func (pl *GangPack) protectionEnded(target, _, n *v1.Pod) bool {
 // for a standalone pod, a member of a gang that holds a pin, or the first (by name) of the
 // gang's live, unbound members without scheduling gates; true whenever that cannot be told.
 // The hint runs for every parked pod under the scheduling queue's lock, so the representative
-// comes from a per-gang cache (gangs.representative): O(1) per member, not O(gang).
+// comes from a per-gang cache (ledger.Representative): O(1) per member, not O(gang).
 func (pl *GangPack) representsGang(target *v1.Pod) bool {
 	key, name, ok := gang.Of(target)
 	if !ok {
@@ -139,7 +139,7 @@ func (pl *GangPack) hintKeys(target *v1.Pod) []string {
 	if _, name, ok := gang.Of(target); ok {
 		var pg *schedv1alpha1.PodGroup
 		if pl.podGroups != nil {
-			pg, _ = pl.podGroups.get(target.Namespace, name)
+			pg, _ = pl.podGroups.Get(target.Namespace, name)
 		}
 		key := gang.TopologyKeyOf(pl.args, pg)
 		if key == "" {

@@ -12,6 +12,7 @@ import (
 	schedv1alpha1 "sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
 
 	"github.com/moirai-internal/ome-scheduler/pkg/plugins/gangpack/explain"
+	"github.com/moirai-internal/ome-scheduler/pkg/plugins/gangpack/explain/wire"
 	"github.com/moirai-internal/ome-scheduler/pkg/plugins/gangpack/internal/plan"
 )
 
@@ -29,7 +30,7 @@ func TestExplainMatchesPreFilter(t *testing.T) {
 			w.addPod(m)
 		}
 		w.resnap(waiting...)
-		doc := explain.Wire(w.pl.ledger.Holds(), w.pl.ledger.AssumedMembers(), w.pl.ledger.Active(), w.pl.args)
+		doc := explain.Reservations(wire.Wire(w.pl.ledger.Holds(), w.pl.ledger.AssumedMembers(), w.pl.ledger.Active(), w.pl.args))
 		c := &explain.Cluster{Nodes: w.nodes, Pods: w.pods, Reservations: &doc, Args: w.pl.args}
 		got, err := explain.Explain(c, explain.Request{PodGroup: pg, Pod: members[0]})
 		if err != nil {

@@ -9,6 +9,7 @@ import (
 
 	"github.com/moirai-internal/ome-scheduler/pkg/placement"
 	"github.com/moirai-internal/ome-scheduler/pkg/plugins/gangpack/explain"
+	"github.com/moirai-internal/ome-scheduler/pkg/plugins/gangpack/explain/wire"
 	"github.com/moirai-internal/ome-scheduler/pkg/plugins/gangpack/internal/gang"
 	"github.com/moirai-internal/ome-scheduler/pkg/plugins/gangpack/internal/plan"
 )
@@ -42,7 +43,7 @@ func TestExplainFormingShortIsNotDegraded(t *testing.T) {
 	if st.IsSuccess() || !strings.HasPrefix(st.Message(), "pinned domain d cannot fit") {
 		t.Fatalf("PreFilter(g-2) = %v, want pinned short", st)
 	}
-	doc := explain.Wire(w.pl.ledger.Holds(), w.pl.ledger.AssumedMembers(), w.pl.ledger.Active(), w.pl.args)
+	doc := explain.Reservations(wire.Wire(w.pl.ledger.Holds(), w.pl.ledger.AssumedMembers(), w.pl.ledger.Active(), w.pl.args))
 	c := &explain.Cluster{Nodes: w.nodes, Pods: w.pods, Reservations: &doc, Args: w.pl.args}
 	got, err := explain.Explain(c, explain.Request{PodGroup: pg, Pod: members[2]})
 	if err != nil {
@@ -73,7 +74,7 @@ func TestExplainSkipsDeadAttemptMembers(t *testing.T) {
 		t.Fatalf("assumed members %v, want g-0 still reserved", w.pl.ledger.AssumedMembers())
 	}
 
-	doc := explain.Wire(w.pl.ledger.Holds(), w.pl.ledger.AssumedMembers(), w.pl.ledger.Active(), w.pl.args)
+	doc := explain.Reservations(wire.Wire(w.pl.ledger.Holds(), w.pl.ledger.AssumedMembers(), w.pl.ledger.Active(), w.pl.args))
 	cl := &explain.Cluster{Nodes: w.nodes, Pods: w.pods, Reservations: &doc, Args: w.pl.args}
 	got, err := explain.Explain(cl, explain.Request{PodGroup: pg, Pod: members[1]})
 	if err != nil {

@@ -126,7 +126,7 @@ func plannedCandidate(cs fwk.CycleState, pin *plan.Pin, node string) bool {
 const requestStateKey fwk.StateKey = "gangpack.request"
 
 // requestState also carries the store's generation read at PreFilter, before any refusal of
-// this cycle was decided (see gangs.parkBlocked).
+// this cycle was decided (see ledger.ParkBlocked).
 type requestState struct {
 	request    topology.Resources
 	generation uint64

@@ -30,7 +30,7 @@ func (pl *GangPack) gcOnce(logger klog.Logger) {
 	pl.ledger.Prune(logger, liveGangs)
 	pl.refreshDegraded(liveGangs)
 	pl.pruneGroups()
-	pl.quality.PruneParked(pl.members.GangPending)
+	pl.quality.PrunePending(pl.members.GangPending)
 	pl.quality.ForgetStaleKeys(time.Now())
 	synced := pl.podGroups != nil && pl.podGroups.synced()
 	for _, c := range pl.ledger.Pins() {
@@ -39,7 +39,7 @@ func (pl *GangPack) gcOnce(logger klog.Logger) {
 			stale = true
 		} else if synced {
 			ns, name, _ := cache.SplitMetaNamespaceKey(c.Gang)
-			pg, err := pl.podGroups.get(ns, name)
+			pg, err := pl.podGroups.Get(ns, name)
 			if err != nil || pg == nil || string(pg.UID) != c.Owner {
 				stale = true
 			}

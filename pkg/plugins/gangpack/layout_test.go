@@ -15,7 +15,8 @@ import (
 )
 
 // The package layout of docs/design.md §17, checked: which of the plugin's packages each
-// internal package may import, and that the ledger hands out none of its containers.
+// internal package may import, that the scheduler's side never imports the CLI's explain
+// package (only its wire document), and that the ledger hands out none of its containers.
 func TestLayout(t *testing.T) {
 	const self = "github.com/moirai-internal/ome-scheduler/pkg/plugins/gangpack"
 	allowed := map[string][]string{
@@ -38,17 +39,8 @@ func TestLayout(t *testing.T) {
 			t.Errorf("internal/%s has no dependency rule here", d.Name())
 			continue
 		}
-		files, _ := filepath.Glob(filepath.Join("internal", d.Name(), "*.go"))
-		for _, f := range files {
-			if strings.HasSuffix(f, "_test.go") {
-				continue
-			}
-			file, err := parser.ParseFile(token.NewFileSet(), f, nil, parser.ImportsOnly)
-			if err != nil {
-				t.Fatal(err)
-			}
-			for _, imp := range file.Imports {
-				path, _ := strconv.Unquote(imp.Path.Value)
+		for f, paths := range productionImports(t, filepath.Join("internal", d.Name())) {
+			for _, path := range paths {
 				rest, ok := strings.CutPrefix(path, self)
 				if !ok {
 					continue
@@ -60,10 +52,46 @@ func TestLayout(t *testing.T) {
 			}
 		}
 	}
+	schedulerSkipsExplain(t, self)
 	typ := reflect.TypeOf(ledger.Ledger{})
 	for i := 0; i < typ.NumField(); i++ {
 		if f := typ.Field(i); f.IsExported() {
 			t.Errorf("ledger.Ledger exports its field %s: only its methods may change it", f.Name)
 		}
 	}
+}
+
+// schedulerSkipsExplain checks that the scheduler binary, the adapter and the wire document
+// do not import the explain package, so `kubectl ome`'s planning, what-if and rendering stay
+// out of the scheduler's import graph (the internal packages never import it: see above).
+func schedulerSkipsExplain(t *testing.T, self string) {
+	t.Helper()
+	for _, dir := range []string{".", "explain/wire", "../../../cmd/ome-scheduler"} {
+		for f, paths := range productionImports(t, dir) {
+			if slices.Contains(paths, self+"/explain") {
+				t.Errorf("%s imports %s/explain: the scheduler may import only %[2]s/explain/wire", f, self)
+			}
+		}
+	}
+}
+
+// productionImports maps every non-test Go file of dir to the paths it imports.
+func productionImports(t *testing.T, dir string) map[string][]string {
+	t.Helper()
+	out := map[string][]string{}
+	files, _ := filepath.Glob(filepath.Join(dir, "*.go"))
+	for _, f := range files {
+		if strings.HasSuffix(f, "_test.go") {
+			continue
+		}
+		file, err := parser.ParseFile(token.NewFileSet(), f, nil, parser.ImportsOnly)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, imp := range file.Imports {
+			path, _ := strconv.Unquote(imp.Path.Value)
+			out[f] = append(out[f], path)
+		}
+	}
+	return out
 }

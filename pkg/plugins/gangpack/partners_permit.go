@@ -79,16 +79,6 @@ func (pl *GangPack) admitPartners(info gang.Info) int {
 	return n
 }
 
-// groupHasPodGroups reports whether a PodGroup of the namespace carries the group label.
-func (pl *GangPack) groupHasPodGroups(ns string, sel labels.Selector) bool {
-	r := pl.podGroups
-	if r == nil || r.cur.Load() == nil {
-		return false
-	}
-	list, err := r.cur.Load().lister.PodGroups(ns).List(sel)
-	return err == nil && len(list) > 0
-}
-
 // pruneGroups is GC's part for placement groups: the ledger forgets a waiting group none of
 // whose pods is live any more and no PodGroup names, and the records of groups no attempt
 // owns any more.
@@ -100,6 +90,10 @@ func (pl *GangPack) pruneGroups() {
 		}
 		sel := labels.SelectorFromSet(labels.Set{pl.args.PlacementGroupLabel: name})
 		pods, err := pl.members.Pods(ns).List(sel)
-		return err != nil || slices.ContainsFunc(pods, gang.Live) || pl.groupHasPodGroups(ns, sel)
+		if err != nil || slices.ContainsFunc(pods, gang.Live) {
+			return true
+		}
+		pgs, err := pl.podGroups.List(ns, sel)
+		return err == nil && len(pgs) > 0
 	})
 }

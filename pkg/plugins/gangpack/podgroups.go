@@ -143,18 +143,18 @@ func (r *podGroupReader) waitForSync(ctx context.Context, timeout time.Duration)
 	return cache.WaitForCacheSync(ctx.Done(), r.synced)
 }
 
-// get returns the PodGroup or nil when it is not (yet) known.
-func (r *podGroupReader) get(ns, name string) (*schedv1alpha1.PodGroup, error) {
+// Get returns the PodGroup, or an error when it is not (yet) known (also the planner's
+// plan.PodGroups).
+func (r *podGroupReader) Get(ns, name string) (*schedv1alpha1.PodGroup, error) {
 	return r.cur.Load().lister.PodGroups(ns).Get(name)
 }
 
-// Get returns the PodGroup (PodGroups, for the planner).
-func (r *podGroupReader) Get(ns, name string) (*schedv1alpha1.PodGroup, error) {
-	return r.get(ns, name)
-}
-
-// List lists the namespace's PodGroups the selector selects; nil before the informer exists.
+// List lists the namespace's PodGroups the selector selects; nil without a reader or before
+// the informer exists.
 func (r *podGroupReader) List(ns string, sel labels.Selector) ([]*schedv1alpha1.PodGroup, error) {
+	if r == nil {
+		return nil, nil
+	}
 	cur := r.cur.Load()
 	if cur == nil {
 		return nil, nil

@@ -24,8 +24,8 @@ func (pl *GangPack) PostBind(_ context.Context, cs fwk.CycleState, pod *v1.Pod, 
 }
 
 // memberBound is the PostBind hook: a gang whose member binds is no longer pending.
-func (gs *GangPack) memberBound(pod *v1.Pod) {
-	if gang, _, ok := gang.Of(pod); ok {
-		gs.quality.Bound(gang)
+func (pl *GangPack) memberBound(pod *v1.Pod) {
+	if key, _, ok := gang.Of(pod); ok {
+		pl.quality.Bound(key)
 	}
 }

@@ -19,7 +19,7 @@ import (
 // domain as failed, and retries promptly in another domain; a surplus member's failure
 // unwinds nothing. A pod without a cycle pin that failed for lack of room preempts when
 // preemption is on (preempt.go); a degraded gang's replacement preempts only inside its
-// domain, and when it cannot be repaired there its PodGroup is told (degraded.go).
+// domain, and when it cannot be repaired there its PodGroup is told (degraded_report.go).
 func (pl *GangPack) PostFilter(ctx context.Context, cs fwk.CycleState, pod *v1.Pod, m fwk.NodeToStatusReader) (*fwk.PostFilterResult, *fwk.Status) {
 	refused := pl.reservedRefusals(m)
 	pl.parkIfReserved(klog.FromContext(ctx), cs, pod, refused)
@@ -28,11 +28,11 @@ func (pl *GangPack) PostFilter(ctx context.Context, cs fwk.CycleState, pod *v1.P
 		// The gang formed without this member: its committed pin (and the group's) stays,
 		// and the domain is not a failed one.
 		klog.FromContext(ctx).V(4).Info("gangpack.PostFilter.surplus", "pod", klog.KObj(pod), "gang", pin.Gang.Key, "domain", pin.Domain)
-		msg := ""
+		reason := ""
 		if m != nil {
-			msg = pl.explainReserved(pod, m, refused)
+			reason = pl.explainReserved(pod, m, refused)
 		}
-		return pl.nomination(pod, nil), fwk.NewStatus(fwk.Unschedulable, msg)
+		return pl.nomination(pod, nil), fwk.NewStatus(fwk.Unschedulable, reason)
 	}
 	if pin == nil { // not pinned: nothing of ours to release
 		if pl.args.Preemption {

@@ -23,7 +23,7 @@ func (x preemption) Shortfall(logger klog.Logger, pod *v1.Pod, all []fwk.NodeInf
 	if pl.podGroups == nil {
 		return nil, nil
 	}
-	pg, err := pl.podGroups.get(pod.Namespace, name)
+	pg, err := pl.podGroups.Get(pod.Namespace, name)
 	if err != nil || pg == nil {
 		return nil, nil
 	}
@@ -78,7 +78,7 @@ func (pl *GangPack) groupUnitOf() func(*v1.Pod) string {
 			return g
 		}
 		g := ""
-		pg, err := pl.podGroups.get(q.Namespace, name)
+		pg, err := pl.podGroups.Get(q.Namespace, name)
 		if err != nil {
 			pg = nil // not found: the pod's label decides
 		}

@@ -32,7 +32,7 @@ func (pl *GangPack) PreFilter(ctx context.Context, cs fwk.CycleState, pod *v1.Po
 	if pl.podGroups == nil {
 		return nil, fwk.NewStatus(fwk.Unschedulable, msg.ReaderUnavailable)
 	}
-	pg, err := pl.podGroups.get(pod.Namespace, name)
+	pg, err := pl.podGroups.Get(pod.Namespace, name)
 	if err != nil || pg == nil {
 		pl.ledger.Abandon(logger, key, placement.AnyID, gang.CausePodGroupMissing)
 		return nil, fwk.NewStatus(fwk.Unschedulable, msg.NotResolvable(pod.Namespace, name))

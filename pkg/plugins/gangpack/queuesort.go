@@ -68,7 +68,7 @@ func (s *GangSort) gangAge(qp fwk.QueuedPodInfo) (time.Time, string) {
 	}
 	if v, ok := instances.Load(s.factory); ok {
 		if r := v.(*GangPack).podGroups; r != nil {
-			if pg, err := r.get(p.Namespace, name); err == nil && pg != nil {
+			if pg, err := r.Get(p.Namespace, name); err == nil && pg != nil {
 				return pg.CreationTimestamp.Time, key
 			}
 		}

@@ -39,7 +39,7 @@ func (pl *GangPack) noteNomination(old, cur *v1.Pod) {
 	renominated := old == nil || old.Status.NominatedNodeName != cur.Status.NominatedNodeName
 	var seen ledger.NominationSeen
 	if renominated && pl.podGroups != nil {
-		if pg, err := pl.podGroups.get(cur.Namespace, name); err == nil && pg != nil {
+		if pg, err := pl.podGroups.Get(cur.Namespace, name); err == nil && pg != nil {
 			if info, st := gang.Interpret(pl.args, cur, pg); st == nil {
 				seen = ledger.NominationSeen{UID: info.UID, TopologyKey: info.TopologyKey, MinMember: info.MinMember}
 			}
@@ -109,7 +109,7 @@ func (pl *GangPack) resumable(logger klog.Logger, n ledger.Nominated) (resumable
 	if g.rep == nil {
 		return drop(nil, plan.NominatedNone)
 	}
-	pg, err := pl.podGroups.get(ns, name)
+	pg, err := pl.podGroups.Get(ns, name)
 	if err != nil || pg == nil {
 		return drop(g.rep, plan.NominatedPodGroupGone)
 	}

@@ -15,7 +15,7 @@ import (
 // kube-scheduler 1.35 runs pod queueing hints only for assigned pods: the creation, deletion or
 // relabelling of an unscheduled pod re-evaluates that pod alone. The plugin therefore follows
 // gang members on the pod informer itself (watchMembers) for the transitions that concern
-// recordPending siblings:
+// siblings that wait for their gang:
 //
 //   - an unassigned member joins a gang waiting for its members (it may be gated, and a gated
 //     pod never runs PreFilter to notice the gang is complete): the gang's representative is
@@ -66,7 +66,7 @@ func (pl *GangPack) wakeIncomplete(key, ns, name string) {
 	if !pl.ledger.Incomplete(key) || pl.podGroups == nil {
 		return
 	}
-	pg, err := pl.podGroups.get(ns, name)
+	pg, err := pl.podGroups.Get(ns, name)
 	if err != nil || pg == nil {
 		return
 	}

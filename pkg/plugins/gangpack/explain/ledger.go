@@ -1,7 +1,6 @@
 package explain
 
 import (
-	"errors"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
@@ -16,8 +15,6 @@ import (
 
 // Args are OMEGangPack's plugin arguments.
 type Args = gang.Args
-
-var errNoEntry = errors.New("the scheduler's /configz has no " + DebugKey + " entry (not an ome-scheduler, or an older one)")
 
 // readOnly answers planning from a copy of the scheduler's pins: the reads come from a pin
 // store loaded with them, and every decision is refused (Explain makes none).

@@ -64,7 +64,7 @@ func NodeFree(ni fwk.NodeInfo, names []string) (topology.Resources, int64) {
 
 var unschedulableTaint = &v1.Taint{Key: v1.TaintNodeUnschedulable, Effect: v1.TaintEffectNoSchedule}
 
-// fits checks the hard node constraints and resource fit of one pod on one node.
+// Fits checks the hard node constraints and resource fit of one pod on one node.
 // Inter-pod affinity, ports, volumes and spread are left to the built-in filters.
 func (f *PodFit) Fits(ni fwk.NodeInfo, free topology.Resources, freePods int64) bool {
 	node := ni.Node()

@@ -32,6 +32,7 @@ func (m *Members) Ours(p *v1.Pod) bool {
 	return m.scheduler == "" || p.Spec.SchedulerName == m.scheduler
 }
 
+// NewMembers indexes the scheduler's shared pod informer by gang and lists gangs from it.
 func NewMembers(pods coreinformers.PodInformer) (*Members, error) {
 	inf := pods.Informer()
 	ml := &Members{indexer: inf.GetIndexer(), lister: pods.Lister()}
@@ -68,7 +69,7 @@ func memberKeys(obj any) ([]string, error) {
 	return nil, nil
 }
 
-// list returns every pod of the gang (any phase).
+// List returns every pod of the gang (any phase).
 func (m *Members) List(ns, name string) ([]*v1.Pod, error) {
 	objs, err := m.indexer.ByIndex(memberIndex, ns+"/"+name)
 	if err != nil {
@@ -83,19 +84,19 @@ func (m *Members) List(ns, name string) ([]*v1.Pod, error) {
 	return out, nil
 }
 
-// live reports whether a pod counts as a living member: not being deleted, not finished.
+// Live reports whether a pod counts as a living member: not being deleted, not finished.
 func Live(p *v1.Pod) bool {
 	return p.DeletionTimestamp == nil && p.Status.Phase != v1.PodSucceeded && p.Status.Phase != v1.PodFailed
 }
 
-// pending reports whether the informer still shows the pod (same UID; any when uid is empty)
+// Pending reports whether the informer still shows the pod (same UID; any when uid is empty)
 // live and unbound.
 func (m *Members) Pending(ns, name string, uid types.UID) bool {
 	cur, err := m.lister.Pods(ns).Get(name)
 	return err == nil && (uid == "" || cur.UID == uid) && Live(cur) && cur.Spec.NodeName == ""
 }
 
-// ungatedPending reports whether the informer still shows p (same UID) live, unbound and
+// UngatedPending reports whether the informer still shows p (same UID) live, unbound and
 // without scheduling gates.
 func (m *Members) UngatedPending(p *v1.Pod) bool {
 	cur, err := m.lister.Pods(p.Namespace).Get(p.Name)
@@ -118,7 +119,7 @@ func (m *Members) LiveUnbound(ns, name, except string) ([]*v1.Pod, error) {
 	return out, nil
 }
 
-// liveGangs returns the keys of every gang with at least one live pod.
+// LiveGangs returns the keys of every gang with at least one live pod.
 func (m *Members) LiveGangs() (map[string]struct{}, error) {
 	pods, err := m.lister.List(labels.Everything())
 	if err != nil {

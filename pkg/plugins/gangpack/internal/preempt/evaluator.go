@@ -25,7 +25,7 @@ type Interface interface {
 	// UnitOf names a pod's victim unit beyond its gang (its placement group); nil when none.
 	UnitOf() func(*v1.Pod) string
 	// Release unwinds a victim gang's, or a displaced holder's, attempt.
-	Release(logger klog.Logger, gang string)
+	Release(logger klog.Logger, gangKey string)
 	// Hold pins the gang to the freed domain and reserves the room its victims give back.
 	Hold(logger klog.Logger, sf *gang.Shortfall, nodes []topology.Node, domain string, victims []*v1.Pod)
 	// Pins lists every pin: the forming gangs that hold room.
@@ -63,31 +63,31 @@ func New(ctx context.Context, h fwk.Handle, members *gang.Members, pdbs policyli
 }
 
 // Awaiting reports whether the preemptor (key) evicted victims for domain that still hold room.
-func (pl *Evaluator) Awaiting(key, domain string) bool { return pl.awaitingVictims(key, domain) }
+func (e *Evaluator) Awaiting(key, domain string) bool { return e.awaitingVictims(key, domain) }
 
 // WithProtected adds the room preemptors' nominated pods hold at now for the planning of gang
 // own (see withProtected).
-func (pl *Evaluator) WithProtected(own string, others map[string]placement.Reserved, priority func() int32, now time.Time) map[string]placement.Reserved {
-	return pl.withProtected(own, others, priority, now)
+func (e *Evaluator) WithProtected(own string, others map[string]placement.Reserved, priority func() int32, now time.Time) map[string]placement.Reserved {
+	return e.withProtected(own, others, priority, now)
 }
 
 // PreemptPriority is the priority a gang member preempts with (see gangPreemptPriority).
-func (pl *Evaluator) PreemptPriority(pod *v1.Pod) int32 { return pl.gangPreemptPriority(pod) }
+func (e *Evaluator) PreemptPriority(pod *v1.Pod) int32 { return e.gangPreemptPriority(pod) }
 
 // PlacedAgain drops a pod that a scheduling cycle reserved again from every record's victims.
-func (pl *Evaluator) PlacedAgain(uid types.UID) { pl.preempted.placedAgain(uid) }
+func (e *Evaluator) PlacedAgain(uid types.UID) { e.preempted.placedAgain(uid) }
 
 // InFlight is how many eviction calls are under way.
-func (pl *Evaluator) InFlight() int { return pl.evicting.inFlight() }
+func (e *Evaluator) InFlight() int { return e.evicting.inFlight() }
 
 // UsePDBs sets the PodDisruptionBudget lister preemption ranks candidates with.
-func (pl *Evaluator) UsePDBs(pdbs policylisters.PodDisruptionBudgetLister) { pl.pdbs = pdbs }
+func (e *Evaluator) UsePDBs(pdbs policylisters.PodDisruptionBudgetLister) { e.pdbs = pdbs }
 
 // gangLacksRoom asks the plugin whether the pod's gang (or its placement group) lacks room
 // and fills the preemptor from the answer; wait is set when room Terminating pods give back
 // would let it fit.
-func (pl *Evaluator) gangLacksRoom(logger klog.Logger, pr *preemptor) (bool, *waitResult) {
-	sf, coming := pl.iface.Shortfall(logger, pr.pod, pr.all)
+func (e *Evaluator) gangLacksRoom(logger klog.Logger, pr *preemptor) (bool, *waitResult) {
+	sf, coming := e.iface.Shortfall(logger, pr.pod, pr.all)
 	if coming != nil {
 		return false, roomComingWait(coming.Pods, coming.Domain)
 	}
@@ -105,6 +105,6 @@ func (pl *Evaluator) gangLacksRoom(logger klog.Logger, pr *preemptor) (bool, *wa
 		pr.key = pr.ownGang
 	}
 	pr.nodes = sf.Nodes
-	pl.markHeldDomains(pr, sf.Info)
+	e.markHeldDomains(pr, sf.Info)
 	return true, nil
 }

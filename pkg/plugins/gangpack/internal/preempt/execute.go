@@ -31,7 +31,7 @@ const standaloneWaitMargin = time.Minute
 // preempt again while they terminate, and for a gang pins and holds the freed domain. It
 // nominates a node of the domain, as kube-scheduler's default preemption does. The record
 // comes before any API call, and the calls run off the scheduling cycle (evictAsync).
-func (pl *Evaluator) carryOut(logger klog.Logger, pr *preemptor, c *topology.PreemptionCandidate, units []victimUnit) (*fwk.PostFilterResult, *fwk.Status) {
+func (e *Evaluator) carryOut(logger klog.Logger, pr *preemptor, c *topology.PreemptionCandidate, units []victimUnit) (*fwk.PostFilterResult, *fwk.Status) {
 	var victims []*v1.Pod
 	var gangKeys, names []string
 	nGangs, nPods := 0, 0
@@ -54,22 +54,22 @@ func (pl *Evaluator) carryOut(logger klog.Logger, pr *preemptor, c *topology.Pre
 		}
 	}
 	for _, g := range gangKeys {
-		pl.iface.Release(logger, g)
+		e.iface.Release(logger, g)
 	}
 	node := nominatedNode(pr, c.Domain, victims)
-	rec := pl.newRecord(pr, c.Domain, node, victims)
-	pl.preempted.record(pr.key, rec, pl.recordLive)
+	rec := e.newRecord(pr, c.Domain, node, victims)
+	e.preempted.record(pr.key, rec, e.recordLive)
 	if rec.pod.uid != "" && node != "" {
 		// The protection set gangs' planning aside; a gang it refused waits for a hold to
 		// lift. The preemptor's binding wakes such gangs (the assigned-pod hint), and this
 		// wakes them when the protection ends otherwise: the bound passes, or the preemptor
 		// was deleted while pending.
-		pl.iface.WakeBlockedAfter(rec.pod.uid, rec.protectUntil.Sub(pl.now()))
+		e.iface.WakeBlockedAfter(rec.pod.uid, rec.protectUntil.Sub(e.now()))
 	}
 	if pr.shortfall != nil && pr.partners == nil {
-		pl.iface.Hold(logger, pr.shortfall, pr.nodes, c.Domain, victims)
+		e.iface.Hold(logger, pr.shortfall, pr.nodes, c.Domain, victims)
 	}
-	pl.evictAsync(pr.pod, victims, msg.Preempted(pr.kind, pr.pod.Namespace, pr.name, c.Domain))
+	e.evictAsync(pr.pod, victims, msg.Preempted(pr.kind, pr.pod.Namespace, pr.name, c.Domain))
 	metrics.PreemptionTotal.WithLabelValues(pr.kind, metrics.PreemptResultPreempted).Inc()
 	metrics.PreemptionVictimsTotal.WithLabelValues(metrics.UnitGang).Add(float64(nGangs))
 	metrics.PreemptionVictimsTotal.WithLabelValues(metrics.UnitPod).Add(float64(nPods))
@@ -81,7 +81,7 @@ func (pl *Evaluator) carryOut(logger klog.Logger, pr *preemptor, c *topology.Pre
 
 // newRecord is the record of a preemption: its victims and, for a standalone preemptor, the
 // protection of its nominated node (its victims' longest grace period plus a margin).
-func (pl *Evaluator) newRecord(pr *preemptor, domain, node string, victims []*v1.Pod) preemptRecord {
+func (e *Evaluator) newRecord(pr *preemptor, domain, node string, victims []*v1.Pod) preemptRecord {
 	r := preemptRecord{domain: domain, node: node, victims: refsOf(victims)}
 	r.request, r.priority = pr.fit.Request, pr.priority
 	if pr.kind != metrics.PreemptorPod {
@@ -96,7 +96,7 @@ func (pl *Evaluator) newRecord(pr *preemptor, domain, node string, victims []*v1
 		}
 	}
 	r.pod = victimRef{namespace: pr.pod.Namespace, name: pr.pod.Name, uid: pr.pod.UID}
-	r.protectUntil = pl.now().Add(time.Duration(grace)*time.Second + standaloneWaitMargin)
+	r.protectUntil = e.now().Add(time.Duration(grace)*time.Second + standaloneWaitMargin)
 	return r
 }
 
@@ -105,38 +105,38 @@ func (pl *Evaluator) newRecord(pr *preemptor, domain, node string, victims []*v1
 // plugin's context, off the scheduling cycle, as kube-scheduler's asynchronous preemption
 // does. A victim whose eviction is already under way is skipped. Failures are logged; a
 // victim that stays bound is evicted again by evictEscaped while the preemptor waits.
-func (pl *Evaluator) evictAsync(preemptor *v1.Pod, victims []*v1.Pod, msg string) {
+func (e *Evaluator) evictAsync(preemptor *v1.Pod, victims []*v1.Pod, message string) {
 	var calls []*v1.Pod
 	for _, v := range victims {
-		if wp := pl.handle.GetWaitingPod(v.UID); wp != nil {
-			wp.Reject(gang.PluginName, msg)
-			pl.preemptedEvent(preemptor, v, msg)
+		if wp := e.handle.GetWaitingPod(v.UID); wp != nil {
+			wp.Reject(gang.PluginName, message)
+			e.preemptedEvent(preemptor, v, message)
 			continue
 		}
-		if pl.evicting.start(v.UID, pl.now()) {
+		if e.evicting.start(v.UID, e.now()) {
 			calls = append(calls, v)
 		}
 	}
 	if len(calls) == 0 {
 		return
 	}
-	pl.iface.Go(func() {
+	e.iface.Go(func() {
 		for _, v := range calls {
-			err := pl.deleteVictim(pl.ctx, preemptor, v)
+			err := e.deleteVictim(e.ctx, preemptor, v)
 			if err != nil {
-				pl.logger.V(2).Info("Evicting a preemption victim failed", "victim", klog.KObj(v), "preemptor", klog.KObj(preemptor), "err", err)
+				e.logger.V(2).Info("Evicting a preemption victim failed", "victim", klog.KObj(v), "preemptor", klog.KObj(preemptor), "err", err)
 			} else {
-				pl.preemptedEvent(preemptor, v, msg)
+				e.preemptedEvent(preemptor, v, message)
 			}
-			pl.evicting.done(v.UID, err == nil, pl.now())
+			e.evicting.done(v.UID, err == nil, e.now())
 		}
 	})
 }
 
 // deleteVictim gives a victim the DisruptionTarget condition and deletes it (guarded by its
 // UID). A victim already gone is no error.
-func (pl *Evaluator) deleteVictim(ctx context.Context, preemptor, victim *v1.Pod) error {
-	cs := pl.handle.ClientSet()
+func (e *Evaluator) deleteVictim(ctx context.Context, preemptor, victim *v1.Pod) error {
+	cs := e.handle.ClientSet()
 	cond := &v1.PodCondition{
 		Type:               v1.DisruptionTarget,
 		ObservedGeneration: apipod.CalculatePodConditionObservedGeneration(&victim.Status, victim.Generation, v1.DisruptionTarget),
@@ -162,11 +162,11 @@ func (pl *Evaluator) deleteVictim(ctx context.Context, preemptor, victim *v1.Pod
 }
 
 // preemptedEvent records the Preempted event on a victim.
-func (pl *Evaluator) preemptedEvent(preemptor, victim *v1.Pod, msg string) {
-	if rec := pl.handle.EventRecorder(); rec != nil {
-		rec.Eventf(victim, preemptor, v1.EventTypeNormal, "Preempted", "Preempting", "%s", msg)
+func (e *Evaluator) preemptedEvent(preemptor, victim *v1.Pod, message string) {
+	if rec := e.handle.EventRecorder(); rec != nil {
+		rec.Eventf(victim, preemptor, v1.EventTypeNormal, "Preempted", "Preempting", "%s", message)
 	}
-	pl.logger.V(2).Info("Preempted pod", "victim", klog.KObj(victim), "preemptor", klog.KObj(preemptor))
+	e.logger.V(2).Info("Preempted pod", "victim", klog.KObj(victim), "preemptor", klog.KObj(preemptor))
 }
 
 // nominatedNode picks the node of the domain the pod is nominated to: the first by name where

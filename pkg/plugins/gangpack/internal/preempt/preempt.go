@@ -55,9 +55,9 @@ type preemptor struct {
 }
 
 // Preempt is PostFilter for a pod without a cycle pin when preemption is on.
-func (pl *Evaluator) Preempt(ctx context.Context, pod *v1.Pod, m fwk.NodeToStatusReader) (*fwk.PostFilterResult, *fwk.Status) {
+func (e *Evaluator) Preempt(ctx context.Context, pod *v1.Pod, m fwk.NodeToStatusReader) (*fwk.PostFilterResult, *fwk.Status) {
 	logger := klog.FromContext(ctx)
-	pr, waiting := pl.newPreemptor(logger, pod, m)
+	pr, waiting := e.newPreemptor(logger, pod, m)
 	if waiting != nil {
 		return waiting.result, waiting.status
 	}
@@ -65,12 +65,12 @@ func (pl *Evaluator) Preempt(ctx context.Context, pod *v1.Pod, m fwk.NodeToStatu
 		return nil, fwk.NewStatus(fwk.Unschedulable)
 	}
 	if p := pod.Spec.PreemptionPolicy; p != nil && *p == v1.PreemptNever {
-		return pl.noCandidate(logger, pr, msg.ReasonPreemptNever)
+		return e.noCandidate(logger, pr, msg.ReasonPreemptNever)
 	}
-	units := victimUnits(pr.all, pr.priority, pr.ownGang, pl.listPDBs(logger), pl.iface.UnitOf())
+	units := victimUnits(pr.all, pr.priority, pr.ownGang, e.listPDBs(logger), e.iface.UnitOf())
 	units = slices.DeleteFunc(units, func(u victimUnit) bool { return pr.group != "" && u.unit.Name == pr.group })
 	if len(units) == 0 {
-		return pl.noCandidate(logger, pr, msg.ReasonNoLowerPriority)
+		return e.noCandidate(logger, pr, msg.ReasonNoLowerPriority)
 	}
 	var cands []topology.PreemptionCandidate
 	if pr.partners != nil {
@@ -87,9 +87,9 @@ func (pl *Evaluator) Preempt(ctx context.Context, pod *v1.Pod, m fwk.NodeToStatu
 	}
 	best, ok := topology.ChoosePreemptionCandidate(cands)
 	if !ok {
-		return pl.noCandidate(logger, pr, msg.ReasonNoDomain(pr.gang.Need))
+		return e.noCandidate(logger, pr, msg.ReasonNoDomain(pr.gang.Need))
 	}
-	return pl.carryOut(logger, pr, &cands[best], units)
+	return e.carryOut(logger, pr, &cands[best], units)
 }
 
 // waitResult is PostFilter's answer for a preemptor that waits on its victims.
@@ -100,17 +100,17 @@ type waitResult struct {
 
 // newPreemptor builds the preemptor, or returns nil when the cycle did not fail for lack of
 // room; waiting is set when the preemptor already evicted victims that still terminate, or
-// when room that Terminating pods give back would let it fit (preempt_room.go).
-func (pl *Evaluator) newPreemptor(logger klog.Logger, pod *v1.Pod, m fwk.NodeToStatusReader) (*preemptor, *waitResult) {
-	all, err := pl.handle.SnapshotSharedLister().NodeInfos().List()
+// when room that Terminating pods give back would let it fit (room_coming.go).
+func (e *Evaluator) newPreemptor(logger klog.Logger, pod *v1.Pod, m fwk.NodeToStatusReader) (*preemptor, *waitResult) {
+	all, err := e.handle.SnapshotSharedLister().NodeInfos().List()
 	if err != nil {
 		return nil, nil
 	}
 	pr := &preemptor{pod: pod, priority: corev1helpers.PodPriority(pod), all: all, fit: gang.NewPodFit(pod)}
 	if key, name, member := gang.Of(pod); member {
 		pr.kind, pr.key, pr.name, pr.ownGang = metrics.PreemptorGang, key, name, key
-		pr.priority = pl.gangPreemptPriority(pod)
-		if unitOf := pl.iface.UnitOf(); unitOf != nil {
+		pr.priority = e.gangPreemptPriority(pod)
+		if unitOf := e.iface.UnitOf(); unitOf != nil {
 			if g := unitOf(pod); g != "" { // the partners share one preemption and its wait
 				pr.group, pr.key = g, g
 			}
@@ -118,22 +118,22 @@ func (pl *Evaluator) newPreemptor(logger klog.Logger, pod *v1.Pod, m fwk.NodeToS
 	} else {
 		pr.kind, pr.key, pr.name = metrics.PreemptorPod, podRecordKey(pod), pod.Name
 	}
-	if w := pl.waitingOnVictims(pr, pr.key); w != nil {
+	if w := e.waitingOnVictims(pr, pr.key); w != nil {
 		return nil, w
 	}
 	if pr.group != "" { // a partner that repairs alone waits under its gang's record
-		if w := pl.waitingOnVictims(pr, pr.ownGang); w != nil {
+		if w := e.waitingOnVictims(pr, pr.ownGang); w != nil {
 			return nil, w
 		}
 	}
 	if pr.kind == metrics.PreemptorPod {
-		pl.standaloneNodes(pr, m)
-		if w := pl.standaloneRoomComing(pr); w != nil {
+		e.standaloneNodes(pr, m)
+		if w := e.standaloneRoomComing(pr); w != nil {
 			return nil, w
 		}
 		return pr, nil
 	}
-	lacks, w := pl.gangLacksRoom(logger, pr)
+	lacks, w := e.gangLacksRoom(logger, pr)
 	if !lacks {
 		return nil, w
 	}
@@ -144,16 +144,16 @@ func (pl *Evaluator) newPreemptor(logger klog.Logger, pod *v1.Pod, m fwk.NodeToS
 // nominated to the node chosen then, and nothing is evicted again. The record lasts until
 // the victims are gone from the API and from the snapshot (or stuck past their bound), not
 // until the preemptor's timeout.
-func (pl *Evaluator) waitingOnVictims(pr *preemptor, key string) *waitResult {
-	r, ok := pl.preempted.get(key)
+func (e *Evaluator) waitingOnVictims(pr *preemptor, key string) *waitResult {
+	r, ok := e.preempted.get(key)
 	if !ok {
 		return nil
 	}
-	left := pl.victimsLeft(r)
+	left := e.victimsLeft(r)
 	if left == 0 {
 		return nil
 	}
-	pl.evictEscaped(pr, r)
+	e.evictEscaped(pr, r)
 	return &waitResult{
 		result: &fwk.PostFilterResult{NominatingInfo: &fwk.NominatingInfo{NominatedNodeName: r.node, NominatingMode: fwk.ModeOverride}},
 		status: fwk.NewStatus(fwk.Unschedulable, msg.PreemptWaiting(left, r.domain)),
@@ -165,19 +165,19 @@ func (pl *Evaluator) waitingOnVictims(pr *preemptor, key string) *waitResult {
 // and bound; an eviction call may also have failed. Each is evicted like any bound victim
 // (unless its eviction is under way), so the preemptor does not wait on a pod that will
 // never leave.
-func (pl *Evaluator) evictEscaped(pr *preemptor, r preemptRecord) {
+func (e *Evaluator) evictEscaped(pr *preemptor, r preemptRecord) {
 	var escaped []*v1.Pod
 	for _, v := range r.victims {
-		if cur := pl.boundVictim(v); cur != nil && cur.DeletionTimestamp == nil {
+		if cur := e.boundVictim(v); cur != nil && cur.DeletionTimestamp == nil {
 			escaped = append(escaped, cur)
 		}
 	}
-	pl.evictAsync(pr.pod, escaped, msg.Preempted(pr.kind, pr.pod.Namespace, pr.name, r.domain))
+	e.evictAsync(pr.pod, escaped, msg.Preempted(pr.kind, pr.pod.Namespace, pr.name, r.domain))
 }
 
 // standaloneNodes makes every node a domain of its own. Nodes that a filter rejected as
 // unresolvable (a hold, a taint, affinity) are left out: evicting pods cannot change them.
-func (pl *Evaluator) standaloneNodes(pr *preemptor, m fwk.NodeToStatusReader) {
+func (e *Evaluator) standaloneNodes(pr *preemptor, m fwk.NodeToStatusReader) {
 	f := pr.fit
 	pr.gang = topology.Gang{Need: 1, Shapes: []topology.Resources{f.Request}, Siblings: []int{0}}
 	names := slices.Collect(maps.Keys(f.Request))
@@ -197,13 +197,13 @@ func (pl *Evaluator) standaloneNodes(pr *preemptor, m fwk.NodeToStatusReader) {
 // one under any key reserving room on a node of it. A domain with such a holder of equal or
 // higher priority is excluded; the lower-priority holders of a domain are all released if it
 // is chosen, so the freed room is the preemptor's.
-func (pl *Evaluator) markHeldDomains(pr *preemptor, info gang.Info) {
+func (e *Evaluator) markHeldDomains(pr *preemptor, info gang.Info) {
 	pr.excluded, pr.holders = map[string]bool{}, map[string]sets.Set[string]{}
 	domainOf := make(map[string]string, len(pr.nodes))
 	for _, n := range pr.nodes {
 		domainOf[n.Name] = n.Domain
 	}
-	for _, c := range pl.iface.Pins() {
+	for _, c := range e.iface.Pins() {
 		if !c.Forming() || c.Gang == info.Key {
 			continue
 		}
@@ -219,7 +219,7 @@ func (pl *Evaluator) markHeldDomains(pr *preemptor, info gang.Info) {
 		if overlaps.Len() == 0 {
 			continue
 		}
-		lower := pl.gangPriority(c.Gang) < pr.priority
+		lower := e.gangPriority(c.Gang) < pr.priority
 		for d := range overlaps {
 			switch {
 			case !lower:
@@ -236,8 +236,8 @@ func (pl *Evaluator) markHeldDomains(pr *preemptor, info gang.Info) {
 // gangPriority is the highest priority among a gang's live pods (math.MaxInt32 when they
 // cannot be listed, so an unknown holder is never displaced): a gang is protected, as a
 // holder or a victim, by its highest member.
-func (pl *Evaluator) gangPriority(key string) int32 {
-	_, hi, err := pl.memberPriorities(key)
+func (e *Evaluator) gangPriority(key string) int32 {
+	_, hi, err := e.memberPriorities(key)
 	if err != nil {
 		return 1<<31 - 1
 	}
@@ -247,10 +247,10 @@ func (pl *Evaluator) gangPriority(key string) int32 {
 // gangPreemptPriority is the priority a gang member preempts with: its own, capped at the
 // lowest priority among its gang's live members, so a gang never preempts with a priority
 // some of its members lack (for a gang of one priority, that priority).
-func (pl *Evaluator) gangPreemptPriority(pod *v1.Pod) int32 {
+func (e *Evaluator) gangPreemptPriority(pod *v1.Pod) int32 {
 	prio := corev1helpers.PodPriority(pod)
 	key, _, _ := gang.Of(pod)
-	if lo, _, err := pl.memberPriorities(key); err == nil && lo < prio {
+	if lo, _, err := e.memberPriorities(key); err == nil && lo < prio {
 		return lo
 	}
 	return prio
@@ -258,12 +258,12 @@ func (pl *Evaluator) gangPreemptPriority(pod *v1.Pod) int32 {
 
 // memberPriorities returns the lowest and highest priority among a gang's live pods
 // (math.MaxInt32 and 0 when none is live).
-func (pl *Evaluator) memberPriorities(key string) (lo, hi int32, err error) {
+func (e *Evaluator) memberPriorities(key string) (lo, hi int32, err error) {
 	ns, name, err := cache.SplitMetaNamespaceKey(key)
 	if err != nil {
 		return 0, 0, err
 	}
-	pods, err := pl.members.List(ns, name)
+	pods, err := e.members.List(ns, name)
 	if err != nil {
 		return 0, 0, err
 	}
@@ -282,11 +282,11 @@ func (pl *Evaluator) memberPriorities(key string) (lo, hi int32, err error) {
 }
 
 // listPDBs returns every PodDisruptionBudget (none when the lister is missing or fails).
-func (pl *Evaluator) listPDBs(logger klog.Logger) []*policy.PodDisruptionBudget {
-	if pl.pdbs == nil {
+func (e *Evaluator) listPDBs(logger klog.Logger) []*policy.PodDisruptionBudget {
+	if e.pdbs == nil {
 		return nil
 	}
-	pdbs, err := pl.pdbs.List(labels.Everything())
+	pdbs, err := e.pdbs.List(labels.Everything())
 	if err != nil {
 		logger.V(4).Info("gangpack.PostFilter.pdb_list_failed", "err", err)
 		return nil
@@ -295,7 +295,7 @@ func (pl *Evaluator) listPDBs(logger klog.Logger) []*policy.PodDisruptionBudget 
 }
 
 // noCandidate ends a preemption that found nothing to evict, with the reason in the message.
-func (pl *Evaluator) noCandidate(logger klog.Logger, pr *preemptor, reason string) (*fwk.PostFilterResult, *fwk.Status) {
+func (e *Evaluator) noCandidate(logger klog.Logger, pr *preemptor, reason string) (*fwk.PostFilterResult, *fwk.Status) {
 	metrics.PreemptionTotal.WithLabelValues(pr.kind, metrics.PreemptResultNoCandidate).Inc()
 	logger.V(4).Info("gangpack.PostFilter.preempt", "pod", klog.KObj(pr.pod), "gang", pr.ownGang, "domain", "", "victims", []string{}, "reason", reason)
 	return nil, fwk.NewStatus(fwk.Unschedulable, msg.PreemptPrefix+reason)

@@ -85,10 +85,10 @@ func (p *preemptions) all() map[string]preemptRecord {
 }
 
 // victimsLeft counts the record's victims that still hold room.
-func (gs *Evaluator) victimsLeft(r preemptRecord) int {
-	now, left := gs.now(), 0
+func (e *Evaluator) victimsLeft(r preemptRecord) int {
+	now, left := e.now(), 0
 	for _, v := range r.victims {
-		if gs.victimHolds(v, now) {
+		if e.victimHolds(v, now) {
 			left++
 		}
 	}
@@ -103,17 +103,17 @@ func (gs *Evaluator) victimsLeft(r preemptRecord) int {
 // would take the missing room for a reason to preempt elsewhere. A victim that was only
 // waiting at Permit is rejected, not deleted: it stays in the informer unbound and holds
 // nothing once rejected, so the preemptor does not wait on it.
-func (gs *Evaluator) victimHolds(v victimRef, now time.Time) bool {
-	if cur := gs.boundVictim(v); cur != nil {
+func (e *Evaluator) victimHolds(v victimRef, now time.Time) bool {
+	if cur := e.boundVictim(v); cur != nil {
 		return !gang.Stuck(cur, now)
 	}
-	q := gs.inSnapshot(v)
+	q := e.inSnapshot(v)
 	return q != nil && !gang.Stuck(q, now)
 }
 
 // boundVictim returns the victim as the pod informer shows it bound, or nil.
-func (gs *Evaluator) boundVictim(v victimRef) *v1.Pod {
-	cur, err := gs.members.Pods(v.namespace).Get(v.name)
+func (e *Evaluator) boundVictim(v victimRef) *v1.Pod {
+	cur, err := e.members.Pods(v.namespace).Get(v.name)
 	if err != nil || cur.UID != v.uid || cur.Spec.NodeName == "" {
 		return nil
 	}
@@ -138,11 +138,11 @@ func (p *preemptions) placedAgain(uid types.UID) {
 
 // inSnapshot returns the victim as the current scheduling snapshot counts it on its node, or
 // nil.
-func (gs *Evaluator) inSnapshot(v victimRef) *v1.Pod {
-	if v.node == "" || gs.handle == nil {
+func (e *Evaluator) inSnapshot(v victimRef) *v1.Pod {
+	if v.node == "" || e.handle == nil {
 		return nil
 	}
-	ni, err := gs.handle.SnapshotSharedLister().NodeInfos().Get(v.node)
+	ni, err := e.handle.SnapshotSharedLister().NodeInfos().Get(v.node)
 	if err != nil || ni == nil {
 		return nil
 	}
@@ -156,9 +156,9 @@ func (gs *Evaluator) inSnapshot(v victimRef) *v1.Pod {
 
 // protects reports whether a standalone preemptor's record still protects its node: the
 // preemptor is pending and the bound has not passed.
-func (gs *Evaluator) protects(r preemptRecord, now time.Time) bool {
+func (e *Evaluator) protects(r preemptRecord, now time.Time) bool {
 	return r.pod.uid != "" && r.node != "" && now.Before(r.protectUntil) &&
-		gs.members.Pending(r.pod.namespace, r.pod.name, r.pod.uid)
+		e.members.Pending(r.pod.namespace, r.pod.name, r.pod.uid)
 }
 
 // podRecordKey is the preemptions record's key of a standalone preemptor.
@@ -167,8 +167,8 @@ func podRecordKey(pod *v1.Pod) string { return "pod/" + gang.PodKey(pod) }
 // Protecting reports whether the standalone pod (same UID) has a preemption record that
 // protects its nominated node. The record outlives the pod's binding until a later preemption
 // prunes it, so the pod's addition as an assigned pod tells the protection just ended.
-func (gs *Evaluator) Protecting(pod *v1.Pod) bool {
-	r, ok := gs.preempted.get(podRecordKey(pod))
+func (e *Evaluator) Protecting(pod *v1.Pod) bool {
+	r, ok := e.preempted.get(podRecordKey(pod))
 	return ok && r.node != "" && r.pod.uid == pod.UID
 }
 
@@ -177,22 +177,22 @@ func (gs *Evaluator) Protecting(pod *v1.Pod) bool {
 // a standalone preemptor, the record still protects the node. A gang member's nomination
 // ends with its victims: the gang's hold keeps the room from then on, and a nomination
 // beside the hold would count the member twice. Any other nomination is stale.
-func (gs *Evaluator) Nominates(pod *v1.Pod) bool {
+func (e *Evaluator) Nominates(pod *v1.Pod) bool {
 	keys := []string{podRecordKey(pod)}
 	if key, _, member := gang.Of(pod); member {
 		keys = []string{key}
-		if unitOf := gs.iface.UnitOf(); unitOf != nil {
+		if unitOf := e.iface.UnitOf(); unitOf != nil {
 			if g := unitOf(pod); g != "" {
 				keys = append(keys, g)
 			}
 		}
 	}
 	for _, k := range keys {
-		r, ok := gs.preempted.get(k)
+		r, ok := e.preempted.get(k)
 		if !ok || r.node == "" || r.node != pod.Status.NominatedNodeName {
 			continue
 		}
-		if gs.victimsLeft(r) > 0 || (r.pod.uid == pod.UID && gs.protects(r, gs.now())) {
+		if e.victimsLeft(r) > 0 || (r.pod.uid == pod.UID && e.protects(r, e.now())) {
 			return true
 		}
 	}
@@ -201,15 +201,15 @@ func (gs *Evaluator) Nominates(pod *v1.Pod) bool {
 
 // recordLive reports whether a record is still needed: a victim still holds room, or it
 // protects a standalone preemptor's node.
-func (gs *Evaluator) recordLive(r preemptRecord) bool {
-	return gs.victimsLeft(r) > 0 || gs.protects(r, gs.now())
+func (e *Evaluator) recordLive(r preemptRecord) bool {
+	return e.victimsLeft(r) > 0 || e.protects(r, e.now())
 }
 
 // awaitingVictims reports whether the preemptor (key) evicted victims for domain that still
 // hold room.
-func (gs *Evaluator) awaitingVictims(key, domain string) bool {
-	r, ok := gs.preempted.get(key)
-	return ok && r.domain == domain && gs.victimsLeft(r) > 0
+func (e *Evaluator) awaitingVictims(key, domain string) bool {
+	r, ok := e.preempted.get(key)
+	return ok && r.domain == domain && e.victimsLeft(r) > 0
 }
 
 // withProtected adds to others (what other gangs reserve per node, a map the caller owns)
@@ -220,10 +220,10 @@ func (gs *Evaluator) awaitingVictims(key, domain string) bool {
 // record protects their node, and the nominated members of other gangs' preemptions whose
 // victims still terminate, unless their gang's reservation on the node already holds them.
 // It returns others, or a new map when others is nil.
-func (gs *Evaluator) withProtected(own string, others map[string]placement.Reserved, priority func() int32, now time.Time) map[string]placement.Reserved {
+func (e *Evaluator) withProtected(own string, others map[string]placement.Reserved, priority func() int32, now time.Time) map[string]placement.Reserved {
 	known, prio := false, int32(0)
-	for key, r := range gs.preempted.all() {
-		if !gs.nominationHolds(own, r, others, now) {
+	for key, r := range e.preempted.all() {
+		if !e.nominationHolds(own, r, others, now) {
 			continue
 		}
 		if !known {
@@ -254,9 +254,9 @@ func (gs *Evaluator) withProtected(own string, others map[string]placement.Reser
 // planning of gang own: a standalone preemptor while its record protects the node; another
 // gang's nominated member while it is pending there, the victims still terminate and its
 // gang's reservation does not cover the node.
-func (gs *Evaluator) nominationHolds(own string, r preemptRecord, others map[string]placement.Reserved, now time.Time) bool {
+func (e *Evaluator) nominationHolds(own string, r preemptRecord, others map[string]placement.Reserved, now time.Time) bool {
 	if r.pod.uid != "" {
-		return gs.protects(r, now)
+		return e.protects(r, now)
 	}
 	if r.nominee.uid == "" || r.node == "" || r.gang == own {
 		return false
@@ -264,11 +264,11 @@ func (gs *Evaluator) nominationHolds(own string, r preemptRecord, others map[str
 	if _, covered := slices.BinarySearch(others[r.node].Gangs, r.gang); covered {
 		return false
 	}
-	p, err := gs.members.Pods(r.nominee.namespace).Get(r.nominee.name)
+	p, err := e.members.Pods(r.nominee.namespace).Get(r.nominee.name)
 	if err != nil || p.UID != r.nominee.uid || p.Spec.NodeName != "" || p.DeletionTimestamp != nil || p.Status.NominatedNodeName != r.node {
 		return false
 	}
-	return gs.victimsLeft(r) > 0
+	return e.victimsLeft(r) > 0
 }
 
 // evictedMemory is how long a victim whose eviction call succeeded is not evicted again: far

@@ -21,8 +21,8 @@ import (
 
 // standaloneRoomComing is roomComing for a standalone pod: when no node takes it now but one
 // would once its Terminating pods are gone, the pod waits for them.
-func (pl *Evaluator) standaloneRoomComing(pr *preemptor) *waitResult {
-	back := gang.ReturningRoom(pr.all, pl.now())
+func (e *Evaluator) standaloneRoomComing(pr *preemptor) *waitResult {
+	back := gang.ReturningRoom(pr.all, e.now())
 	if len(back) == 0 {
 		return nil
 	}

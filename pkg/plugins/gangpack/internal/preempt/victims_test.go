@@ -14,7 +14,8 @@ import (
 	"github.com/moirai-internal/ome-scheduler/pkg/plugins/gangpack/internal/gang"
 )
 
-// The Evaluator's pure parts; preemption scenarios run through the plugin, in its tests.
+// The Evaluator's pure parts; evaluator_test.go runs it against a fake Interface, and the
+// plugin's tests run preemption scenarios end to end.
 
 // testNode is a node with one GPU.
 func testNode(name string) *v1.Node {

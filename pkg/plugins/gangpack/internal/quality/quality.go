@@ -26,6 +26,7 @@ import (
 	"github.com/moirai-internal/ome-scheduler/pkg/topology"
 )
 
+// CountSplitRefused counts a split refusal of the gate.
 func CountSplitRefused() { metrics.PlacementTotal.WithLabelValues(metrics.OutcomeSplitRefused).Inc() }
 
 // Tracker remembers which per-domain series exist and which gangs are pending.
@@ -37,8 +38,8 @@ type Tracker struct {
 	// held: the domains held at the last refresh. Every known domain has a held series (1 when
 	// held, else 0), and so has every held domain.
 	held map[placement.DomainRef]struct{}
-	// parked: topology key → gang key → need, for gangs parked with "no domain has room".
-	parked map[string]map[string]int
+	// pending: topology key → gang key → need, for gangs pending with "no domain has room".
+	pending map[string]map[string]int
 	// resources: topology key → the resource of its stranded_capacity series.
 	resources map[string]string
 	// seen: topology key → when a planning last recorded it.
@@ -51,11 +52,12 @@ type Tracker struct {
 // keyRetention is how long the series of a topology key outlive its last planning.
 const keyRetention = 10 * time.Minute
 
+// New returns an empty Tracker.
 func New() *Tracker {
 	return &Tracker{
 		known:     map[string]map[string]int{},
 		held:      map[placement.DomainRef]struct{}{},
-		parked:    map[string]map[string]int{},
+		pending:   map[string]map[string]int{},
 		resources: map[string]string{},
 		seen:      map[string]time.Time{},
 		rooms:     map[string]map[string]int{},
@@ -101,14 +103,12 @@ func (q *Tracker) forgetDomain(key, d string) {
 	}
 }
 
-// Record sets the gauges of one planning over all nodes under key, deletes the member_room
-// series of domains that planning no longer saw, and refreshes the held series.
 // Planned is planning's event: one planning over all nodes under key gave each domain's
 // member room for a gang (gangKey, still needing need members) and, when the gang's shapes
 // request an extended resource, each domain's free units of it. The tracker derives the
 // largest placeable gang and the stranded capacity (below the smallest pending gang's need,
 // pending telling which gangs still wait) and records the series.
-func (q *Tracker) Planned(key, gangKey string, need int, rooms map[string]int, free map[string]int64, resource string, hasResource bool, pending func(gang string) bool) {
+func (q *Tracker) Planned(key, gangKey string, need int, rooms map[string]int, free map[string]int64, resource string, hasResource bool, pending func(gangKey string) bool) {
 	_, largest, _ := topology.Largest(rooms)
 	var stranded int64
 	if hasResource {
@@ -117,6 +117,8 @@ func (q *Tracker) Planned(key, gangKey string, need int, rooms map[string]int, f
 	q.Record(key, rooms, largest, resource, hasResource, stranded)
 }
 
+// Record sets the gauges of one planning over all nodes under key, deletes the member_room
+// series of domains that planning no longer saw, and refreshes the held series.
 func (q *Tracker) Record(key string, rooms map[string]int, largest int, resource string, hasResource bool, stranded int64) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
@@ -164,7 +166,7 @@ func (q *Tracker) finishRecord(key string, largest int, resource string, hasReso
 	}
 }
 
-// forgetStaleKeys deletes every series of the topology keys no planning recorded for
+// ForgetStaleKeys deletes every series of the topology keys no planning recorded for
 // keyRetention (GC): tenant-chosen keys and resource names do not pile up as series.
 func (q *Tracker) ForgetStaleKeys(now time.Time) {
 	q.mu.Lock()
@@ -188,39 +190,42 @@ func (q *Tracker) ForgetStaleKeys(now time.Time) {
 	}
 }
 
-func (q *Tracker) Pending(key, gang string, need int) {
+// Pending is planning's event for a gang that found no domain with room: its need is
+// remembered under key until it binds (Bound) or has no pending members left (PrunePending).
+func (q *Tracker) Pending(key, gangKey string, need int) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	m, ok := q.parked[key]
+	m, ok := q.pending[key]
 	if !ok {
 		m = map[string]int{}
-		q.parked[key] = m
+		q.pending[key] = m
 	}
-	m[gang] = need
+	m[gangKey] = need
 }
 
-func (q *Tracker) Bound(gang string) {
+// Bound is PostBind's event: a gang whose member binds is no longer pending.
+func (q *Tracker) Bound(gangKey string) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	for key, m := range q.parked {
-		delete(m, gang)
+	for key, m := range q.pending {
+		delete(m, gangKey)
 		if len(m) == 0 {
-			delete(q.parked, key)
+			delete(q.pending, key)
 		}
 	}
 }
 
-// smallestNeed is the smallest need among the gang being planned and the gangs parked with
-// "no domain has room" under key. Only parked gangs with a smaller need than the best so far can change the
-// answer, so only those are checked for live unbound members, smallest first; checked gangs
-// without any are forgotten (pruneParked forgets the rest). With hundreds of gangs parked,
-// checking every one on every planning made each PreFilter scan them all.
-func (q *Tracker) SmallestNeed(key, gang string, need int, pending func(gang string) bool) int {
+// SmallestNeed is the smallest need among the gang being planned and the gangs pending with
+// "no domain has room" under key. Only pending gangs with a smaller need than the best so far
+// can change the answer, so only those are checked for live unbound members, smallest first;
+// checked gangs without any are forgotten (PrunePending forgets the rest). With hundreds of
+// gangs pending, checking every one on every planning made each PreFilter scan them all.
+func (q *Tracker) SmallestNeed(key, gangKey string, need int, pending func(gangKey string) bool) int {
 	q.mu.Lock()
-	var smaller []parkedGang
-	for g, n := range q.parked[key] {
-		if g != gang && n < need {
-			smaller = append(smaller, parkedGang{key, g, n})
+	var smaller []pendingGang
+	for g, n := range q.pending[key] {
+		if g != gangKey && n < need {
+			smaller = append(smaller, pendingGang{key, g, n})
 		}
 	}
 	q.mu.Unlock()
@@ -239,31 +244,31 @@ func (q *Tracker) SmallestNeed(key, gang string, need int, pending func(gang str
 	return need
 }
 
-// parkedGang is one entry of Tracker.parked, copied out of the lock.
-type parkedGang struct {
+// pendingGang is one entry of Tracker.pending, copied out of the lock.
+type pendingGang struct {
 	key, gang string
 	need      int
 }
 
-// forget drops a parked gang if it is still parked with that need.
-func (q *Tracker) forget(key, gang string, need int) {
+// forget drops a pending gang if it is still pending with that need.
+func (q *Tracker) forget(key, gangKey string, need int) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	if m := q.parked[key]; m != nil && m[gang] == need {
-		delete(m, gang)
+	if m := q.pending[key]; m != nil && m[gangKey] == need {
+		delete(m, gangKey)
 		if len(m) == 0 {
-			delete(q.parked, key)
+			delete(q.pending, key)
 		}
 	}
 }
 
-// pruneParked forgets parked gangs without live unbound members (GC).
-func (q *Tracker) PruneParked(pending func(gang string) bool) {
+// PrunePending forgets pending gangs without live unbound members (GC).
+func (q *Tracker) PrunePending(pending func(gangKey string) bool) {
 	q.mu.Lock()
-	var all []parkedGang
-	for key, m := range q.parked {
+	var all []pendingGang
+	for key, m := range q.pending {
 		for g, n := range m {
-			all = append(all, parkedGang{key, g, n})
+			all = append(all, pendingGang{key, g, n})
 		}
 	}
 	q.mu.Unlock()

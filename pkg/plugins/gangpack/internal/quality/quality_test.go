@@ -84,41 +84,41 @@ func TestSmallestNeed(t *testing.T) {
 	if got := q.SmallestNeed("k", "ns/me", 4, pending); got != 4 {
 		t.Fatalf("smallestNeed = %d, want 4 (gone gangs ignored, other keys ignored)", got)
 	}
-	if _, ok := q.parked["k"]["ns/gone"]; ok {
-		t.Fatal("a gang without pending members stayed parked")
+	if _, ok := q.pending["k"]["ns/gone"]; ok {
+		t.Fatal("a gang without pending members stayed pending")
 	}
 	q.Pending("k", "ns/small", 2)
 	if got := q.SmallestNeed("k", "ns/me", 4, pending); got != 2 {
 		t.Fatalf("smallestNeed = %d, want 2", got)
 	}
-	// The gang being planned uses its current need, not the one it was parked with.
+	// The gang being planned uses its current need, not the one it was pending with.
 	if got := q.SmallestNeed("k", "ns/small", 3, pending); got != 3 {
-		t.Fatalf("smallestNeed for the parked gang itself = %d, want 3", got)
+		t.Fatalf("SmallestNeed for the pending gang itself = %d, want 3", got)
 	}
 	q.Bound("ns/small")
 	if got := q.SmallestNeed("k", "ns/me", 4, pending); got != 4 {
 		t.Fatalf("after unpark smallestNeed = %d, want 4", got)
 	}
 	q.Bound("ns/other")
-	if _, ok := q.parked["other-key"]; ok {
+	if _, ok := q.pending["other-key"]; ok {
 		t.Fatal("empty key map kept")
 	}
 	// A gone gang with a larger need cannot change the answer: smallestNeed does not look at
-	// it, the GC prune forgets it; pending gangs stay parked.
+	// it, the GC prune forgets it; pending gangs stay.
 	alive["ns/gone-big"] = false
 	q.Pending("k", "ns/gone-big", 9)
 	if got := q.SmallestNeed("k", "ns/me", 4, pending); got != 4 {
 		t.Fatalf("smallestNeed with a larger gone gang = %d, want 4", got)
 	}
-	if _, ok := q.parked["k"]["ns/gone-big"]; !ok {
+	if _, ok := q.pending["k"]["ns/gone-big"]; !ok {
 		t.Fatal("smallestNeed checked a gang whose need could not matter")
 	}
-	q.PruneParked(pending)
-	if _, ok := q.parked["k"]["ns/gone-big"]; ok {
-		t.Fatal("pruneParked kept a gang without pending members")
+	q.PrunePending(pending)
+	if _, ok := q.pending["k"]["ns/gone-big"]; ok {
+		t.Fatal("PrunePending kept a gang without pending members")
 	}
-	if _, ok := q.parked["k"]["ns/big"]; !ok {
-		t.Fatal("pruneParked dropped a pending gang")
+	if _, ok := q.pending["k"]["ns/big"]; !ok {
+		t.Fatal("PrunePending dropped a pending gang")
 	}
 }
 

@@ -43,7 +43,7 @@ func (pl *GangPack) reportUnrepairable(logger klog.Logger, cs fwk.CycleState, st
 	}
 	logger.V(2).Info("Gang degraded and not repairable in its domain", "gang", d.Gang, "domain", d.Domain, "room", d.Room, "missing", d.Missing)
 	ns, name, _ := cache.SplitMetaNamespaceKey(d.Gang)
-	pg, err := pl.podGroups.get(ns, name)
+	pg, err := pl.podGroups.Get(ns, name)
 	if err != nil || pg == nil {
 		return
 	}
@@ -87,7 +87,7 @@ func (pl *GangPack) degradedKey(key string, assumed map[types.UID]struct{}) (str
 	if err != nil || pl.podGroups == nil {
 		return "", false
 	}
-	pg, err := pl.podGroups.get(ns, name)
+	pg, err := pl.podGroups.Get(ns, name)
 	if err != nil || pg == nil {
 		return "", false
 	}
