@@ -187,10 +187,12 @@ func (s *sim) start(factory informers.SharedInformerFactory) {
 	if err != nil {
 		s.t.Fatal(err)
 	}
-	s.pl = newPlugin(s.ctx, composeArgs(), s.h, ml)
+	s.pl, err = newPlugin(s.ctx, composeArgs(), s.h, ml, nil)
+	if err != nil {
+		s.t.Fatal(err)
+	}
 	s.pl.registerPodGroupEvents = true
 	s.pl.podGroups = &podGroupReader{}
-	s.pl.planner.UsePodGroups(s.pl.podGroups)
 	s.pl.podGroups.cur.Store(&pgInformer{lister: pglisters.NewPodGroupLister(s.pgIdx), informer: syncedInformer{}})
 	s.pl.evaluator.UsePDBs(nil)
 	gen := s.gen

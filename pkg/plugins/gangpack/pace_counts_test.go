@@ -234,7 +234,10 @@ func TestBindWindowCeilingFromKubeConfig(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		pl := newPlugin(w.ctx, testArgs(), &qpsHandle{w.h, c.qps}, ml)
+		pl, err := newPlugin(w.ctx, testArgs(), &qpsHandle{w.h, c.qps}, ml, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
 		for i := 0; i < 1000; i++ {
 			pl.pace.Started(uidOf(i))
 			pl.pace.Finished(uidOf(i), true)

@@ -176,7 +176,7 @@ func (p *planner) nodesOfDomain(key, domain string) []fwk.NodeInfo {
 	}
 	var out []fwk.NodeInfo
 	if names, ok := p.pl.domains.nodes(key, domain); ok {
-		lister := p.pl.handle.SnapshotSharedLister().NodeInfos()
+		lister := p.pl.nodes()
 		for _, name := range names {
 			if ni, err := lister.Get(name); err == nil && ni.Node() != nil && ni.Node().Labels[key] == domain {
 				out = append(out, ni)

@@ -131,14 +131,6 @@ func (f *fakeLedger) ActivateGroup(_ klog.Logger, partners []types.NamespacedNam
 	return 0
 }
 
-// fakeHandle is the part of the framework handle planning reads: the snapshot.
-type fakeHandle struct {
-	fwk.Handle
-	snapshot *schedcache.Snapshot
-}
-
-func (h *fakeHandle) SnapshotSharedLister() fwk.SharedLister { return h.snapshot }
-
 // Test gang: ns/g, minMember 3, under testKey. Nodes a0 and a1 are in domain a, b0 in b.
 const (
 	testGang = "ns/g"
@@ -183,7 +175,11 @@ func newTestPlanner(t *testing.T, l *fakeLedger, nodes []*v1.Node, pod *v1.Pod, 
 	if err != nil {
 		t.Fatal(err)
 	}
-	pl := New(&gang.Args{TopologyKey: testKey}, l, members, &fakeHandle{snapshot: snapshot}, nil, nil, nil)
+	pl, err := New(Options{Args: &gang.Args{TopologyKey: testKey}, Ledger: l, Members: members,
+		Nodes: snapshot.NodeInfos, Quality: NoQuality{}, PodGroups: NoPodGroups{}, Victims: NoVictims{}})
+	if err != nil {
+		t.Fatal(err)
+	}
 	logger, _ := ktesting.NewTestContext(t)
 	p := &planner{pl: pl, logger: logger, pod: pod, info: testInfo(), all: all, generation: l.Generation()}
 	p.findPlaced()

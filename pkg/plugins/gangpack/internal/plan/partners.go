@@ -40,14 +40,12 @@ type Partner struct {
 func (pl *Planner) partnerPodGroups(g *gang.GroupRef) ([]*schedv1alpha1.PodGroup, error) {
 	sel := labels.SelectorFromSet(labels.Set{pl.args.PlacementGroupLabel: g.Name})
 	byName := map[string]*schedv1alpha1.PodGroup{}
-	if pl.podGroups != nil {
-		list, err := pl.podGroups.List(g.Namespace, sel)
-		if err != nil {
-			return nil, err
-		}
-		for _, pg := range list {
-			byName[pg.Name] = pg
-		}
+	list, err := pl.podGroups.List(g.Namespace, sel)
+	if err != nil {
+		return nil, err
+	}
+	for _, pg := range list {
+		byName[pg.Name] = pg
 	}
 	pods, err := pl.members.Pods(g.Namespace).List(sel)
 	if err != nil {
@@ -56,9 +54,6 @@ func (pl *Planner) partnerPodGroups(g *gang.GroupRef) ([]*schedv1alpha1.PodGroup
 	for _, q := range pods {
 		_, name, ok := gang.Of(q)
 		if !ok || byName[name] != nil {
-			continue
-		}
-		if pl.podGroups == nil {
 			continue
 		}
 		if pg, err := pl.podGroups.Get(g.Namespace, name); err == nil && pg != nil {

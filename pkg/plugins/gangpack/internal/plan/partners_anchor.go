@@ -53,7 +53,7 @@ func (p *planner) partnerAnchor(info gang.Info) ([]string, bool, *fwk.Status) {
 // the status that parks the pod when one of those nodes lacks the group key.
 func (p *planner) placedGroupValues(info gang.Info, placed []gang.Placed) ([]string, *fwk.Status) {
 	gk := p.info.Group.TopologyKey
-	infos := p.pl.handle.SnapshotSharedLister().NodeInfos()
+	infos := p.pl.nodes()
 	values := sets.New[string]()
 	for _, m := range placed {
 		ni, err := infos.Get(m.Node)
@@ -110,7 +110,7 @@ func (p *planner) outsideWithin(within placement.DomainRef) bool {
 	if within.Key == "" || len(p.placed) == 0 {
 		return false
 	}
-	infos := p.pl.handle.SnapshotSharedLister().NodeInfos()
+	infos := p.pl.nodes()
 	for _, m := range p.placed {
 		if ni, err := infos.Get(m.Node); err != nil || ni.Node() == nil || ni.Node().Labels[within.Key] != within.Value {
 			return true

@@ -182,7 +182,7 @@ func (p *planner) planAllCached() (map[string]*topology.DomainPlan, bool) {
 // domains that are gone, and reports whether any entry changed.
 func (p *planner) refresh(sc *sigCache, domains map[string][]string, sameList bool, resource string) bool {
 	key := p.info.TopologyKey
-	lister := p.pl.handle.SnapshotSharedLister().NodeInfos()
+	lister := p.pl.nodes()
 	changed := false
 	for d, names := range domains {
 		e := sc.domains[d]

@@ -2,6 +2,8 @@ package plan
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"sort"
 	"time"
 
@@ -15,7 +17,6 @@ import (
 
 	"github.com/moirai-internal/ome-scheduler/pkg/placement"
 	"github.com/moirai-internal/ome-scheduler/pkg/plugins/gangpack/internal/gang"
-	"github.com/moirai-internal/ome-scheduler/pkg/plugins/gangpack/internal/quality"
 	"github.com/moirai-internal/ome-scheduler/pkg/topology"
 )
 
@@ -159,13 +160,43 @@ type Planner struct {
 	args      *gang.Args
 	ledger    Ledger
 	members   *gang.Members
-	handle    fwk.Handle
-	quality   *quality.Tracker
+	nodes     func() fwk.NodeInfoLister // the cycle's snapshot, by node name
+	quality   Quality
 	podGroups PodGroups
 	victims   Victims
 	plans     *planCache   // per-domain plans of recent gang signatures (plancache.go)
 	domains   *domainIndex // topology key → domain → node names, from node events (nil: scan)
 }
+
+// Options are the planner's dependencies, each a value: NoQuality, NoPodGroups and NoVictims
+// stand for a dependency a caller does without.
+type Options struct {
+	Args    *gang.Args
+	Ledger  Ledger
+	Members *gang.Members
+	// Nodes is the snapshot's node infos by name: the scheduler's snapshot lister, or the
+	// snapshot an explanation plans over.
+	Nodes func() fwk.NodeInfoLister
+	// NodeInformer feeds the domain index; nil leaves it out (every domain is found by a
+	// scan of the snapshot until IndexNodes builds one).
+	NodeInformer coreinformers.NodeInformer
+	Quality      Quality
+	PodGroups    PodGroups
+	Victims      Victims
+}
+
+// Quality is what planning reports to the placement quality gauges (internal/quality).
+type Quality interface {
+	Planned(key, gangKey string, need int, rooms map[string]int, free map[string]int64, resource string, hasResource bool, pending func(gang string) bool)
+	Pending(key, gang string, need int)
+}
+
+// NoQuality reports nothing.
+type NoQuality struct{}
+
+func (NoQuality) Planned(string, string, int, map[string]int, map[string]int64, string, bool, func(string) bool) {
+}
+func (NoQuality) Pending(string, string, int) {}
 
 // PodGroups reads PodGroups from the scheduler's PodGroup informer.
 type PodGroups interface {
@@ -173,6 +204,16 @@ type PodGroups interface {
 	Get(ns, name string) (*schedv1alpha1.PodGroup, error)
 	// List lists a namespace's PodGroups; nil when none are served.
 	List(ns string, sel labels.Selector) ([]*schedv1alpha1.PodGroup, error)
+}
+
+// NoPodGroups serves no PodGroup.
+type NoPodGroups struct{}
+
+func (NoPodGroups) Get(ns, name string) (*schedv1alpha1.PodGroup, error) {
+	return nil, fmt.Errorf("no PodGroup reader: %s/%s", ns, name)
+}
+func (NoPodGroups) List(string, labels.Selector) ([]*schedv1alpha1.PodGroup, error) {
+	return nil, nil
 }
 
 // Victims is what planning reads of preemption: whether a domain still waits for its
@@ -183,35 +224,40 @@ type Victims interface {
 	PreemptPriority(pod *v1.Pod) int32
 }
 
-// New builds the planner; podGroups may be nil (no PodGroup reader), and so may
-// victims (preemption off).
-func New(args *gang.Args, l Ledger, members *gang.Members, h fwk.Handle, q *quality.Tracker, podGroups PodGroups, victims Victims) *Planner {
-	return &Planner{args: args, ledger: l, members: members, handle: h, quality: q, podGroups: podGroups, victims: victims, plans: newPlanCache()}
-}
+// NoVictims is preemption turned off: no domain awaits victims, no room is protected.
+type NoVictims struct{}
 
-// WatchNodes builds the domain index from the node informer's events.
-func (pl *Planner) WatchNodes(nodes coreinformers.NodeInformer) error {
-	pl.domains = newDomainIndex(nodes.Lister(), nodes.Informer().HasSynced)
-	return pl.domains.watch(nodes.Informer())
+func (NoVictims) Awaiting(string, string) bool { return false }
+func (NoVictims) WithProtected(_ string, others map[string]placement.Reserved, _ func() int32, _ time.Time) map[string]placement.Reserved {
+	return others
+}
+func (NoVictims) PreemptPriority(*v1.Pod) int32 { return 0 }
+
+// New builds the planner from its dependencies, every one given (see Options), and, with a
+// node informer, the domain index fed by its events.
+func New(o Options) (*Planner, error) {
+	if o.Args == nil || o.Ledger == nil || o.Members == nil || o.Nodes == nil || o.Quality == nil || o.PodGroups == nil || o.Victims == nil {
+		return nil, errors.New("plan.New: every dependency but the node informer is required")
+	}
+	pl := &Planner{args: o.Args, ledger: o.Ledger, members: o.Members, nodes: o.Nodes, quality: o.Quality,
+		podGroups: o.PodGroups, victims: o.Victims, plans: newPlanCache()}
+	if o.NodeInformer != nil {
+		pl.domains = newDomainIndex(o.NodeInformer.Lister(), o.NodeInformer.Informer().HasSynced)
+		if err := pl.domains.watch(o.NodeInformer.Informer()); err != nil {
+			return nil, err
+		}
+	}
+	return pl, nil
 }
 
 func (pl *Planner) withProtected(own string, others map[string]placement.Reserved, priority func() int32, now time.Time) map[string]placement.Reserved {
-	if pl.victims == nil {
-		return others
-	}
 	return pl.victims.WithProtected(own, others, priority, now)
 }
 
 func (pl *Planner) gangPreemptPriority(pod *v1.Pod) int32 {
-	if pl.victims == nil {
-		return 0
-	}
 	return pl.victims.PreemptPriority(pod)
 }
 
 func (pl *Planner) awaitingVictims(key, domain string) bool {
-	return pl.victims != nil && pl.victims.Awaiting(key, domain)
+	return pl.victims.Awaiting(key, domain)
 }
-
-// UsePodGroups sets the PodGroup reader partner groups are listed from.
-func (pl *Planner) UsePodGroups(r PodGroups) { pl.podGroups = r }

@@ -80,7 +80,7 @@ func (p *planner) capacity() placement.Capacity { return p.pl.SnapshotCapacity()
 
 // SnapshotCapacity is the free room of a node of the framework's snapshot.
 func (pl *Planner) SnapshotCapacity() placement.Capacity {
-	lister := pl.handle.SnapshotSharedLister().NodeInfos()
+	lister := pl.nodes()
 	return func(name string) (topology.Resources, int64, bool) {
 		ni, err := lister.Get(name)
 		if err != nil || ni.Node() == nil {

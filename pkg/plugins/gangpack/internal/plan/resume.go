@@ -107,7 +107,7 @@ func (pl *Planner) resume(logger klog.Logger, pod *v1.Pod, info gang.Info, nodes
 // nominated node must be in the snapshot and carry the gang's topology key, all with one
 // value. It returns the domain, the nominated templates, and the nominated members per node.
 func (p *planner) nominatedDomain() (string, []*v1.Pod, map[string]int, string) {
-	infos := p.pl.handle.SnapshotSharedLister().NodeInfos()
+	infos := p.pl.nodes()
 	domain := ""
 	var nominated []*v1.Pod
 	counts := map[string]int{}

@@ -97,7 +97,7 @@ func (p *planner) regrow(c *placement.Commitment, remaining int) {
 // waiterNodeGone reports a member waiting at Permit under attempt id whose node is no longer
 // in the snapshot (the node was deleted).
 func (p *planner) waiterNodeGone(id uint64) bool {
-	infos := p.pl.handle.SnapshotSharedLister().NodeInfos()
+	infos := p.pl.nodes()
 	for _, node := range p.pl.ledger.WaiterNodes(p.info, id) {
 		if ni, err := infos.Get(node); err != nil || ni.Node() == nil {
 			return true
