@@ -157,7 +157,7 @@ func newPlugin(ctx context.Context, args *gang.Args, h fwk.Handle, ml *gang.Memb
 	}
 	pl.ledger = ledger.New(ctx, h, ml, pl.quality.HeldChanged)
 	pl.evaluator = preempt.New(ctx, h, ml, nil, preemption{pl}, pl.ledger.Now)
-	planner, err := plan.New(plan.Options{Args: args, Ledger: pl.ledger, Members: ml,
+	planner, err := plan.New(plan.Options{Args: args, Reader: pl.ledger, Effects: pl.ledger, Members: ml,
 		Nodes: func() fwk.NodeInfoLister { return h.SnapshotSharedLister().NodeInfos() }, NodeInformer: nodes,
 		Quality: pl.quality, PodGroups: planPodGroups{pl}, Victims: pl.evaluator})
 	if err != nil {

@@ -4,9 +4,7 @@ import (
 	"errors"
 	"time"
 
-	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
 
 	"github.com/moirai-internal/ome-scheduler/pkg/placement"
@@ -19,8 +17,8 @@ type Args = gang.Args
 
 var errNoEntry = errors.New("the scheduler's /configz has no " + DebugKey + " entry (not an ome-scheduler, or an older one)")
 
-// readOnly answers planning from a copy of the scheduler's pins: the reads come from a pin
-// store loaded with them, and every decision is refused (Explain makes none).
+// readOnly answers planning's reads from a copy of the scheduler's pins: a pin store loaded
+// with them. Explain plans with plan.NoEffects: it makes no decision.
 type readOnly struct {
 	store *placement.Store
 	now   time.Time
@@ -44,7 +42,7 @@ func (l *readOnly) placed(g gang.Info, all []fwk.NodeInfo) []gang.Placed {
 	return kept
 }
 
-var _ plan.Ledger = (*readOnly)(nil)
+var _ plan.Reader = (*readOnly)(nil)
 
 func (l *readOnly) Read(g gang.Info, all []fwk.NodeInfo) gang.Reading {
 	r := gang.Reading{Generation: l.store.Generation(), Others: l.store.ReservedExcept(g.Key), Placed: l.placed(g, all), Now: l.now}
@@ -71,32 +69,3 @@ func (l *readOnly) FailedHas(placement.GangOwner, placement.DomainRef) bool { re
 func (l *readOnly) Resting(placement.GangOwner, string) map[string]struct{} { return nil }
 func (l *readOnly) Placed(g gang.Info, all []fwk.NodeInfo) []gang.Placed    { return l.placed(g, all) }
 func (l *readOnly) WaiterNodes(gang.Info, uint64) []string                  { return nil }
-
-func (l *readOnly) Choose(placement.ChooseRequest, gang.Info) placement.ChooseResult {
-	return placement.ChooseResult{}
-}
-func (l *readOnly) Pin(placement.PinRequest, gang.Info, string) (placement.Commitment, placement.PinOutcome) {
-	return placement.Commitment{}, placement.HeldByOther
-}
-func (l *readOnly) PinGroup(string, []placement.PinRequest, []gang.Info) ([]placement.Commitment, placement.PinOutcome) {
-	return nil, placement.HeldByOther
-}
-func (l *readOnly) Reserve(klog.Logger, string, uint64, placement.Reservation, placement.Capacity) bool {
-	return false
-}
-func (l *readOnly) Regrow(string, uint64, int) (placement.Commitment, bool) {
-	return placement.Commitment{}, false
-}
-func (l *readOnly) Drop(klog.Logger, placement.Commitment, gang.Drop) bool { return false }
-func (l *readOnly) WrapFailed(placement.GangOwner)                         {}
-func (l *readOnly) ParkBlocked(klog.Logger, *v1.Pod, uint64)               {}
-func (l *readOnly) Await(_, _ *v1.Pod)                                     {}
-func (l *readOnly) MembersMissing(string)                                  {}
-func (l *readOnly) MembersComplete(klog.Logger, gang.Info, string, string) (int, bool) {
-	return 0, false
-}
-func (l *readOnly) GroupWaits(string, string) (string, bool) { return "", false }
-func (l *readOnly) GroupReady(string) bool                   { return false }
-func (l *readOnly) ActivateGroup(klog.Logger, []types.NamespacedName, string) int {
-	return 0
-}

@@ -225,13 +225,13 @@ func (p *planner) bestFit(cs fwk.CycleState, plans map[string]*topology.DomainPl
 		MinMember: info.MinMember, Reserve: p.reservation, Capacity: p.capacity()}
 	req.Rooms = without(rooms, failed)
 	req.Rank = p.softSpreadRank(req.Rooms)
-	res := pl.ledger.Choose(req, info)
+	res := p.fx.Choose(req, info)
 	if !res.OK && !res.Existing && !res.Conflict && len(req.Rooms) < len(rooms) {
-		pl.ledger.WrapFailed(info.Owner()) // the lap wraps; resting domains stay out
-		failed = pl.ledger.Failed(info.Owner(), info.TopologyKey)
+		p.fx.WrapFailed(info.Owner()) // the lap wraps; resting domains stay out
+		failed = pl.read.Failed(info.Owner(), info.TopologyKey)
 		req.Rooms = without(rooms, failed)
 		req.Rank = p.softSpreadRank(req.Rooms)
-		res = pl.ledger.Choose(req, info)
+		res = p.fx.Choose(req, info)
 	}
 	if res.OK {
 		if !res.Existing {
@@ -257,7 +257,7 @@ func (p *planner) adopt(cs fwk.CycleState, plans map[string]*topology.DomainPlan
 	if dp := plans[d]; dp != nil {
 		room = dp.Room
 	}
-	if room < p.need && pl.ledger.FailedHas(info.Owner(), placement.DomainRef{Key: info.TopologyKey, Value: d}) {
+	if room < p.need && pl.read.FailedHas(info.Owner(), placement.DomainRef{Key: info.TopologyKey, Value: d}) {
 		return nil, p.short(cs, msg.AdoptedShort(d, info.Key, room, p.need), d, room)
 	}
 	if room < p.need && p.rawRooms(map[string]int{d: room})[d] >= p.need {
@@ -274,7 +274,7 @@ func (p *planner) adopt(cs fwk.CycleState, plans map[string]*topology.DomainPlan
 	if info.Group != nil {
 		group = info.Group.Key
 	}
-	c, outcome := pl.ledger.Pin(placement.PinRequest{Gang: info.Key, Owner: info.UID, Key: info.TopologyKey, Domain: d,
+	c, outcome := p.fx.Pin(placement.PinRequest{Gang: info.Key, Owner: info.UID, Key: info.TopologyKey, Domain: d,
 		Reserved: p.reservation(d), Capacity: p.capacity(), Remaining: remaining, SoleFit: true, MinMember: info.MinMember,
 		Within: within}, info, group)
 	switch outcome {
@@ -297,10 +297,10 @@ func (p *planner) holdCapped() *fwk.Status {
 	if limit == 0 {
 		return nil
 	}
-	if p.pl.ledger.Pinned(p.info.Key) {
+	if p.pl.read.Pinned(p.info.Key) {
 		return nil
 	}
-	n := p.pl.ledger.FormingIn(p.info.Namespace+"/", p.info.Key)
+	n := p.pl.read.FormingIn(p.info.Namespace+"/", p.info.Key)
 	if n < limit {
 		return nil
 	}

@@ -50,8 +50,8 @@ func (p *planner) deferredPlan(cs fwk.CycleState, plans map[string]*topology.Dom
 	failed := p.failed
 	eff1 := without(eff, failed)
 	if topology.CountFitting(eff1, p.need) == 0 && len(eff1) < len(eff) {
-		pl.ledger.WrapFailed(info.Owner()) // resting domains stay out
-		failed = pl.ledger.Failed(info.Owner(), info.TopologyKey)
+		p.fx.WrapFailed(info.Owner()) // resting domains stay out
+		failed = pl.read.Failed(info.Owner(), info.TopologyKey)
 		eff1 = without(eff, failed)
 	}
 	planned := map[string]*topology.DomainPlan{}

@@ -49,9 +49,9 @@ type Explanation struct {
 // Explain plans the gang member as Plan would, changing nothing (see Explanation). Placement
 // group partners are planned as gangs of their own.
 func (pl *Planner) Explain(logger klog.Logger, pod *v1.Pod, info gang.Info, all []fwk.NodeInfo) Explanation {
-	r := pl.ledger.Read(info, all)
-	p := &planner{pl: pl, logger: logger, pod: pod, info: info, all: all, generation: r.Generation,
-		failed: r.Failed, now: r.Now, dryRun: true}
+	r := pl.read.Read(info, all)
+	p := &planner{pl: pl, fx: NoEffects{}, logger: logger, pod: pod, info: info, all: all, generation: r.Generation,
+		failed: r.Failed, now: r.Now}
 	p.others = pl.withProtected(info.Key, r.Others, func() int32 { return pl.gangPreemptPriority(pod) }, r.Now)
 	p.setPlaced(r.Placed)
 	gateStatus := p.gate()
@@ -88,13 +88,13 @@ func (p *planner) explainChoice(pin *placement.Commitment, plans map[string]*top
 		return p.explainAdopt(plans)
 	}
 	if p.pl.atHoldCap(p.info) {
-		return "", "best-fit", fwk.NewStatus(fwk.Unschedulable, msg.HoldCap(p.info.Namespace, p.pl.ledger.FormingIn(p.info.Namespace+"/", p.info.Key)))
+		return "", "best-fit", fwk.NewStatus(fwk.Unschedulable, msg.HoldCap(p.info.Namespace, p.pl.read.FormingIn(p.info.Namespace+"/", p.info.Key)))
 	}
 	failed := p.failed
 	fitting := without(rooms, failed)
 	d, ok := topology.BestFitRanked(fitting, p.need, p.softSpreadRank(fitting))
 	if !ok && len(fitting) < len(rooms) { // the lap wraps; resting domains stay out
-		failed = p.pl.ledger.Resting(p.info.Owner(), p.info.TopologyKey)
+		failed = p.pl.read.Resting(p.info.Owner(), p.info.TopologyKey)
 		fitting = without(rooms, failed)
 		d, ok = topology.BestFitRanked(fitting, p.need, p.softSpreadRank(fitting))
 	}
@@ -122,7 +122,7 @@ func (p *planner) explainAdopt(plans map[string]*topology.DomainPlan) (string, s
 	if room >= p.need {
 		return p.explainNarrow(d, "adopted", plans)
 	}
-	failed := p.pl.ledger.FailedHas(p.info.Owner(), placement.DomainRef{Key: p.info.TopologyKey, Value: d})
+	failed := p.pl.read.FailedHas(p.info.Owner(), placement.DomainRef{Key: p.info.TopologyKey, Value: d})
 	if !failed && p.rawRooms(map[string]int{d: room})[d] >= p.need {
 		return "", "adopted", fwk.NewStatus(fwk.Unschedulable, msg.AdoptReserved(d, p.info.Key))
 	}

@@ -32,7 +32,10 @@ type fakeLedger struct {
 	calls []string
 }
 
-var _ Ledger = (*fakeLedger)(nil)
+var (
+	_ Reader  = (*fakeLedger)(nil)
+	_ Effects = (*fakeLedger)(nil)
+)
 
 func (f *fakeLedger) record(format string, args ...any) {
 	f.calls = append(f.calls, fmt.Sprintf(format, args...))
@@ -175,13 +178,13 @@ func newTestPlanner(t *testing.T, l *fakeLedger, nodes []*v1.Node, pod *v1.Pod, 
 	if err != nil {
 		t.Fatal(err)
 	}
-	pl, err := New(Options{Args: &gang.Args{TopologyKey: testKey}, Ledger: l, Members: members,
+	pl, err := New(Options{Args: &gang.Args{TopologyKey: testKey}, Reader: l, Effects: l, Members: members,
 		Nodes: snapshot.NodeInfos, Quality: NoQuality{}, PodGroups: NoPodGroups{}, Victims: NoVictims{}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	logger, _ := ktesting.NewTestContext(t)
-	p := &planner{pl: pl, logger: logger, pod: pod, info: testInfo(), all: all, generation: l.Generation()}
+	p := &planner{pl: pl, fx: l, logger: logger, pod: pod, info: testInfo(), all: all, generation: l.Generation()}
 	p.findPlaced()
 	return p
 }

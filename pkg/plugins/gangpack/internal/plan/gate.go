@@ -19,9 +19,6 @@ import (
 func (p *planner) gate() *fwk.Status {
 	key := p.info.Key
 	if p.split() {
-		if !p.dryRun {
-			quality.CountSplitRefused()
-		}
 		return fwk.NewStatus(fwk.UnschedulableAndUnresolvable, msg.Split(key))
 	}
 	if st := p.collectTemplates(); st != nil {
@@ -30,19 +27,23 @@ func (p *planner) gate() *fwk.Status {
 	placedPods := p.placedPods()
 	if s := gang.WaitsForSibling(p.pod, p.templates[1:], placedPods); s != nil {
 		p.logger.V(4).Info("gangpack.pinGang.sibling_wait", "pod", klog.KObj(p.pod), "gang", key, "sibling", klog.KObj(s))
-		if !p.dryRun {
-			p.pl.ledger.Await(s, p.pod)
-		}
+		p.fx.Await(s, p.pod)
 		return fwk.NewStatus(fwk.Unschedulable, msg.SiblingWait(s.Namespace, s.Name))
 	}
 	if a := p.spreadAnchorFirst(placedPods); a != nil {
 		p.logger.V(4).Info("gangpack.pinGang.spread_anchor_wait", "pod", klog.KObj(p.pod), "gang", key, "anchor", klog.KObj(a))
-		if !p.dryRun {
-			p.pl.ledger.Await(a, p.pod)
-		}
+		p.fx.Await(a, p.pod)
 		return fwk.NewStatus(fwk.Unschedulable, msg.AnchorWait(a.Namespace, a.Name))
 	}
 	return nil
+}
+
+// admit is PreFilter's gate: gate, and a split gang's refusal counted (placement_total).
+func (p *planner) admit() *fwk.Status {
+	if p.split() {
+		quality.CountSplitRefused()
+	}
+	return p.gate()
 }
 
 // spreadAnchorFirst returns the gang's first unplaced hard-spread anchor when the pod is not
@@ -85,17 +86,11 @@ func (p *planner) collectTemplates() *fwk.Status {
 	}
 	sort.Slice(others, func(i, j int) bool { return others[i].Name < others[j].Name })
 	p.templates = append([]*v1.Pod{p.pod}, others...)
-	if p.dryRun {
-		if len(p.templates) < p.need {
-			return fwk.NewStatus(fwk.Unschedulable, msg.Templates(info.Key, len(p.templates), p.need))
-		}
-		return nil
-	}
 	if len(p.templates) < p.need {
-		pl.ledger.MembersMissing(info.Key)
+		p.fx.MembersMissing(info.Key)
 		return fwk.NewStatus(fwk.Unschedulable, msg.Templates(info.Key, len(p.templates), p.need))
 	}
-	if n, waited := pl.ledger.MembersComplete(p.logger, info, p.pod.Name, metrics.TriggerTemplatesComplete); waited {
+	if n, waited := p.fx.MembersComplete(p.logger, info, p.pod.Name, metrics.TriggerTemplatesComplete); waited {
 		p.logger.V(4).Info("gangpack.templates.complete", "gang", info.Key, "activated", n)
 	}
 	return nil

@@ -54,11 +54,11 @@ func (p *planner) roomComing(set []fwk.NodeInfo, now time.Time) *gang.RoomComing
 // placed members asks for the whole group (groupLacksRoom); one with placed members asks for
 // itself, in its own domain, like a gang.
 func (pl *Planner) LacksRoom(logger klog.Logger, pod *v1.Pod, info gang.Info, all []fwk.NodeInfo, now time.Time) (*gang.Shortfall, *gang.RoomComing) {
-	p := pl.dryRun(logger, pod, info, all)
+	p := pl.quiet(logger, pod, info, all)
 	if info.Group != nil && len(p.placed) == 0 {
 		return pl.groupLacksRoom(p, now)
 	}
-	if c, pinned := pl.ledger.Commitment(info.Key); pinned && !p.repairs(c) {
+	if c, pinned := pl.read.Commitment(info.Key); pinned && !p.repairs(c) {
 		return nil, nil // the gang has a domain: it waits there
 	}
 	if info.Group != nil {
@@ -95,9 +95,9 @@ func (p *planner) repairs(c placement.Commitment) bool {
 	return bound > 0 && bound < p.info.MinMember
 }
 
-// dryRun is a planner for preemption's questions: it changes nothing.
-func (pl *Planner) dryRun(logger klog.Logger, pod *v1.Pod, info gang.Info, all []fwk.NodeInfo) *planner {
-	p := &planner{pl: pl, logger: logger, pod: pod, info: info, all: all, generation: pl.ledger.Generation(), dryRun: true}
+// quiet is a planner for preemption's questions: it changes nothing (NoEffects).
+func (pl *Planner) quiet(logger klog.Logger, pod *v1.Pod, info gang.Info, all []fwk.NodeInfo) *planner {
+	p := &planner{pl: pl, fx: NoEffects{}, logger: logger, pod: pod, info: info, all: all, generation: pl.read.Generation()}
 	p.findPlaced()
 	return p
 }
@@ -106,7 +106,7 @@ func (pl *Planner) dryRun(logger klog.Logger, pod *v1.Pod, info gang.Info, all [
 // maxHoldsPerNamespace allows: the gang could not hold a freed domain.
 func (pl *Planner) atHoldCap(info gang.Info) bool {
 	limit := pl.args.HoldCap()
-	return limit > 0 && pl.ledger.FormingIn(info.Namespace+"/", info.Key) >= limit
+	return limit > 0 && pl.read.FormingIn(info.Namespace+"/", info.Key) >= limit
 }
 
 // preemptNodes translates the labelled nodes of set for the preemption arithmetic: Fits

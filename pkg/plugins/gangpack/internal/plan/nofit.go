@@ -81,7 +81,7 @@ func (p *planner) restingDomain(rooms map[string]int, failed map[string]struct{}
 	if !ok {
 		return "", false
 	}
-	_, rests := p.pl.ledger.Resting(p.info.Owner(), p.info.TopologyKey)[d]
+	_, rests := p.pl.read.Resting(p.info.Owner(), p.info.TopologyKey)[d]
 	return d, rests
 }
 

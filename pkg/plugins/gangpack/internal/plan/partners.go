@@ -145,8 +145,8 @@ func (p *planner) groupGate() *fwk.Status {
 		return fwk.NewStatus(fwk.Unschedulable, msg.GroupWait(g.Key, ready, g.Size))
 	}
 	p.partners = pts
-	if p.pl.ledger.GroupReady(g.Key) {
-		n := p.pl.ledger.ActivateGroup(p.logger, gangsOf(pts), p.pod.Name)
+	if p.fx.GroupReady(g.Key) {
+		n := p.fx.ActivateGroup(p.logger, gangsOf(pts), p.pod.Name)
 		p.groupWoken = true
 		p.logger.V(4).Info("gangpack.group.complete", "group", g.Key, "activated", n)
 	}
@@ -164,7 +164,7 @@ const (
 // reason; the same reason wakes nobody, so members never wake each other in turn.
 func (p *planner) groupWaits(why string) {
 	g := p.info.Group
-	if prev, had := p.pl.ledger.GroupWaits(g.Key, why); had && prev != why {
+	if prev, had := p.fx.GroupWaits(g.Key, why); had && prev != why {
 		pgs, err := p.pl.partnerPodGroups(g)
 		if err != nil {
 			return
@@ -173,7 +173,7 @@ func (p *planner) groupWaits(why string) {
 		for i, pg := range pgs {
 			pts[i] = Partner{PodGroup: pg}
 		}
-		n := p.pl.ledger.ActivateGroup(p.logger, gangsOf(pts), p.pod.Name)
+		n := p.fx.ActivateGroup(p.logger, gangsOf(pts), p.pod.Name)
 		p.logger.V(4).Info("gangpack.group.reason_changed", "group", g.Key, "reason", why, "activated", n)
 	}
 }

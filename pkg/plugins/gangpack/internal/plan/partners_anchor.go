@@ -25,7 +25,7 @@ import (
 // nodes lacks the group key.
 func (p *planner) partnerAnchor(info gang.Info) ([]string, bool, *fwk.Status) {
 	gk := p.info.Group.TopologyKey
-	if c, pinned := p.pl.ledger.Commitment(info.Key); pinned {
+	if c, pinned := p.pl.read.Commitment(info.Key); pinned {
 		if c.Within.Key == gk && c.Within.Value != "" {
 			return []string{c.Within.Value}, true, nil
 		}
@@ -41,7 +41,7 @@ func (p *planner) partnerAnchor(info gang.Info) ([]string, bool, *fwk.Status) {
 			return sets.List(values), true, nil
 		}
 	}
-	placed := p.pl.ledger.Placed(info, p.all)
+	placed := p.pl.read.Placed(info, p.all)
 	if len(placed) == 0 {
 		return nil, false, nil
 	}

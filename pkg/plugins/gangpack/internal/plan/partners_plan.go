@@ -67,7 +67,7 @@ func (p *planner) placeGroup() (*placement.Commitment, *fwk.Status) {
 	for i, q := range gp.todo {
 		infos[i] = q.info
 	}
-	cs, outcome := p.pl.ledger.PinGroup(g.Key, reqs, infos)
+	cs, outcome := p.fx.PinGroup(g.Key, reqs, infos)
 	if outcome != placement.Pinned {
 		p.waitForRoom()
 		metrics.CountPin(metrics.PinReserved)
@@ -84,9 +84,9 @@ func (p *planner) placeGroup() (*placement.Commitment, *fwk.Status) {
 	p.logger.V(4).Info("gangpack.group.pinned", "pod", klog.KObj(p.pod), "group", g.Key, "groupKey", g.TopologyKey,
 		"domain", best, "partners", len(cs), "need", plan.Need, "room", plan.Room)
 	if !p.groupWoken { // partners parked by an earlier no-fit plan now have their pins
-		p.pl.ledger.ActivateGroup(p.logger, gangsOf(p.partners), p.pod.Name)
+		p.fx.ActivateGroup(p.logger, gangsOf(p.partners), p.pod.Name)
 	}
-	p.others = p.pl.withProtected(p.info.Key, p.pl.ledger.ReservedExcept(p.info.Key), func() int32 { return p.pl.gangPreemptPriority(p.pod) }, p.now)
+	p.others = p.pl.withProtected(p.info.Key, p.pl.read.ReservedExcept(p.info.Key), func() int32 { return p.pl.gangPreemptPriority(p.pod) }, p.now)
 	return own, nil
 }
 
@@ -146,7 +146,7 @@ func (pl *Planner) partnerTemplates(info gang.Info) ([]*v1.Pod, error) {
 // partnerPlanner is a planner for one partner with nothing placed, sharing this planning's
 // nodes and the other gangs' reservations.
 func (p *planner) partnerPlanner(info gang.Info, templates []*v1.Pod) *planner {
-	q := &planner{pl: p.pl, logger: p.logger, pod: templates[0], info: info, all: p.all, others: p.others,
+	q := &planner{pl: p.pl, fx: p.fx, logger: p.logger, pod: templates[0], info: info, all: p.all, others: p.others,
 		templates: templates, need: max(info.MinMember, 1), generation: p.generation}
 	q.buildGang()
 	return q

@@ -66,9 +66,9 @@ type planner struct {
 	// failed are the owner's failed domains and now the clock, as the cycle began (Read).
 	failed map[string]struct{}
 	now    time.Time
-	// dryRun is preemption's question "does the gang lack room": planning that changes
-	// nothing (no waits recorded, no wake-ups, no pins).
-	dryRun bool
+	// fx carries the cycle's decisions, waits and wake-ups out: the ledger for PreFilter,
+	// NoEffects for the planning that changes nothing (LacksRoom, Resume's judgement, Explain).
+	fx Effects
 	// groupPlanned is set once placeGroup ran in this cycle: a pin it made that choose finds
 	// stale is not planned again in the same cycle.
 	groupPlanned bool
@@ -76,8 +76,8 @@ type planner struct {
 
 // Plan is PreFilter's planning for a validated gang member.
 func (pl *Planner) Plan(_ context.Context, logger klog.Logger, cs fwk.CycleState, pod *v1.Pod, info gang.Info, nodes []fwk.NodeInfo) (*fwk.PreFilterResult, *fwk.Status) {
-	r := pl.ledger.Read(info, nodes)
-	p := &planner{pl: pl, logger: logger, pod: pod, info: info, all: nodes, generation: r.Generation, failed: r.Failed, now: r.Now}
+	r := pl.read.Read(info, nodes)
+	p := &planner{pl: pl, fx: pl.fx, logger: logger, pod: pod, info: info, all: nodes, generation: r.Generation, failed: r.Failed, now: r.Now}
 	p.others = pl.withProtected(info.Key, r.Others, func() int32 { return pl.gangPreemptPriority(pod) }, r.Now)
 	p.setPlaced(r.Placed)
 	pin, st := p.revalidate(r.Pin)
@@ -89,7 +89,7 @@ func (pl *Planner) Plan(_ context.Context, logger klog.Logger, cs fwk.CycleState
 			return nil, st
 		}
 	}
-	if st := p.gate(); st != nil {
+	if st := p.admit(); st != nil {
 		return nil, st
 	}
 	if info.Group != nil && pin == nil && len(p.placed) == 0 {
@@ -104,7 +104,7 @@ func (pl *Planner) Plan(_ context.Context, logger klog.Logger, cs fwk.CycleState
 
 // findPlaced finds the gang's live members on nodes (bound or assumed), sorted by pod name.
 func (p *planner) findPlaced() {
-	p.setPlaced(p.pl.ledger.Placed(p.info, p.all))
+	p.setPlaced(p.pl.read.Placed(p.info, p.all))
 }
 
 // setPlaced records the gang's placed members, by name.
@@ -150,7 +150,7 @@ func (p *planner) placedIn(domain string) int {
 // waitForRoom records the pod as blocked by a hold, so the next hold lift wakes it. A hold lifted
 // between the decision and the record (the store's generation moved) wakes it at once.
 func (p *planner) waitForRoom() {
-	p.pl.ledger.ParkBlocked(p.logger, p.pod, p.generation)
+	p.fx.ParkBlocked(p.logger, p.pod, p.generation)
 }
 
 // Planner is PreFilter's decision: it plans a gang member over the snapshot and has the
@@ -158,7 +158,8 @@ func (p *planner) waitForRoom() {
 // plan cache) are its own.
 type Planner struct {
 	args      *gang.Args
-	ledger    Ledger
+	read      Reader  // what planning reads of the state across cycles (the ledger)
+	fx        Effects // what PreFilter's planning has done to it (the ledger)
 	members   *gang.Members
 	nodes     func() fwk.NodeInfoLister // the cycle's snapshot, by node name
 	quality   Quality
@@ -171,8 +172,11 @@ type Planner struct {
 // Options are the planner's dependencies, each a value: NoQuality, NoPodGroups and NoVictims
 // stand for a dependency a caller does without.
 type Options struct {
-	Args    *gang.Args
-	Ledger  Ledger
+	Args *gang.Args
+	// Reader and Effects are the ledger's reads and the effects PreFilter's planning has it
+	// carry out (Explain gives its own).
+	Reader  Reader
+	Effects Effects
 	Members *gang.Members
 	// Nodes is the snapshot's node infos by name: the scheduler's snapshot lister, or the
 	// snapshot an explanation plans over.
@@ -236,10 +240,10 @@ func (NoVictims) PreemptPriority(*v1.Pod) int32 { return 0 }
 // New builds the planner from its dependencies, every one given (see Options), and, with a
 // node informer, the domain index fed by its events.
 func New(o Options) (*Planner, error) {
-	if o.Args == nil || o.Ledger == nil || o.Members == nil || o.Nodes == nil || o.Quality == nil || o.PodGroups == nil || o.Victims == nil {
+	if o.Args == nil || o.Reader == nil || o.Effects == nil || o.Members == nil || o.Nodes == nil || o.Quality == nil || o.PodGroups == nil || o.Victims == nil {
 		return nil, errors.New("plan.New: every dependency but the node informer is required")
 	}
-	pl := &Planner{args: o.Args, ledger: o.Ledger, members: o.Members, nodes: o.Nodes, quality: o.Quality,
+	pl := &Planner{args: o.Args, read: o.Reader, fx: o.Effects, members: o.Members, nodes: o.Nodes, quality: o.Quality,
 		podGroups: o.PodGroups, victims: o.Victims, plans: newPlanCache()}
 	if o.NodeInformer != nil {
 		pl.domains = newDomainIndex(o.NodeInformer.Lister(), o.NodeInformer.Informer().HasSynced)

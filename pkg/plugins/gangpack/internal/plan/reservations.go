@@ -119,7 +119,7 @@ func (p *planner) reReserve(c *placement.Commitment) {
 	if res.Members() == c.Reserved.Members() && sameNodes(res, c.Reserved) {
 		return
 	}
-	if !p.pl.ledger.Reserve(p.logger, c.Gang, c.ID, res, p.capacity()) {
+	if !p.fx.Reserve(p.logger, c.Gang, c.ID, res, p.capacity()) {
 		return
 	}
 	c.Reserved = res

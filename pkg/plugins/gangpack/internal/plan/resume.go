@@ -52,12 +52,13 @@ func (pl *Planner) Resume(logger klog.Logger, pod *v1.Pod, info gang.Info, nodes
 }
 
 func (pl *Planner) resume(logger klog.Logger, pod *v1.Pod, info gang.Info, nodes []fwk.NodeInfo, later []*v1.Pod) (string, map[string]int) {
-	if pl.ledger.Pinned(info.Key) {
+	if pl.read.Pinned(info.Key) {
 		return NominatedPinned, nil
 	}
-	r := pl.ledger.Read(info, nodes)
-	// dryRun: nothing is recorded or woken while the nominations are judged.
-	p := &planner{pl: pl, logger: logger, pod: pod, info: info, all: nodes, generation: r.Generation, failed: r.Failed, now: r.Now, dryRun: true}
+	r := pl.read.Read(info, nodes)
+	// NoEffects: nothing is recorded or woken while the nominations are judged; the pin
+	// below is the ledger's.
+	p := &planner{pl: pl, fx: NoEffects{}, logger: logger, pod: pod, info: info, all: nodes, generation: r.Generation, failed: r.Failed, now: r.Now}
 	p.others = pl.withProtected(info.Key, r.Others, func() int32 { return pl.gangPreemptPriority(pod) }, r.Now)
 	p.setPlaced(r.Placed)
 	if p.split() {
@@ -88,7 +89,7 @@ func (pl *Planner) resume(logger klog.Logger, pod *v1.Pod, info gang.Info, nodes
 	if pl.atHoldCap(info) {
 		return NominatedHoldCap, counts
 	}
-	c, outcome := pl.ledger.Pin(placement.PinRequest{Gang: info.Key, Owner: info.UID, Key: info.TopologyKey, Domain: domain,
+	c, outcome := pl.fx.Pin(placement.PinRequest{Gang: info.Key, Owner: info.UID, Key: info.TopologyKey, Domain: domain,
 		Reserved: res, Capacity: p.capacity(), Remaining: p.need, MinMember: info.MinMember, Resumed: true}, info, "")
 	switch outcome {
 	case placement.AlreadyPinned:

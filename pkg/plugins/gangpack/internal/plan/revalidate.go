@@ -85,7 +85,7 @@ func (p *planner) checkPin(c placement.Commitment) pinDecision {
 
 // regrow raises the kept forming pin's remaining to the members the gang still needs.
 func (p *planner) regrow(c *placement.Commitment, remaining int) {
-	grown, ok := p.pl.ledger.Regrow(c.Gang, c.ID, remaining)
+	grown, ok := p.fx.Regrow(c.Gang, c.ID, remaining)
 	if !ok {
 		return
 	}
@@ -98,7 +98,7 @@ func (p *planner) regrow(c *placement.Commitment, remaining int) {
 // in the snapshot (the node was deleted).
 func (p *planner) waiterNodeGone(id uint64) bool {
 	infos := p.pl.nodes()
-	for _, node := range p.pl.ledger.WaiterNodes(p.info, id) {
+	for _, node := range p.pl.read.WaiterNodes(p.info, id) {
 		if ni, err := infos.Get(node); err != nil || ni.Node() == nil {
 			return true
 		}
@@ -136,7 +136,7 @@ func (p *planner) staleByRoom(c placement.Commitment, plans map[string]*topology
 // drop has the ledger drop the pin; the cycle ends with the decision's message when members
 // waiting under the pin were rejected.
 func (p *planner) drop(c placement.Commitment, d pinDecision) *fwk.Status {
-	if p.pl.ledger.Drop(p.logger, c, d.Drop) {
+	if p.fx.Drop(p.logger, c, d.Drop) {
 		return fwk.NewStatus(fwk.Unschedulable, d.msg)
 	}
 	return nil
