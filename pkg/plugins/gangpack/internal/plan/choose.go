@@ -18,7 +18,7 @@ import (
 // choose is the last planning step: it plans the gang over the node set its situation allows
 // (the pinned domain, the placed members' domain, or every node) and narrows the framework to
 // the candidates of the chosen domain.
-func (p *planner) choose(cs fwk.CycleState, c *placement.Commitment) (*fwk.PreFilterResult, *fwk.Status) {
+func (p *cycle) choose(cs fwk.CycleState, c *placement.Commitment) (*fwk.PreFilterResult, *fwk.Status) {
 	p.buildGang()
 	for c != nil {
 		plans := p.planOver(inside(p.nodesOfDomain(c.Key, c.Domain), c.Within))
@@ -62,7 +62,7 @@ func (p *planner) choose(cs fwk.CycleState, c *placement.Commitment) (*fwk.PreFi
 	return p.bestFit(cs, plans)
 }
 
-func (p *planner) logEnter(plans map[string]*topology.DomainPlan, pinnedDomain string) {
+func (p *cycle) logEnter(plans map[string]*topology.DomainPlan, pinnedDomain string) {
 	if v := p.logger.V(4); v.Enabled() { // the room map is built only when it is logged
 		v.Info("gangpack.pinGang.enter", "pod", klog.KObj(p.pod), "gang", p.info.Key, "topologyKey", p.info.TopologyKey,
 			"need", p.need, "placed", len(p.placed), "pinnedDomain", pinnedDomain, "room", topology.Rooms(plans))
@@ -86,7 +86,7 @@ type shapeClass struct {
 // the fewest members are planned as one shape: the largest request of each resource, with the
 // node constraints of its largest member. The plan is then less tight, never wrong: every
 // member still passes the framework's filters on its own.
-func (p *planner) buildGang() {
+func (p *cycle) buildGang() {
 	groups := groupShapes(p.templates)
 	if len(groups) > maxShapes {
 		groups = mergeShapes(groups, maxShapes)
@@ -159,13 +159,13 @@ func mergeShapes(groups []shapeClass, limit int) []shapeClass {
 }
 
 // planOver computes the per-domain plans over a node set under the gang's topology key.
-func (p *planner) planOver(set []fwk.NodeInfo) map[string]*topology.DomainPlan {
+func (p *cycle) planOver(set []fwk.NodeInfo) map[string]*topology.DomainPlan {
 	p.tnodes, p.byDomain = p.topologyNodes(set), nil
 	return topology.Plan(&p.gang, p.tnodes)
 }
 
 // planAll plans over every snapshot node and records the quality gauges of that planning.
-func (p *planner) planAll() map[string]*topology.DomainPlan {
+func (p *cycle) planAll() map[string]*topology.DomainPlan {
 	if plans, ok := p.planAllCached(); ok {
 		return plans
 	}
@@ -177,7 +177,7 @@ func (p *planner) planAll() map[string]*topology.DomainPlan {
 }
 
 // topologyNodes translates the labelled nodes of set for the planner.
-func (p *planner) topologyNodes(set []fwk.NodeInfo) []topology.Node {
+func (p *cycle) topologyNodes(set []fwk.NodeInfo) []topology.Node {
 	tn := make([]topology.Node, 0, len(set))
 	for _, ni := range set {
 		node := ni.Node()
@@ -200,7 +200,7 @@ func (p *planner) topologyNodes(set []fwk.NodeInfo) []topology.Node {
 }
 
 // narrow restricts the framework to the candidates of the pinned domain.
-func (p *planner) narrow(cs fwk.CycleState, plans map[string]*topology.DomainPlan, c placement.Commitment, source string) (*fwk.PreFilterResult, *fwk.Status) {
+func (p *cycle) narrow(cs fwk.CycleState, plans map[string]*topology.DomainPlan, c placement.Commitment, source string) (*fwk.PreFilterResult, *fwk.Status) {
 	dp := plans[c.Domain]
 	if dp == nil || len(dp.Candidates) == 0 {
 		return nil, fwk.NewStatus(fwk.Unschedulable, msg.NoFeasibleNode(c.Domain, p.info.Key))
@@ -214,7 +214,7 @@ func (p *planner) narrow(cs fwk.CycleState, plans map[string]*topology.DomainPla
 
 // bestFit pins the domain with the least room that fits the gang, skipping domains held by
 // other gangs and (until the lap wraps) the gang's failed domains.
-func (p *planner) bestFit(cs fwk.CycleState, plans map[string]*topology.DomainPlan) (*fwk.PreFilterResult, *fwk.Status) {
+func (p *cycle) bestFit(cs fwk.CycleState, plans map[string]*topology.DomainPlan) (*fwk.PreFilterResult, *fwk.Status) {
 	pl, info := p.pl, p.info
 	if st := p.holdCapped(); st != nil {
 		return nil, st
@@ -250,7 +250,7 @@ func (p *planner) bestFit(cs fwk.CycleState, plans map[string]*topology.DomainPl
 // to this gang; once such a hold has expired (the domain is a failed domain of the gang), the
 // gang waits for room without holding again. An adopted partner joins its group's record, so
 // that its unwind unwinds its partners.
-func (p *planner) adopt(cs fwk.CycleState, plans map[string]*topology.DomainPlan, within placement.DomainRef) (*fwk.PreFilterResult, *fwk.Status) {
+func (p *cycle) adopt(cs fwk.CycleState, plans map[string]*topology.DomainPlan, within placement.DomainRef) (*fwk.PreFilterResult, *fwk.Status) {
 	pl, info := p.pl, p.info
 	d := p.placed[0].Domain
 	room := 0
@@ -292,7 +292,7 @@ func (p *planner) adopt(cs fwk.CycleState, plans map[string]*topology.DomainPlan
 // holdCapped returns the status that parks the gang when its namespace already has as many
 // forming gangs holding domains as maxHoldsPerNamespace allows (nil when under the cap, or
 // the gang is pinned already). The pod is woken when a hold ends.
-func (p *planner) holdCapped() *fwk.Status {
+func (p *cycle) holdCapped() *fwk.Status {
 	limit := p.pl.args.HoldCap()
 	if limit == 0 {
 		return nil

@@ -40,7 +40,7 @@ func ReadDeferred(cs fwk.CycleState) *Deferred {
 }
 
 // deferredPlan plans the candidate domains of a spread anchor without pinning.
-func (p *planner) deferredPlan(cs fwk.CycleState, plans map[string]*topology.DomainPlan) (*fwk.PreFilterResult, *fwk.Status) {
+func (p *cycle) deferredPlan(cs fwk.CycleState, plans map[string]*topology.DomainPlan) (*fwk.PreFilterResult, *fwk.Status) {
 	pl, info := p.pl, p.info
 	if st := p.holdCapped(); st != nil {
 		return nil, st

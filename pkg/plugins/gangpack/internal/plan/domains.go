@@ -170,7 +170,7 @@ func (x *domainIndex) domainsOf(key string) (map[string][]string, uint64, bool) 
 // nodesOfDomain returns the snapshot nodes whose label key has value domain: from the index
 // when it can answer (each node checked against the snapshot's labels, which the cycle plans
 // with), else by scanning the snapshot.
-func (p *planner) nodesOfDomain(key, domain string) []fwk.NodeInfo {
+func (p *cycle) nodesOfDomain(key, domain string) []fwk.NodeInfo {
 	if domain == "" {
 		return nil
 	}

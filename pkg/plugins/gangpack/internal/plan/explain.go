@@ -49,11 +49,8 @@ type Explanation struct {
 // Explain plans the gang member as Plan would, changing nothing (see Explanation). Placement
 // group partners are planned as gangs of their own.
 func (pl *Planner) Explain(logger klog.Logger, pod *v1.Pod, info gang.Info, all []fwk.NodeInfo) Explanation {
-	r := pl.read.Read(info, all)
-	p := &planner{pl: pl, fx: NoEffects{}, logger: logger, pod: pod, info: info, all: all, generation: r.Generation,
-		failed: r.Failed, now: r.Now}
-	p.others = pl.withProtected(info.Key, r.Others, func() int32 { return pl.gangPreemptPriority(pod) }, r.Now)
-	p.setPlaced(r.Placed)
+	r := pl.reading(pod, info, all)
+	p := pl.newCycle(logger, pod, info, all, r, NoEffects{})
 	gateStatus := p.gate()
 	if p.templates == nil { // a split gang: plan its rooms for the pod alone
 		p.templates, p.need = []*v1.Pod{pod}, max(info.MinMember-len(p.placed), 1)
@@ -74,7 +71,7 @@ func (pl *Planner) Explain(logger klog.Logger, pod *v1.Pod, info gang.Info, all 
 
 // explainChoice is choose without side effects: the existing pin while it is not stale, the
 // placed members' domain, or the best fit of the unpinned gang.
-func (p *planner) explainChoice(pin *placement.Commitment, plans map[string]*topology.DomainPlan, rooms map[string]int) (string, string, *fwk.Status) {
+func (p *cycle) explainChoice(pin *placement.Commitment, plans map[string]*topology.DomainPlan, rooms map[string]int) (string, string, *fwk.Status) {
 	if pin != nil && pin.Key == p.info.TopologyKey {
 		if _, stale := p.staleByRoom(*pin, plans); !stale {
 			dp := plans[pin.Domain]
@@ -113,7 +110,7 @@ func (p *planner) explainChoice(pin *placement.Commitment, plans map[string]*top
 }
 
 // explainAdopt is adopt without side effects.
-func (p *planner) explainAdopt(plans map[string]*topology.DomainPlan) (string, string, *fwk.Status) {
+func (p *cycle) explainAdopt(plans map[string]*topology.DomainPlan) (string, string, *fwk.Status) {
 	d := p.placed[0].Domain
 	room := 0
 	if dp := plans[d]; dp != nil {
@@ -130,7 +127,7 @@ func (p *planner) explainAdopt(plans map[string]*topology.DomainPlan) (string, s
 }
 
 // explainNarrow is narrow's check: the member needs a candidate node in the domain.
-func (p *planner) explainNarrow(d, source string, plans map[string]*topology.DomainPlan) (string, string, *fwk.Status) {
+func (p *cycle) explainNarrow(d, source string, plans map[string]*topology.DomainPlan) (string, string, *fwk.Status) {
 	if dp := plans[d]; dp == nil || len(dp.Candidates) == 0 {
 		return "", source, fwk.NewStatus(fwk.Unschedulable, msg.NoFeasibleNode(d, p.info.Key))
 	}
@@ -139,7 +136,7 @@ func (p *planner) explainNarrow(d, source string, plans map[string]*topology.Dom
 
 // rawRoomsWhereReserved is rawRooms planned again only for the domains where other gangs
 // reserve room: elsewhere setting reservations aside changes nothing.
-func (p *planner) rawRoomsWhereReserved(rooms map[string]int) map[string]int {
+func (p *cycle) rawRoomsWhereReserved(rooms map[string]int) map[string]int {
 	if len(p.others) == 0 {
 		return rooms
 	}

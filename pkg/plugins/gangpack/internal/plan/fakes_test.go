@@ -156,7 +156,7 @@ func member(name, node string) *v1.Pod {
 // newTestPlanner builds the planner of one PreFilter for pod over a snapshot of nodes and
 // pods (those with a node sit on it), every pod also listed as a gang member, with l as the
 // ledger.
-func newTestPlanner(t *testing.T, l *fakeLedger, nodes []*v1.Node, pod *v1.Pod, pods ...*v1.Pod) *planner {
+func newTestPlanner(t *testing.T, l *fakeLedger, nodes []*v1.Node, pod *v1.Pod, pods ...*v1.Pod) *cycle {
 	t.Helper()
 	factory := informers.NewSharedInformerFactory(fake.NewClientset(), 0)
 	members, err := gang.NewMembers(factory.Core().V1().Pods())
@@ -184,9 +184,7 @@ func newTestPlanner(t *testing.T, l *fakeLedger, nodes []*v1.Node, pod *v1.Pod, 
 		t.Fatal(err)
 	}
 	logger, _ := ktesting.NewTestContext(t)
-	p := &planner{pl: pl, fx: l, logger: logger, pod: pod, info: testInfo(), all: all, generation: l.Generation()}
-	p.findPlaced()
-	return p
+	return pl.newCycle(logger, pod, testInfo(), all, gang.Reading{Generation: l.Generation(), Placed: l.Placed(testInfo(), all)}, l)
 }
 
 func (f *fakeLedger) Read(g gang.Info, all []fwk.NodeInfo) gang.Reading {

@@ -16,7 +16,7 @@ import (
 // gate decides whether the gang may be planned now: its placed members are in one domain,
 // all its members exist, and the pod does not wait for a sibling it must follow. It returns
 // the status that parks the pod, or nil.
-func (p *planner) gate() *fwk.Status {
+func (p *cycle) gate() *fwk.Status {
 	key := p.info.Key
 	if p.split() {
 		return fwk.NewStatus(fwk.UnschedulableAndUnresolvable, msg.Split(key))
@@ -39,7 +39,7 @@ func (p *planner) gate() *fwk.Status {
 }
 
 // admit is PreFilter's gate: gate, and a split gang's refusal counted (placement_total).
-func (p *planner) admit() *fwk.Status {
+func (p *cycle) admit() *fwk.Status {
 	if p.split() {
 		quality.CountSplitRefused()
 	}
@@ -48,7 +48,7 @@ func (p *planner) admit() *fwk.Status {
 
 // spreadAnchorFirst returns the gang's first unplaced hard-spread anchor when the pod is not
 // an anchor itself and that anchor could be placed now: the anchor chooses the domain.
-func (p *planner) spreadAnchorFirst(placedPods []*v1.Pod) *v1.Pod {
+func (p *cycle) spreadAnchorFirst(placedPods []*v1.Pod) *v1.Pod {
 	if gang.HardSpread(p.pod) {
 		return nil
 	}
@@ -67,7 +67,7 @@ func (p *planner) spreadAnchorFirst(placedPods []*v1.Pod) *v1.Pod {
 // collectTemplates sets need and the templates (the pod first, then the gang's other live
 // unplaced members by name), parks the pod until the gang has all its members, and wakes the
 // gang once it has.
-func (p *planner) collectTemplates() *fwk.Status {
+func (p *cycle) collectTemplates() *fwk.Status {
 	pl, info := p.pl, p.info
 	p.need = max(info.MinMember-len(p.placed), 1)
 	pods, err := pl.members.List(info.Namespace, info.Name)

@@ -17,7 +17,7 @@ import (
 
 // addReturning adds what Terminating pods give back on the node to its free room, when the
 // planner counts it (preemption's "is room coming" judgement only).
-func (p *planner) addReturning(name string, free topology.Resources, freePods int64) int64 {
+func (p *cycle) addReturning(name string, free topology.Resources, freePods int64) int64 {
 	back, ok := p.returning[name]
 	if !ok {
 		return freePods
@@ -30,7 +30,7 @@ func (p *planner) addReturning(name string, free topology.Resources, freePods in
 
 // roomComing plans the gang over set again, counting the room Terminating pods give back.
 // When a domain then fits the whole gang, the gang waits for them instead of preempting.
-func (p *planner) roomComing(set []fwk.NodeInfo, now time.Time) *gang.RoomComing {
+func (p *cycle) roomComing(set []fwk.NodeInfo, now time.Time) *gang.RoomComing {
 	back := gang.ReturningRoom(set, now)
 	if len(back) == 0 {
 		return nil
@@ -87,7 +87,7 @@ func (pl *Planner) LacksRoom(logger klog.Logger, pod *v1.Pod, info gang.Info, al
 // domain its placed members sit in, under its topology key, and some but fewer than minMember
 // of them are bound (a degraded gang repairs in place; a surplus member of a whole gang does
 // not). Any other pinned gang waits in its domain.
-func (p *planner) repairs(c placement.Commitment) bool {
+func (p *cycle) repairs(c placement.Commitment) bool {
 	if len(p.placed) == 0 || p.split() || c.Key != p.info.TopologyKey || c.Domain != p.placed[0].Domain {
 		return false
 	}
@@ -96,10 +96,11 @@ func (p *planner) repairs(c placement.Commitment) bool {
 }
 
 // quiet is a planner for preemption's questions: it changes nothing (NoEffects).
-func (pl *Planner) quiet(logger klog.Logger, pod *v1.Pod, info gang.Info, all []fwk.NodeInfo) *planner {
-	p := &planner{pl: pl, fx: NoEffects{}, logger: logger, pod: pod, info: info, all: all, generation: pl.read.Generation()}
-	p.findPlaced()
-	return p
+func (pl *Planner) quiet(logger klog.Logger, pod *v1.Pod, info gang.Info, all []fwk.NodeInfo) *cycle {
+	// Only the generation and the placed members are read: the other gangs' reservations are
+	// not set aside (the question is whether room exists at all).
+	r := gang.Reading{Generation: pl.read.Generation(), Placed: pl.read.Placed(info, all)}
+	return pl.newCycle(logger, pod, info, all, r, NoEffects{})
 }
 
 // atHoldCap reports whether the gang's namespace already has as many forming gangs as
@@ -111,7 +112,7 @@ func (pl *Planner) atHoldCap(info gang.Info) bool {
 
 // preemptNodes translates the labelled nodes of set for the preemption arithmetic: Fits
 // reports only what evicting pods cannot change (resources are judged from Free).
-func preemptNodes(p *planner, set []fwk.NodeInfo) []topology.Node {
+func preemptNodes(p *cycle, set []fwk.NodeInfo) []topology.Node {
 	out := make([]topology.Node, 0, len(set))
 	for _, ni := range set {
 		node := ni.Node()
@@ -135,7 +136,7 @@ func preemptNodes(p *planner, set []fwk.NodeInfo) []topology.Node {
 // reservations are ignored. A group does not hold the freed domain: its partners wait on the
 // victims (one record for the group) and then plan as usual. As for a gang, room Terminating
 // pods give back counts as coming: when a group domain fits with it, the group waits.
-func (pl *Planner) groupLacksRoom(p *planner, now time.Time) (*gang.Shortfall, *gang.RoomComing) {
+func (pl *Planner) groupLacksRoom(p *cycle, now time.Time) (*gang.Shortfall, *gang.RoomComing) {
 	info := p.info
 	if p.gate() != nil {
 		return nil, nil
@@ -186,7 +187,7 @@ func (pl *Planner) groupReady(info gang.Info) ([]Partner, bool) {
 
 // groupRoomComing plans the group again counting the room Terminating pods give back; when a
 // group domain then fits every partner, the group waits for them instead of preempting.
-func (p *planner) groupRoomComing(gp *groupPlanning, partners []topology.Partner, now time.Time) *gang.RoomComing {
+func (p *cycle) groupRoomComing(gp *groupPlanning, partners []topology.Partner, now time.Time) *gang.RoomComing {
 	back := gang.ReturningRoom(p.all, now)
 	if len(back) == 0 {
 		return nil

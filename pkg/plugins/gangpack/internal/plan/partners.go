@@ -126,7 +126,7 @@ func (pl *Planner) partnerReady(pt Partner) bool {
 // groupGate parks the pod until every PodGroup of its group exists and has its minMember
 // members (docs/design.md §19, item 1). The planning that finds a waiting group complete wakes every partner's
 // members. It records the partners for planning.
-func (p *planner) groupGate() *fwk.Status {
+func (p *cycle) groupGate() *fwk.Status {
 	g := p.info.Group
 	pts, st := p.pl.Partners(p.info)
 	if st != nil {
@@ -162,7 +162,7 @@ const (
 // groupWaits records why the pod's group waits. When the reason changes (the partners
 // stopped or started disagreeing), every partner's parked members are woken to see the new
 // reason; the same reason wakes nobody, so members never wake each other in turn.
-func (p *planner) groupWaits(why string) {
+func (p *cycle) groupWaits(why string) {
 	g := p.info.Group
 	if prev, had := p.fx.GroupWaits(g.Key, why); had && prev != why {
 		pgs, err := p.pl.partnerPodGroups(g)

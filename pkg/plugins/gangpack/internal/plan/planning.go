@@ -20,8 +20,9 @@ import (
 	"github.com/moirai-internal/ome-scheduler/pkg/topology"
 )
 
-// planner carries one PreFilter's planning inputs. Planning runs in three steps, each in its
-// own file (docs/design.md, "Planning a gang"):
+// cycle carries one planning's inputs (one PreFilter, one Explain, one preemption question,
+// one Resume, or one partner of a group), built by newCycle only. Planning runs in three
+// steps, each in its own file (docs/design.md, "Planning a gang"):
 //
 //  1. revalidate (revalidate.go): is the gang's existing pin still right? It returns a
 //     decision; releases and unwinds follow from it in one place.
@@ -29,7 +30,7 @@ import (
 //  3. choose (choose.go): keep the pin, adopt the placed members' domain, defer the choice to
 //     Reserve for a spread anchor, or pin the best-fitting domain; when none can be pinned,
 //     nofit.go says why and parks the pod.
-type planner struct {
+type cycle struct {
 	pl        *Planner
 	logger    klog.Logger
 	pod       *v1.Pod
@@ -76,10 +77,8 @@ type planner struct {
 
 // Plan is PreFilter's planning for a validated gang member.
 func (pl *Planner) Plan(_ context.Context, logger klog.Logger, cs fwk.CycleState, pod *v1.Pod, info gang.Info, nodes []fwk.NodeInfo) (*fwk.PreFilterResult, *fwk.Status) {
-	r := pl.read.Read(info, nodes)
-	p := &planner{pl: pl, fx: pl.fx, logger: logger, pod: pod, info: info, all: nodes, generation: r.Generation, failed: r.Failed, now: r.Now}
-	p.others = pl.withProtected(info.Key, r.Others, func() int32 { return pl.gangPreemptPriority(pod) }, r.Now)
-	p.setPlaced(r.Placed)
+	r := pl.reading(pod, info, nodes)
+	p := pl.newCycle(logger, pod, info, nodes, r, pl.fx)
 	pin, st := p.revalidate(r.Pin)
 	if st != nil {
 		return nil, st
@@ -102,13 +101,26 @@ func (pl *Planner) Plan(_ context.Context, logger klog.Logger, cs fwk.CycleState
 	return p.choose(cs, pin)
 }
 
-// findPlaced finds the gang's live members on nodes (bound or assumed), sorted by pod name.
-func (p *planner) findPlaced() {
-	p.setPlaced(p.pl.read.Placed(p.info, p.all))
+// newCycle is the one constructor of a cycle: pod of the gang info planned over nodes, from
+// what the cycle read (r: its generation, failed domains, clock, placed members and the room
+// the other gangs reserve) with fx carrying its effects out.
+func (pl *Planner) newCycle(logger klog.Logger, pod *v1.Pod, info gang.Info, nodes []fwk.NodeInfo, r gang.Reading, fx Effects) *cycle {
+	p := &cycle{pl: pl, fx: fx, logger: logger, pod: pod, info: info, all: nodes, generation: r.Generation,
+		failed: r.Failed, now: r.Now, others: r.Others}
+	p.setPlaced(r.Placed)
+	return p
+}
+
+// reading is a cycle's first look (Reader.Read), with the room standalone preemptors of
+// equal or higher priority wait for added to the other gangs' reservations.
+func (pl *Planner) reading(pod *v1.Pod, info gang.Info, nodes []fwk.NodeInfo) gang.Reading {
+	r := pl.read.Read(info, nodes)
+	r.Others = pl.withProtected(info.Key, r.Others, func() int32 { return pl.gangPreemptPriority(pod) }, r.Now)
+	return r
 }
 
 // setPlaced records the gang's placed members, by name.
-func (p *planner) setPlaced(placed []gang.Placed) {
+func (p *cycle) setPlaced(placed []gang.Placed) {
 	p.placed = placed
 	p.placedSet = make(map[string]struct{}, len(p.placed))
 	for _, m := range p.placed {
@@ -118,7 +130,7 @@ func (p *planner) setPlaced(placed []gang.Placed) {
 }
 
 // split reports members in more than one domain, or on a node without the label.
-func (p *planner) split() bool {
+func (p *cycle) split() bool {
 	domains := map[string]struct{}{}
 	for _, m := range p.placed {
 		if m.Domain == "" {
@@ -129,7 +141,7 @@ func (p *planner) split() bool {
 	return len(domains) > 1
 }
 
-func (p *planner) placedPods() []*v1.Pod {
+func (p *cycle) placedPods() []*v1.Pod {
 	out := make([]*v1.Pod, len(p.placed))
 	for i, m := range p.placed {
 		out[i] = m.Pod
@@ -137,7 +149,7 @@ func (p *planner) placedPods() []*v1.Pod {
 	return out
 }
 
-func (p *planner) placedIn(domain string) int {
+func (p *cycle) placedIn(domain string) int {
 	n := 0
 	for _, m := range p.placed {
 		if m.Domain == domain {
@@ -149,7 +161,7 @@ func (p *planner) placedIn(domain string) int {
 
 // waitForRoom records the pod as blocked by a hold, so the next hold lift wakes it. A hold lifted
 // between the decision and the record (the store's generation moved) wakes it at once.
-func (p *planner) waitForRoom() {
+func (p *cycle) waitForRoom() {
 	p.fx.ParkBlocked(p.logger, p.pod, p.generation)
 }
 

@@ -24,7 +24,7 @@ import (
 
 // setAsideReserved subtracts what other gangs reserve on the node from its free room (and,
 // when preemption asks whether room is coming, adds what Terminating pods give back there).
-func (p *planner) setAsideReserved(name string, free topology.Resources, freePods int64) int64 {
+func (p *cycle) setAsideReserved(name string, free topology.Resources, freePods int64) int64 {
 	freePods = p.addReturning(name, free, freePods)
 	r, ok := p.others[name]
 	if !ok || p.ignoreReserved {
@@ -38,7 +38,7 @@ func (p *planner) setAsideReserved(name string, free topology.Resources, freePod
 
 // reservation is the room the gang reserves in a domain of its last planning: up to need
 // members spread over the domain's nodes by the planner's matching, packed in node order.
-func (p *planner) reservation(domain string) placement.Reservation {
+func (p *cycle) reservation(domain string) placement.Reservation {
 	nodes := p.nodesIn(domain)
 	counts, _ := topology.Assign(&p.gang, nodes, p.need)
 	return SlotsOf(&p.gang, nodes, counts)
@@ -46,7 +46,7 @@ func (p *planner) reservation(domain string) placement.Reservation {
 
 // nodesIn returns the domain's nodes of the last planning, as the planner saw them, sorted
 // by name (the order a reservation is packed in).
-func (p *planner) nodesIn(domain string) []topology.Node {
+func (p *cycle) nodesIn(domain string) []topology.Node {
 	if p.byDomain != nil {
 		return p.byDomain[domain]
 	}
@@ -76,7 +76,7 @@ func SlotsOf(g *topology.Gang, nodes []topology.Node, counts map[string]int) pla
 // capacity reports the snapshot's free room of a node, reservations not set aside. It looks
 // nodes up by name in the cycle's snapshot: a reservation names a few nodes, and building an
 // index of every node here cost a tenth of an unpinned PreFilter at 5,000 nodes.
-func (p *planner) capacity() placement.Capacity { return p.pl.SnapshotCapacity() }
+func (p *cycle) capacity() placement.Capacity { return p.pl.SnapshotCapacity() }
 
 // SnapshotCapacity is the free room of a node of the framework's snapshot.
 func (pl *Planner) SnapshotCapacity() placement.Capacity {
@@ -93,7 +93,7 @@ func (pl *Planner) SnapshotCapacity() placement.Capacity {
 
 // rawRooms plans every node again without setting reservations aside: the room the gang
 // would have if no other gang formed. Only the "no room" explanation needs it.
-func (p *planner) rawRooms(rooms map[string]int) map[string]int {
+func (p *cycle) rawRooms(rooms map[string]int) map[string]int {
 	if len(p.others) == 0 {
 		return rooms
 	}
@@ -106,7 +106,7 @@ func (p *planner) rawRooms(rooms map[string]int) map[string]int {
 // member that went to another node than its slot, room freed for an adopted gang. A gang
 // resumed from a previous leader's nominations keeps a slot on each pending member's
 // nominated node (resume.go).
-func (p *planner) reReserve(c *placement.Commitment) {
+func (p *cycle) reReserve(c *placement.Commitment) {
 	if !c.Forming() || p.pl.awaitingVictims(c.Gang, c.Domain) {
 		return // a preemptor keeps the room its victims give back
 	}

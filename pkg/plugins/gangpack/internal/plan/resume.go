@@ -55,12 +55,9 @@ func (pl *Planner) resume(logger klog.Logger, pod *v1.Pod, info gang.Info, nodes
 	if pl.read.Pinned(info.Key) {
 		return NominatedPinned, nil
 	}
-	r := pl.read.Read(info, nodes)
 	// NoEffects: nothing is recorded or woken while the nominations are judged; the pin
 	// below is the ledger's.
-	p := &planner{pl: pl, fx: NoEffects{}, logger: logger, pod: pod, info: info, all: nodes, generation: r.Generation, failed: r.Failed, now: r.Now}
-	p.others = pl.withProtected(info.Key, r.Others, func() int32 { return pl.gangPreemptPriority(pod) }, r.Now)
-	p.setPlaced(r.Placed)
+	p := pl.newCycle(logger, pod, info, nodes, pl.reading(pod, info, nodes), NoEffects{})
 	if p.split() {
 		return NominatedSplit, nil
 	}
@@ -107,7 +104,7 @@ func (pl *Planner) resume(logger klog.Logger, pod *v1.Pod, info gang.Info, nodes
 // nominatedDomain finds the one domain the gang's nominated templates point at: each
 // nominated node must be in the snapshot and carry the gang's topology key, all with one
 // value. It returns the domain, the nominated templates, and the nominated members per node.
-func (p *planner) nominatedDomain() (string, []*v1.Pod, map[string]int, string) {
+func (p *cycle) nominatedDomain() (string, []*v1.Pod, map[string]int, string) {
 	infos := p.pl.nodes()
 	domain := ""
 	var nominated []*v1.Pod
@@ -140,7 +137,7 @@ func (p *planner) nominatedDomain() (string, []*v1.Pod, map[string]int, string) 
 
 // nominatedIn returns the templates nominated to a node of the domain (as the last planning
 // saw it).
-func (p *planner) nominatedIn(domain string) []*v1.Pod {
+func (p *cycle) nominatedIn(domain string) []*v1.Pod {
 	names := map[string]struct{}{}
 	for _, n := range p.nodesIn(domain) {
 		names[n.Name] = struct{}{}
@@ -158,7 +155,7 @@ func (p *planner) nominatedIn(domain string) []*v1.Pod {
 // nominated template on its node (up to need), then the rest of need spread by the usual
 // matching over what is left, away from the nodes later's pods are nominated to when it fits
 // so. ok is false when the nominated nodes cannot take their members or the rest does not fit.
-func (p *planner) nominatedReservation(domain string, nominated, later []*v1.Pod) (placement.Reservation, bool) {
+func (p *cycle) nominatedReservation(domain string, nominated, later []*v1.Pod) (placement.Reservation, bool) {
 	if len(nominated) > p.need {
 		nominated = nominated[:p.need]
 	}
@@ -263,7 +260,7 @@ func within(req, free topology.Resources) bool {
 
 // gangWithout is the gang without the given templates (their shapes counted out), to place
 // need more members.
-func (p *planner) gangWithout(gone []*v1.Pod, need int) topology.Gang {
+func (p *cycle) gangWithout(gone []*v1.Pod, need int) topology.Gang {
 	g := p.gang
 	g.Need = need
 	g.Siblings = append([]int(nil), p.gang.Siblings...)
@@ -280,7 +277,7 @@ func (p *planner) gangWithout(gone []*v1.Pod, need int) topology.Gang {
 }
 
 // shapeOf is the index of the template's shape class (the merged class past maxShapes).
-func (p *planner) shapeOf(t *v1.Pod) int {
+func (p *cycle) shapeOf(t *v1.Pod) int {
 	k := gang.ShapeKey(t)
 	merged := -1
 	for i, c := range p.classes {
