@@ -1,9 +1,6 @@
 package plan
 
 import (
-	"slices"
-
-	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
@@ -69,134 +66,16 @@ func (p *cycle) logEnter(plans map[string]*topology.DomainPlan, pinnedDomain str
 	}
 }
 
-// maxShapes caps the distinct member shapes one planning works with: planning costs grow
-// with shapes times nodes, and a PodGroup's members are tenant-controlled.
-var maxShapes = 16
-
-// shapeClass is the templates of one shape (or, past maxShapes, of several merged shapes).
-type shapeClass struct {
-	key     string             // gang.ShapeKey of rep, prefixed with "merged:" for a merged group
-	rep     *v1.Pod            // whose node constraints the group is planned with
-	request topology.Resources // the shape (elementwise maximum over a merged group)
-	current bool               // holds the pod being scheduled
-	count   int                // templates other than the current pod
-}
-
-// buildGang groups the templates into shapes for the planner. Past maxShapes, the shapes with
-// the fewest members are planned as one shape: the largest request of each resource, with the
-// node constraints of its largest member. The plan is then less tight, never wrong: every
-// member still passes the framework's filters on its own.
-func (p *cycle) buildGang() {
-	groups := groupShapes(p.templates)
-	if len(groups) > maxShapes {
-		groups = mergeShapes(groups, maxShapes)
-	}
-	g := topology.Gang{Need: p.need, Apart: gang.Apart(p.templates)}
-	for i, sg := range groups {
-		f := gang.NewPodFit(sg.rep)
-		f.Request = sg.request
-		p.shapeFits = append(p.shapeFits, f)
-		for r := range f.Request {
-			if !slices.Contains(p.resources, r) {
-				p.resources = append(p.resources, r)
-			}
-		}
-		g.Shapes = append(g.Shapes, f.Request)
-		g.Siblings = append(g.Siblings, sg.count)
-		if sg.current {
-			g.Current = i
-		}
-	}
-	p.gang = g
-	p.classes = groups
-}
-
-// groupShapes groups templates by shape, in order of first appearance (the current pod's
-// shape first).
-func groupShapes(templates []*v1.Pod) []shapeClass {
-	index := map[string]int{}
-	var groups []shapeClass
-	for i, t := range templates {
-		k := gang.ShapeKey(t)
-		s, ok := index[k]
-		if !ok {
-			s = len(groups)
-			index[k] = s
-			groups = append(groups, shapeClass{key: k, rep: t, request: gang.Request(t)})
-		}
-		if i == 0 {
-			groups[s].current = true
-		} else {
-			groups[s].count++
-		}
-	}
-	return groups
-}
-
-// mergeShapes keeps the current pod's shape and the limit-2 most common other shapes, and
-// merges the rest into one.
-func mergeShapes(groups []shapeClass, limit int) []shapeClass {
-	rest := slices.Clone(groups[1:])
-	slices.SortStableFunc(rest, func(a, b shapeClass) int { return b.count - a.count })
-	kept := append([]shapeClass{groups[0]}, rest[:limit-2]...)
-	merged := shapeClass{request: topology.Resources{}}
-	var repSize int64 = -1
-	for _, sg := range rest[limit-2:] {
-		merged.count += sg.count
-		var size int64
-		for r, q := range sg.request {
-			merged.request[r] = max(merged.request[r], q)
-			size += q
-		}
-		if size > repSize {
-			merged.rep, repSize = sg.rep, size
-		}
-	}
-	// The key names the representative's node constraints: two gangs whose merged maxima are
-	// equal but whose representatives differ must not share cached plans (signatureOf).
-	merged.key = "merged:" + gang.ShapeKey(merged.rep)
-	return append(kept, merged)
-}
-
-// planOver computes the per-domain plans over a node set under the gang's topology key.
-func (p *cycle) planOver(set []fwk.NodeInfo) map[string]*topology.DomainPlan {
-	p.tnodes, p.byDomain = p.topologyNodes(set), nil
-	return topology.Plan(&p.gang, p.tnodes)
-}
-
 // planAll plans over every snapshot node and records the quality gauges of that planning.
 func (p *cycle) planAll() map[string]*topology.DomainPlan {
 	if plans, ok := p.planAllCached(); ok {
 		return plans
 	}
-	nodes := p.topologyNodes(p.all)
+	nodes := p.topologyNodes(p.all, false, nil)
 	p.tnodes = nodes
 	plans := topology.Plan(&p.gang, nodes)
 	p.recordQuality(nodes)
 	return plans
-}
-
-// topologyNodes translates the labelled nodes of set for the planner.
-func (p *cycle) topologyNodes(set []fwk.NodeInfo) []topology.Node {
-	tn := make([]topology.Node, 0, len(set))
-	for _, ni := range set {
-		node := ni.Node()
-		if node == nil {
-			continue
-		}
-		d := node.Labels[p.info.TopologyKey]
-		if d == "" {
-			continue
-		}
-		free, freePods := gang.NodeFree(ni, p.resources)
-		freePods = p.setAsideReserved(node.Name, free, freePods)
-		fits := make([]bool, len(p.shapeFits))
-		for s, f := range p.shapeFits {
-			fits[s] = f.Fits(ni, free, freePods)
-		}
-		tn = append(tn, topology.Node{Name: node.Name, Domain: d, Free: free, FreePods: freePods, Fits: fits})
-	}
-	return tn
 }
 
 // narrow restricts the framework to the candidates of the pinned domain.
@@ -293,19 +172,12 @@ func (p *cycle) adopt(cs fwk.CycleState, plans map[string]*topology.DomainPlan, 
 // forming gangs holding domains as maxHoldsPerNamespace allows (nil when under the cap, or
 // the gang is pinned already). The pod is woken when a hold ends.
 func (p *cycle) holdCapped() *fwk.Status {
-	limit := p.pl.args.HoldCap()
-	if limit == 0 {
-		return nil
-	}
-	if p.pl.read.Pinned(p.info.Key) {
+	if !p.pl.atHoldCap(p.info) || p.pl.read.Pinned(p.info.Key) {
 		return nil
 	}
 	n := p.pl.read.FormingIn(p.info.Namespace+"/", p.info.Key)
-	if n < limit {
-		return nil
-	}
 	p.waitForRoom()
-	p.logger.V(4).Info("gangpack.pinGang.hold_cap", "pod", klog.KObj(p.pod), "gang", p.info.Key, "holds", n, "limit", limit)
+	p.logger.V(4).Info("gangpack.pinGang.hold_cap", "pod", klog.KObj(p.pod), "gang", p.info.Key, "holds", n, "limit", p.pl.args.HoldCap())
 	return fwk.NewStatus(fwk.Unschedulable, msg.HoldCap(p.info.Namespace, n))
 }
 
@@ -349,4 +221,11 @@ func (s *Pin) Clone() fwk.StateData { return s }
 func ReadPin(cs fwk.CycleState) *Pin {
 	p, _ := gang.ReadState[*Pin](cs, PinStateKey)
 	return p
+}
+
+// atHoldCap reports whether the gang's namespace already has as many forming gangs as
+// maxHoldsPerNamespace allows: the gang could not hold a freed domain.
+func (pl *Planner) atHoldCap(info gang.Info) bool {
+	limit := pl.args.HoldCap()
+	return limit > 0 && pl.read.FormingIn(info.Namespace+"/", info.Key) >= limit
 }

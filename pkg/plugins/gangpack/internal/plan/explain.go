@@ -154,13 +154,11 @@ func (p *cycle) rawRoomsWhereReserved(rooms map[string]int) map[string]int {
 			}
 		}
 	}
-	p.ignoreReserved = true
-	defer func() { p.ignoreReserved = false }()
 	out := make(map[string]int, len(rooms))
 	for d, r := range rooms {
 		out[d] = r
 	}
-	for d, r := range topology.Rooms(topology.Plan(&p.gang, p.topologyNodes(set))) {
+	for d, r := range topology.Rooms(topology.Plan(&p.gang, p.topologyNodes(set, true, nil))) {
 		out[d] = r
 	}
 	return out

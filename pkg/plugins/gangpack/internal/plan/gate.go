@@ -95,3 +95,23 @@ func (p *cycle) collectTemplates() *fwk.Status {
 	}
 	return nil
 }
+
+// split reports members in more than one domain, or on a node without the label.
+func (p *cycle) split() bool {
+	domains := map[string]struct{}{}
+	for _, m := range p.placed {
+		if m.Domain == "" {
+			return true
+		}
+		domains[m.Domain] = struct{}{}
+	}
+	return len(domains) > 1
+}
+
+func (p *cycle) placedPods() []*v1.Pod {
+	out := make([]*v1.Pod, len(p.placed))
+	for i, m := range p.placed {
+		out[i] = m.Pod
+	}
+	return out
+}

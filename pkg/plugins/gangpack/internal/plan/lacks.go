@@ -15,19 +15,6 @@ import (
 // Preemption's questions to the planner, answered without changing anything: does a gang (or
 // a placement group) lack room, on which nodes, and is room coming back from Terminating pods.
 
-// addReturning adds what Terminating pods give back on the node to its free room, when the
-// planner counts it (preemption's "is room coming" judgement only).
-func (p *cycle) addReturning(name string, free topology.Resources, freePods int64) int64 {
-	back, ok := p.returning[name]
-	if !ok {
-		return freePods
-	}
-	for res := range free {
-		free[res] += back.Free[res]
-	}
-	return freePods + back.Pods
-}
-
 // roomComing plans the gang over set again, counting the room Terminating pods give back.
 // When a domain then fits the whole gang, the gang waits for them instead of preempting.
 func (p *cycle) roomComing(set []fwk.NodeInfo, now time.Time) *gang.RoomComing {
@@ -35,9 +22,7 @@ func (p *cycle) roomComing(set []fwk.NodeInfo, now time.Time) *gang.RoomComing {
 	if len(back) == 0 {
 		return nil
 	}
-	p.returning = back
-	defer func() { p.returning = nil }()
-	domain, fits := topology.BestFit(topology.Rooms(p.planOver(set)), p.need)
+	domain, fits := topology.BestFit(topology.Rooms(p.planOverReturning(set, back)), p.need)
 	if !fits {
 		return nil
 	}
@@ -103,13 +88,6 @@ func (pl *Planner) quiet(logger klog.Logger, pod *v1.Pod, info gang.Info, all []
 	return pl.newCycle(logger, pod, info, all, r, NoEffects{})
 }
 
-// atHoldCap reports whether the gang's namespace already has as many forming gangs as
-// maxHoldsPerNamespace allows: the gang could not hold a freed domain.
-func (pl *Planner) atHoldCap(info gang.Info) bool {
-	limit := pl.args.HoldCap()
-	return limit > 0 && pl.read.FormingIn(info.Namespace+"/", info.Key) >= limit
-}
-
 // preemptNodes translates the labelled nodes of set for the preemption arithmetic: Fits
 // reports only what evicting pods cannot change (resources are judged from Free).
 func preemptNodes(p *cycle, set []fwk.NodeInfo) []topology.Node {
@@ -156,7 +134,7 @@ func (pl *Planner) groupLacksRoom(p *cycle, now time.Time) (*gang.Shortfall, *ga
 		partners[i] = topology.Partner{Gang: &q.gang, Key: i}
 		need += q.need
 	}
-	gp.build(p, true)
+	gp.build(p, true, nil)
 	for _, plan := range topology.PlanGroup(partners, gp.nodes) {
 		if plan.Feasible {
 			return nil, nil // room exists: reservations, not capacity, keep the group out
@@ -166,7 +144,7 @@ func (pl *Planner) groupLacksRoom(p *cycle, now time.Time) (*gang.Shortfall, *ga
 		return nil, w
 	}
 	gp.forPreemption = true
-	gp.build(p, true)
+	gp.build(p, true, nil)
 	return &gang.Shortfall{Info: info, Gang: topology.Gang{Need: need}, Placed: len(p.placed), Partners: partners, GroupNodes: gp.nodes}, nil
 }
 
@@ -192,9 +170,7 @@ func (p *cycle) groupRoomComing(gp *groupPlanning, partners []topology.Partner, 
 	if len(back) == 0 {
 		return nil
 	}
-	p.returning = back
-	gp.build(p, true)
-	p.returning = nil
+	gp.build(p, true, back)
 	domain, ok := topology.BestGroupFit(topology.PlanGroup(partners, gp.nodes))
 	if !ok {
 		return nil

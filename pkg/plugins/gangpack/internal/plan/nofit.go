@@ -106,3 +106,9 @@ func (p *cycle) shortOnReserved(domain string) {
 		p.waitForRoom()
 	}
 }
+
+// waitForRoom records the pod as blocked by a hold, so the next hold lift wakes it. A hold lifted
+// between the decision and the record (the store's generation moved) wakes it at once.
+func (p *cycle) waitForRoom() {
+	p.fx.ParkBlocked(p.logger, p.pod, p.generation)
+}

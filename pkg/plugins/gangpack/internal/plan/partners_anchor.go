@@ -89,32 +89,3 @@ func (p *cycle) anchorWait(reason, msg string) *fwk.Status {
 		"groupKey", p.info.Group.TopologyKey, "reason", reason)
 	return fwk.NewStatus(fwk.Unschedulable, msg)
 }
-
-// inside keeps the nodes in group domain within (all of them when within is zero).
-func inside(nodes []fwk.NodeInfo, within placement.DomainRef) []fwk.NodeInfo {
-	if within.Key == "" {
-		return nodes
-	}
-	out := make([]fwk.NodeInfo, 0, len(nodes))
-	for _, ni := range nodes {
-		if n := ni.Node(); n != nil && n.Labels[within.Key] == within.Value {
-			out = append(out, ni)
-		}
-	}
-	return out
-}
-
-// outsideWithin reports a placed member on a node outside the commitment's group domain (a
-// node relabelled while the group forms).
-func (p *cycle) outsideWithin(within placement.DomainRef) bool {
-	if within.Key == "" || len(p.placed) == 0 {
-		return false
-	}
-	infos := p.pl.nodes()
-	for _, m := range p.placed {
-		if ni, err := infos.Get(m.Node); err != nil || ni.Node() == nil || ni.Node().Labels[within.Key] != within.Value {
-			return true
-		}
-	}
-	return false
-}

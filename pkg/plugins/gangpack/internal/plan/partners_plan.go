@@ -39,7 +39,7 @@ func (p *cycle) placeGroup() (*placement.Commitment, *fwk.Status) {
 	if st != nil {
 		return nil, st
 	}
-	gp.build(p, false)
+	gp.build(p, false, nil)
 	partners := make([]topology.Partner, len(gp.todo))
 	for i, q := range gp.todo {
 		partners[i] = topology.Partner{Gang: &q.gang, Key: i}
@@ -155,7 +155,7 @@ func (p *cycle) partnerPlanner(info gang.Info, templates []*v1.Pod) *cycle {
 // build translates the snapshot's nodes with a group-key value (only the anchor's when set)
 // for the group planner: free room outside other gangs' reservations (unless raw), each
 // partner's key value and shape fits.
-func (gp *groupPlanning) build(p *cycle, raw bool) {
+func (gp *groupPlanning) build(p *cycle, raw bool, back map[string]gang.Returning) {
 	var resources []string
 	seen := map[string]bool{}
 	for _, q := range gp.todo {
@@ -168,8 +168,6 @@ func (gp *groupPlanning) build(p *cycle, raw bool) {
 	}
 	gk := p.info.Group.TopologyKey
 	gp.nodes, gp.byName = nil, map[string]int{}
-	p.ignoreReserved = raw
-	defer func() { p.ignoreReserved = false }()
 	for _, ni := range p.all {
 		node := ni.Node()
 		if node == nil {
@@ -180,7 +178,7 @@ func (gp *groupPlanning) build(p *cycle, raw bool) {
 			continue
 		}
 		free, freePods := gang.NodeFree(ni, resources)
-		freePods = p.setAsideReserved(node.Name, free, freePods)
+		freePods = p.setAsideReserved(node.Name, free, freePods, raw, back)
 		n := topology.GroupNode{Name: node.Name, Group: v, Free: free, FreePods: freePods,
 			Sub: make([]string, len(gp.todo)), Fits: make([][]bool, len(gp.todo))}
 		for i, q := range gp.todo {
@@ -220,7 +218,7 @@ func (p *cycle) noGroupFit(gp *groupPlanning, partners []topology.Partner, plans
 	g := p.info.Group
 	p.recordPending()
 	if len(p.others) > 0 {
-		gp.build(p, true)
+		gp.build(p, true, nil)
 		if _, ok := topology.BestGroupFit(topology.PlanGroup(partners, gp.nodes)); ok {
 			p.waitForRoom()
 			metrics.CountPin(metrics.PinReserved)

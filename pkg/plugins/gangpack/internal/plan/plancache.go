@@ -240,7 +240,7 @@ func (p *cycle) planDomain(d string, infos []fwk.NodeInfo, resource string) *dom
 	if len(infos) == 0 {
 		return e
 	}
-	e.nodes = p.topologyNodes(infos)
+	e.nodes = p.topologyNodes(infos, false, nil)
 	e.plan = topology.Plan(&p.gang, e.nodes)[d]
 	e.room = memberRooms(&p.gang, e.nodes)[d]
 	if resource != "" {

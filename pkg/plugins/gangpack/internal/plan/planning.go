@@ -42,14 +42,10 @@ type cycle struct {
 	need      int
 
 	// others is what other forming gangs reserve, per node, and the room standalone
-	// preemptors of equal or higher priority wait for (room.go, preempt_record.go);
-	// ignoreReserved makes topologyNodes count room as if nobody reserved any.
-	others         map[string]placement.Reserved
-	ignoreReserved bool
-	// returning is the room Terminating pods give back, per node, counted as free only when
-	// preemption asks whether room is coming (preempt_room.go); nil otherwise.
-	returning map[string]gang.Returning
-	tnodes    []topology.Node // the nodes of the last planning, as the planner saw them
+	// preemptors of equal or higher priority wait for (room.go, preempt_record.go); node
+	// translation (nodes.go) sets it aside unless asked for raw room.
+	others map[string]placement.Reserved
+	tnodes []topology.Node // the nodes of the last planning, as the planner saw them
 	// byDomain replaces tnodes when the last planning came from the plan cache (plancache.go).
 	byDomain map[string][]topology.Node
 	// classes are the gang's shape classes; with the gang they make the plan cache's
@@ -127,42 +123,6 @@ func (p *cycle) setPlaced(placed []gang.Placed) {
 		p.placedSet[m.Pod.Name] = struct{}{}
 	}
 	sort.Slice(p.placed, func(i, j int) bool { return p.placed[i].Pod.Name < p.placed[j].Pod.Name })
-}
-
-// split reports members in more than one domain, or on a node without the label.
-func (p *cycle) split() bool {
-	domains := map[string]struct{}{}
-	for _, m := range p.placed {
-		if m.Domain == "" {
-			return true
-		}
-		domains[m.Domain] = struct{}{}
-	}
-	return len(domains) > 1
-}
-
-func (p *cycle) placedPods() []*v1.Pod {
-	out := make([]*v1.Pod, len(p.placed))
-	for i, m := range p.placed {
-		out[i] = m.Pod
-	}
-	return out
-}
-
-func (p *cycle) placedIn(domain string) int {
-	n := 0
-	for _, m := range p.placed {
-		if m.Domain == domain {
-			n++
-		}
-	}
-	return n
-}
-
-// waitForRoom records the pod as blocked by a hold, so the next hold lift wakes it. A hold lifted
-// between the decision and the record (the store's generation moved) wakes it at once.
-func (p *cycle) waitForRoom() {
-	p.fx.ParkBlocked(p.logger, p.pod, p.generation)
 }
 
 // Planner is PreFilter's decision: it plans a gang member over the snapshot and has the

@@ -1,9 +1,6 @@
 package plan
 
 import (
-	"slices"
-	"strings"
-
 	"k8s.io/klog/v2"
 
 	"github.com/moirai-internal/ome-scheduler/pkg/placement"
@@ -22,42 +19,12 @@ import (
 //   - a pin records its reservation (reservation) and the store checks it against the
 //     snapshot's free room (capacity): no two gangs ever count the same slot.
 
-// setAsideReserved subtracts what other gangs reserve on the node from its free room (and,
-// when preemption asks whether room is coming, adds what Terminating pods give back there).
-func (p *cycle) setAsideReserved(name string, free topology.Resources, freePods int64) int64 {
-	freePods = p.addReturning(name, free, freePods)
-	r, ok := p.others[name]
-	if !ok || p.ignoreReserved {
-		return freePods
-	}
-	for res := range free {
-		free[res] -= r.Resources[res]
-	}
-	return freePods - r.Pods
-}
-
 // reservation is the room the gang reserves in a domain of its last planning: up to need
 // members spread over the domain's nodes by the planner's matching, packed in node order.
 func (p *cycle) reservation(domain string) placement.Reservation {
 	nodes := p.nodesIn(domain)
 	counts, _ := topology.Assign(&p.gang, nodes, p.need)
 	return SlotsOf(&p.gang, nodes, counts)
-}
-
-// nodesIn returns the domain's nodes of the last planning, as the planner saw them, sorted
-// by name (the order a reservation is packed in).
-func (p *cycle) nodesIn(domain string) []topology.Node {
-	if p.byDomain != nil {
-		return p.byDomain[domain]
-	}
-	var nodes []topology.Node
-	for _, n := range p.tnodes {
-		if n.Domain == domain {
-			nodes = append(nodes, n)
-		}
-	}
-	slices.SortFunc(nodes, func(a, b topology.Node) int { return strings.Compare(a.Name, b.Name) })
-	return nodes
 }
 
 // SlotsOf turns a member count per node into a reservation: each node's slot is the size of
@@ -97,9 +64,7 @@ func (p *cycle) rawRooms(rooms map[string]int) map[string]int {
 	if len(p.others) == 0 {
 		return rooms
 	}
-	p.ignoreReserved = true
-	defer func() { p.ignoreReserved = false }()
-	return topology.Rooms(topology.Plan(&p.gang, p.topologyNodes(p.all)))
+	return topology.Rooms(topology.Plan(&p.gang, p.topologyNodes(p.all, true, nil)))
 }
 
 // reReserve brings a pinned gang's reservation up to date with its plan of the domain: a

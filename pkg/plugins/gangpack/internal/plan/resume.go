@@ -242,20 +242,10 @@ func lessRequest(g *topology.Gang, n topology.Node, req topology.Resources, pods
 	n.FreePods -= pods
 	fits := slices.Clone(n.Fits)
 	for s := range fits {
-		fits[s] = fits[s] && n.FreePods > 0 && s < len(g.Shapes) && within(g.Shapes[s], n.Free)
+		fits[s] = fits[s] && n.FreePods > 0 && s < len(g.Shapes) && topology.Within(g.Shapes[s], n.Free)
 	}
 	n.Fits = fits
 	return n
-}
-
-// within reports whether the request fits the free resources.
-func within(req, free topology.Resources) bool {
-	for r, q := range req {
-		if q > 0 && q > free[r] {
-			return false
-		}
-	}
-	return true
 }
 
 // gangWithout is the gang without the given templates (their shapes counted out), to place

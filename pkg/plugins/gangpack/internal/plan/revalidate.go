@@ -141,3 +141,13 @@ func (p *cycle) drop(c placement.Commitment, d pinDecision) *fwk.Status {
 	}
 	return nil
 }
+
+func (p *cycle) placedIn(domain string) int {
+	n := 0
+	for _, m := range p.placed {
+		if m.Domain == domain {
+			n++
+		}
+	}
+	return n
+}
