@@ -181,20 +181,6 @@ func (p *cycle) holdCapped() *fwk.Status {
 	return fwk.NewStatus(fwk.Unschedulable, msg.HoldCap(p.info.Namespace, n))
 }
 
-// without returns rooms minus the excluded domains.
-func without(rooms map[string]int, excluded map[string]struct{}) map[string]int {
-	if len(excluded) == 0 {
-		return rooms
-	}
-	out := make(map[string]int, len(rooms))
-	for d, r := range rooms {
-		if _, ok := excluded[d]; !ok {
-			out[d] = r
-		}
-	}
-	return out
-}
-
 // PinStateKey holds the cycle's pin, written by narrow (and by Reserve for a deferred plan).
 const PinStateKey fwk.StateKey = "gangpack.pin"
 
