@@ -28,6 +28,14 @@ type fakeLedger struct {
 	pods     []*v1.Pod             // the gang's pods, as the member index lists them
 	// waitersRejected is what Drop answers.
 	waitersRejected bool
+	// others, failed, resting and forming answer ReservedExcept (and Read's Others), Failed,
+	// Resting and FormingIn; WrapFailed makes the resting domains the failed ones.
+	others  map[string]placement.Reserved
+	failed  map[string]struct{}
+	resting map[string]struct{}
+	forming int
+	// store, when set, carries Choose out (a best-fit pin over the rooms).
+	store *placement.Store
 
 	calls []string
 }
@@ -49,11 +57,14 @@ func (f *fakeLedger) Commitment(string) (placement.Commitment, bool) {
 }
 func (f *fakeLedger) Pinned(string) bool                                      { return f.pin != nil }
 func (f *fakeLedger) Generation() uint64                                      { return 1 }
-func (f *fakeLedger) ReservedExcept(string) map[string]placement.Reserved     { return nil }
-func (f *fakeLedger) FormingIn(string, string) int                            { return 0 }
-func (f *fakeLedger) Failed(placement.GangOwner, string) map[string]struct{}  { return nil }
-func (f *fakeLedger) FailedHas(placement.GangOwner, placement.DomainRef) bool { return false }
-func (f *fakeLedger) Resting(placement.GangOwner, string) map[string]struct{} { return nil }
+func (f *fakeLedger) ReservedExcept(string) map[string]placement.Reserved     { return f.others }
+func (f *fakeLedger) FormingIn(string, string) int                            { return f.forming }
+func (f *fakeLedger) Failed(placement.GangOwner, string) map[string]struct{}  { return f.failed }
+func (f *fakeLedger) Resting(placement.GangOwner, string) map[string]struct{} { return f.resting }
+func (f *fakeLedger) FailedHas(_ placement.GangOwner, d placement.DomainRef) bool {
+	_, ok := f.failed[d.Value]
+	return ok
+}
 func (f *fakeLedger) Placed(g gang.Info, all []fwk.NodeInfo) []gang.Placed {
 	return gang.OnNodes(all, g)
 }
@@ -74,7 +85,10 @@ func (f *fakeLedger) WaiterNodes(g gang.Info, id uint64) []string {
 
 func (f *fakeLedger) Choose(req placement.ChooseRequest, _ gang.Info) placement.ChooseResult {
 	f.record("Choose %s need=%d", req.Gang, req.Need)
-	return placement.ChooseResult{}
+	if f.store == nil {
+		return placement.ChooseResult{}
+	}
+	return f.store.Choose(req)
 }
 
 func (f *fakeLedger) Pin(req placement.PinRequest, _ gang.Info, group string) (placement.Commitment, placement.PinOutcome) {
@@ -107,7 +121,10 @@ func (f *fakeLedger) Drop(_ klog.Logger, c placement.Commitment, d gang.Drop) bo
 	return f.waitersRejected
 }
 
-func (f *fakeLedger) WrapFailed(o placement.GangOwner) { f.record("WrapFailed %s", o.Gang) }
+func (f *fakeLedger) WrapFailed(o placement.GangOwner) {
+	f.record("WrapFailed %s", o.Gang)
+	f.failed = f.resting
+}
 
 func (f *fakeLedger) ParkBlocked(_ klog.Logger, pod *v1.Pod, generation uint64) {
 	f.record("ParkBlocked %s/%s %d", pod.Namespace, pod.Name, generation)
@@ -188,7 +205,7 @@ func newTestPlanner(t *testing.T, l *fakeLedger, nodes []*v1.Node, pod *v1.Pod, 
 }
 
 func (f *fakeLedger) Read(g gang.Info, all []fwk.NodeInfo) gang.Reading {
-	r := gang.Reading{Generation: f.Generation(), Placed: f.Placed(g, all)}
+	r := gang.Reading{Generation: f.Generation(), Placed: f.Placed(g, all), Others: f.others, Failed: f.failed}
 	if c, ok := f.Commitment(g.Key); ok {
 		r.Pin = &c
 	}
