@@ -40,77 +40,81 @@ func domains(ds ...string) map[string]struct{} {
 	return out
 }
 
+// chooseCase is one planning of ns/g (three 4-GPU members) over chooseNodes.
+type chooseCase struct {
+	name    string
+	ledger  fakeLedger
+	holdCap int64
+	// want: the chosen domain and candidates, or the status code and message.
+	domain     string
+	candidates []string
+	code       fwk.Code
+	msg        string
+	calls      []string
+}
+
+var chooseCases = []chooseCase{{
+	name:       "best fit: the least room that fits the gang",
+	domain:     "a",
+	candidates: []string{"a0", "a1"},
+	calls:      []string{"Choose ns/g need=3"},
+}, {
+	name:       "a failed domain is left out",
+	ledger:     fakeLedger{failed: domains("a")},
+	domain:     "b",
+	candidates: []string{"b0", "b1", "b2"},
+	calls:      []string{"Choose ns/g need=3"},
+}, {
+	name:       "every fitting domain failed: the lap wraps, a resting domain stays out",
+	ledger:     fakeLedger{failed: domains("a", "b"), resting: domains("a")},
+	domain:     "b",
+	candidates: []string{"b0", "b1", "b2"},
+	calls:      []string{"Choose ns/g need=3", "WrapFailed ns/g", "Choose ns/g need=3"},
+}, {
+	name: "another gang's reservation leaves a too little room",
+	ledger: fakeLedger{others: map[string]placement.Reserved{
+		"a0": {Resources: topology.Resources{"nvidia.com/gpu": 8}, Pods: 2}, // a keeps room for 1
+		"a1": {Resources: topology.Resources{"nvidia.com/gpu": 4}, Pods: 1},
+	}},
+	domain:     "b",
+	candidates: []string{"b0", "b1", "b2"},
+	calls:      []string{"Choose ns/g need=3"},
+}, {
+	name: "another gang's reservation leaves room for members on some nodes only",
+	ledger: fakeLedger{others: map[string]placement.Reserved{
+		"b0": {Resources: topology.Resources{"nvidia.com/gpu": 8}, Pods: 2},
+	}, failed: domains("a")},
+	domain:     "b",
+	candidates: []string{"b1", "b2"},
+	calls:      []string{"Choose ns/g need=3"},
+}, {
+	name:    "the namespace is at its hold cap: the pod parks until a hold ends",
+	ledger:  fakeLedger{forming: 1},
+	holdCap: 1,
+	code:    fwk.Unschedulable,
+	msg:     msg.HoldCap("ns", 1),
+	calls:   []string{"ParkBlocked ns/g-0 1"},
+}, {
+	name:       "under the hold cap the gang pins",
+	ledger:     fakeLedger{forming: 1},
+	holdCap:    2,
+	domain:     "a",
+	candidates: []string{"a0", "a1"},
+	calls:      []string{"Choose ns/g need=3"},
+}, {
+	name:   "failed and resting everywhere it fits: the gang waits for the resting domain",
+	ledger: fakeLedger{failed: domains("a", "b"), resting: domains("a", "b")},
+	code:   fwk.Unschedulable,
+	msg:    msg.NoRoomResting("ns/g", "a"),
+	calls:  []string{"Choose ns/g need=3", "WrapFailed ns/g", "Choose ns/g need=3"},
+}}
+
 // choose of an unpinned gang without placed members, on a snapshot and a fake ledger whose
 // pins are a real pin store: best fit over the domains with room, failed domains left out
 // until the lap wraps (resting ones stay out), other gangs' reservations set aside, and the
 // namespace's hold cap.
 func TestChoose(t *testing.T) {
-	tests := []struct {
-		name    string
-		ledger  fakeLedger
-		holdCap int64
-		// want: the chosen domain and candidates, or the status code and message.
-		domain     string
-		candidates []string
-		code       fwk.Code
-		msg        string
-		calls      []string
-	}{{
-		name:       "best fit: the least room that fits the gang",
-		domain:     "a",
-		candidates: []string{"a0", "a1"},
-		calls:      []string{"Choose ns/g need=3"},
-	}, {
-		name:       "a failed domain is left out",
-		ledger:     fakeLedger{failed: domains("a")},
-		domain:     "b",
-		candidates: []string{"b0", "b1", "b2"},
-		calls:      []string{"Choose ns/g need=3"},
-	}, {
-		name:       "every fitting domain failed: the lap wraps, a resting domain stays out",
-		ledger:     fakeLedger{failed: domains("a", "b"), resting: domains("a")},
-		domain:     "b",
-		candidates: []string{"b0", "b1", "b2"},
-		calls:      []string{"Choose ns/g need=3", "WrapFailed ns/g", "Choose ns/g need=3"},
-	}, {
-		name: "another gang's reservation leaves a too little room",
-		ledger: fakeLedger{others: map[string]placement.Reserved{
-			"a0": {Resources: topology.Resources{"nvidia.com/gpu": 8}, Pods: 2}, // a keeps room for 1
-			"a1": {Resources: topology.Resources{"nvidia.com/gpu": 4}, Pods: 1},
-		}},
-		domain:     "b",
-		candidates: []string{"b0", "b1", "b2"},
-		calls:      []string{"Choose ns/g need=3"},
-	}, {
-		name: "another gang's reservation leaves room for members on some nodes only",
-		ledger: fakeLedger{others: map[string]placement.Reserved{
-			"b0": {Resources: topology.Resources{"nvidia.com/gpu": 8}, Pods: 2},
-		}, failed: domains("a")},
-		domain:     "b",
-		candidates: []string{"b1", "b2"},
-		calls:      []string{"Choose ns/g need=3"},
-	}, {
-		name:    "the namespace is at its hold cap: the pod parks until a hold ends",
-		ledger:  fakeLedger{forming: 1},
-		holdCap: 1,
-		code:    fwk.Unschedulable,
-		msg:     msg.HoldCap("ns", 1),
-		calls:   []string{"ParkBlocked ns/g-0 1"},
-	}, {
-		name:       "under the hold cap the gang pins",
-		ledger:     fakeLedger{forming: 1},
-		holdCap:    2,
-		domain:     "a",
-		candidates: []string{"a0", "a1"},
-		calls:      []string{"Choose ns/g need=3"},
-	}, {
-		name:   "failed and resting everywhere it fits: the gang waits for the resting domain",
-		ledger: fakeLedger{failed: domains("a", "b"), resting: domains("a", "b")},
-		code:   fwk.Unschedulable,
-		msg:    msg.NoRoomResting("ns/g", "a"),
-		calls:  []string{"Choose ns/g need=3", "WrapFailed ns/g", "Choose ns/g need=3"},
-	}}
-	for _, tt := range tests {
+	for _, tt := range chooseCases {
 		t.Run(tt.name, func(t *testing.T) {
 			l := &tt.ledger
 			l.store = placement.NewStore()
