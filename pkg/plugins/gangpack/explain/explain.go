@@ -151,7 +151,7 @@ func (c *Cluster) planner(pod *v1.Pod, extra []*v1.Pod) (*plan.Planner, []fwk.No
 	if err != nil {
 		return nil, nil, err
 	}
-	pl, err := plan.New(plan.Options{Args: c.Args, Reader: l, Effects: plan.NoEffects{}, Members: members, Nodes: snap.NodeInfos,
+	pl, err := plan.New(plan.Options{Args: c.Args, Reader: l, Effects: &scratch{store: l.store}, Members: members, Nodes: snap.NodeInfos,
 		Quality: plan.NoQuality{}, PodGroups: plan.NoPodGroups{}, Victims: plan.NoVictims{}})
 	if err != nil {
 		return nil, nil, err

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
 
 	"github.com/moirai-internal/ome-scheduler/pkg/placement"
@@ -18,7 +19,7 @@ type Args = gang.Args
 var errNoEntry = errors.New("the scheduler's /configz has no " + DebugKey + " entry (not an ome-scheduler, or an older one)")
 
 // readOnly answers planning's reads from a copy of the scheduler's pins: a pin store loaded
-// with them. Explain plans with plan.NoEffects: it makes no decision.
+// with them. Explain's decisions land on that copy (scratch).
 type readOnly struct {
 	store *placement.Store
 	now   time.Time
@@ -69,3 +70,35 @@ func (l *readOnly) FailedHas(placement.GangOwner, placement.DomainRef) bool { re
 func (l *readOnly) Resting(placement.GangOwner, string) map[string]struct{} { return nil }
 func (l *readOnly) Placed(g gang.Info, all []fwk.NodeInfo) []gang.Placed    { return l.placed(g, all) }
 func (l *readOnly) WaiterNodes(gang.Info, uint64) []string                  { return nil }
+
+// scratch carries Explain's decisions out on the private copy of the served pins the reads
+// come from (readOnly.store): Choose, Pin and PinGroup pin there, a dropped pin is released
+// there. Nothing waits and nothing is woken.
+type scratch struct {
+	plan.NoEffects
+	store *placement.Store
+}
+
+var _ plan.Effects = (*scratch)(nil)
+
+func (s *scratch) Choose(req placement.ChooseRequest, _ gang.Info) placement.ChooseResult {
+	return s.store.Choose(req)
+}
+func (s *scratch) Pin(req placement.PinRequest, _ gang.Info, _ string) (placement.Commitment, placement.PinOutcome) {
+	return s.store.Pin(req)
+}
+func (s *scratch) PinGroup(_ string, reqs []placement.PinRequest, _ []gang.Info) ([]placement.Commitment, placement.PinOutcome) {
+	cs, outcome, _ := s.store.PinGroup(reqs)
+	return cs, outcome
+}
+func (s *scratch) Reserve(_ klog.Logger, key string, id uint64, r placement.Reservation, c placement.Capacity) bool {
+	ok, _ := s.store.Reserve(key, id, r, c)
+	return ok
+}
+func (s *scratch) Regrow(key string, id uint64, remaining int) (placement.Commitment, bool) {
+	return s.store.Regrow(key, id, remaining)
+}
+func (s *scratch) Drop(_ klog.Logger, c placement.Commitment, _ gang.Drop) bool {
+	s.store.Release(c.Gang, c.ID, nil)
+	return false
+}

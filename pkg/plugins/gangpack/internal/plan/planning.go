@@ -74,8 +74,14 @@ type cycle struct {
 // Plan is PreFilter's planning for a validated gang member.
 func (pl *Planner) Plan(_ context.Context, logger klog.Logger, cs fwk.CycleState, pod *v1.Pod, info gang.Info, nodes []fwk.NodeInfo) (*fwk.PreFilterResult, *fwk.Status) {
 	r := pl.reading(pod, info, nodes)
-	p := pl.newCycle(logger, pod, info, nodes, r, pl.fx)
-	pin, st := p.revalidate(r.Pin)
+	return pl.newCycle(logger, pod, info, nodes, r, pl.fx).plan(cs, r.Pin)
+}
+
+// plan runs the cycle's steps from the pin it read: revalidate, the group gate, gate, the
+// group's placement, choose.
+func (p *cycle) plan(cs fwk.CycleState, pin *placement.Commitment) (*fwk.PreFilterResult, *fwk.Status) {
+	info := p.info
+	pin, st := p.revalidate(pin)
 	if st != nil {
 		return nil, st
 	}
