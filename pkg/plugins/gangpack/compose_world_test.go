@@ -189,7 +189,7 @@ func (s *sim) start(factory informers.SharedInformerFactory) {
 		s.t.Fatal(err)
 	}
 	gen := s.gen
-	s.pl = newPlugin(s.ctx, composeArgs(), s.h, ml, ledger.Options{
+	s.pl, err = newPlugin(s.ctx, composeArgs(), s.h, ml, nil, ledger.Options{
 		Now:   func() time.Time { return s.now },
 		After: func(d time.Duration, f func()) func() { return s.addTimer(gen, d, f) },
 		// The plugin's goroutines (a waiter's supervisor, the eviction calls) run at the next
@@ -198,9 +198,11 @@ func (s *sim) start(factory informers.SharedInformerFactory) {
 		// differently.
 		Spawn: func(f func()) { s.spawned = append(s.spawned, f) },
 	})
+	if err != nil {
+		s.t.Fatal(err)
+	}
 	s.pl.registerPodGroupEvents = true
 	s.pl.podGroups = &podGroupReader{}
-	s.pl.planner.UsePodGroups(s.pl.podGroups)
 	s.pl.podGroups.cur.Store(&pgInformer{lister: pglisters.NewPodGroupLister(s.pgIdx), informer: syncedInformer{}})
 	s.pl.evaluator.UsePDBs(nil)
 	capture := &captureInformer{SharedIndexInformer: s.podInf}

@@ -230,9 +230,11 @@ func newWorld(t testing.TB, args *gang.Args, nodes []*v1.Node, pods []*v1.Pod, p
 	}
 	w := &world{t: t, ctx: ctx, h: h, nodes: nodes, podInf: podInf,
 		pgs: cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc})}
-	w.pl = newPlugin(ctx, args, h, ml, w.ledgerOptions())
+	w.pl, err = newPlugin(ctx, args, h, ml, nil, w.ledgerOptions())
+	if err != nil {
+		w.t.Fatal(err)
+	}
 	w.pl.podGroups = &podGroupReader{}
-	w.pl.planner.UsePodGroups(w.pl.podGroups)
 	w.pl.podGroups.cur.Store(&pgInformer{lister: pglisters.NewPodGroupLister(w.pgs), informer: nil})
 	w.pl.ledger.StartCycle()
 	for _, pg := range pgs {

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/moirai-internal/ome-scheduler/internal/filegraph"
 	"github.com/moirai-internal/ome-scheduler/pkg/plugins/gangpack/internal/ledger"
 )
 
@@ -94,4 +95,35 @@ func productionImports(t *testing.T, dir string) map[string][]string {
 		}
 	}
 	return out
+}
+
+// The planning package's files (docs/design.md §17): no two files call each other beyond the
+// pairs listed here, and a cycle is built in one place, newCycle. The same analysis runs as
+// `go run ./hack/filegraph ./pkg/plugins/gangpack/internal/plan`.
+func TestLayoutPlanFiles(t *testing.T) {
+	mutual := map[string]bool{ // the pairs that remain; a new one fails
+		"choose.go <-> deferred.go":        true, // choose defers a spread anchor, which obeys the hold cap
+		"degraded.go <-> lacks.go":         true, // a degraded gang asks whether room is coming
+		"partners_plan.go <-> planning.go": true, // a group is planned from Plan, with a cycle per partner
+		"planning.go <-> revalidate.go":    true, // revalidate reads the planner's victims
+		"reservations.go <-> resume.go":    true, // a resumed gang keeps its nominated slots
+	}
+	g, err := filegraph.Load(filepath.Join("internal", "plan"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range g.Mutual() {
+		if !mutual[p.String()] {
+			t.Errorf("%s call each other (%v; %v): new mutual dependency in plan/", p, g.Refs[p.A][p.B], g.Refs[p.B][p.A])
+		}
+	}
+	lits := g.Literals["cycle"]
+	if len(lits) == 0 {
+		t.Error("no cycle literal found in plan/: is newCycle still the constructor?")
+	}
+	for _, l := range lits {
+		if l.Func != "newCycle" {
+			t.Errorf("%s builds a cycle in %s: only newCycle builds one", l.Pos, l.Func)
+		}
+	}
 }

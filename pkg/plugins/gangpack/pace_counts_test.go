@@ -235,7 +235,10 @@ func TestBindWindowCeilingFromKubeConfig(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		pl := newPlugin(w.ctx, testArgs(), &qpsHandle{w.h, c.qps}, ml, ledger.Options{})
+		pl, err := newPlugin(w.ctx, testArgs(), &qpsHandle{w.h, c.qps}, ml, nil, ledger.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
 		for i := 0; i < 1000; i++ {
 			pl.pace.Started(uidOf(i))
 			pl.pace.Finished(uidOf(i), true)

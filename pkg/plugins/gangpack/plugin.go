@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/runtime"
+	coreinformers "k8s.io/client-go/informers/core/v1"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
@@ -108,13 +109,13 @@ func New(ctx context.Context, obj runtime.Object, h fwk.Handle) (fwk.Plugin, err
 	if err != nil {
 		return nil, fmt.Errorf("add pod-group index to the pod informer: %w", err)
 	}
-	pl := newPlugin(klog.NewContext(ctx, logger), args, h, ml, ledger.Options{})
+	nodes := h.SharedInformerFactory().Core().V1().Nodes()
+	pl, err := newPlugin(klog.NewContext(ctx, logger), args, h, ml, nodes, ledger.Options{})
+	if err != nil {
+		return nil, err
+	}
 	if args.Preemption {
 		pl.evaluator.UsePDBs(h.SharedInformerFactory().Policy().V1().PodDisruptionBudgets().Lister())
-	}
-	nodes := h.SharedInformerFactory().Core().V1().Nodes()
-	if err := pl.planner.WatchNodes(nodes); err != nil {
-		return nil, fmt.Errorf("watch nodes for the domain index: %w", err)
 	}
 	pl.nodes = nodes.Lister()
 	if err := pl.watchMembers(h.SharedInformerFactory().Core().V1().Pods().Informer()); err != nil {
@@ -129,7 +130,6 @@ func New(ctx context.Context, obj runtime.Object, h fwk.Handle) (fwk.Plugin, err
 			return nil, err
 		}
 		pl.podGroups = r
-		pl.planner.UsePodGroups(r)
 		pl.registerPodGroupEvents = served
 		if args.PodGroupSyncTimeoutSeconds != nil {
 			timeout := time.Duration(*args.PodGroupSyncTimeoutSeconds) * time.Second
@@ -144,7 +144,9 @@ func New(ctx context.Context, obj runtime.Object, h fwk.Handle) (fwk.Plugin, err
 	return pl, nil
 }
 
-func newPlugin(ctx context.Context, args *gang.Args, h fwk.Handle, ml *gang.Members, lo ledger.Options) *GangPack {
+// newPlugin builds the plugin's parts; nodes, when not nil, feeds the planner's domain index;
+// lo sets the ledger's clock, timers and goroutine starter (zero: the real ones).
+func newPlugin(ctx context.Context, args *gang.Args, h fwk.Handle, ml *gang.Members, nodes coreinformers.NodeInformer, lo ledger.Options) (*GangPack, error) {
 	ml.OnlyScheduler(h.ProfileName())
 	pl := &GangPack{
 		args:    args,
@@ -156,14 +158,20 @@ func newPlugin(ctx context.Context, args *gang.Args, h fwk.Handle, ml *gang.Memb
 	}
 	pl.ledger = ledger.New(ctx, h, ml, pl.quality.HeldChanged, lo)
 	pl.evaluator = preempt.New(ctx, h, ml, nil, preemption{pl}, pl.ledger.Now)
-	pl.planner = plan.New(args, pl.ledger, ml, h, pl.quality, nil, pl.evaluator)
+	planner, err := plan.New(plan.Options{Args: args, Reader: pl.ledger, Effects: pl.ledger, Members: ml,
+		Nodes: func() fwk.NodeInfoLister { return h.SnapshotSharedLister().NodeInfos() }, NodeInformer: nodes,
+		Quality: pl.quality, PodGroups: planPodGroups{pl}, Victims: pl.evaluator})
+	if err != nil {
+		return nil, fmt.Errorf("build the planner (the domain index watches nodes): %w", err)
+	}
+	pl.planner = planner
 	var qps float32
 	if cfg := h.KubeConfig(); cfg != nil {
 		qps = cfg.QPS
 	}
 	pl.pace, pl.nominates = newPacer(args, qps), nominatesWaiters()
 	pl.pods = h.SharedInformerFactory().Core().V1().Pods().Lister()
-	return pl
+	return pl, nil
 }
 
 // Name returns the plugin name.

@@ -18,6 +18,8 @@ import (
 	pgclientset "sigs.k8s.io/scheduler-plugins/pkg/generated/clientset/versioned"
 	pginformers "sigs.k8s.io/scheduler-plugins/pkg/generated/informers/externalversions"
 	pglisters "sigs.k8s.io/scheduler-plugins/pkg/generated/listers/scheduling/v1alpha1"
+
+	"github.com/moirai-internal/ome-scheduler/pkg/plugins/gangpack/internal/plan"
 )
 
 // podGroupResource is the EventResource name of PodGroups for queueing hints.
@@ -160,4 +162,22 @@ func (r *podGroupReader) List(ns string, sel labels.Selector) ([]*schedv1alpha1.
 		return nil, nil
 	}
 	return cur.lister.PodGroups(ns).List(sel)
+}
+
+// planPodGroups is the planner's PodGroup reader: the plugin's reader once it is built, none
+// before (a scheduler without a kubeconfig serves no PodGroup).
+type planPodGroups struct{ pl *GangPack }
+
+func (r planPodGroups) Get(ns, name string) (*schedv1alpha1.PodGroup, error) {
+	if pr := r.pl.podGroups; pr != nil {
+		return pr.Get(ns, name)
+	}
+	return plan.NoPodGroups{}.Get(ns, name)
+}
+
+func (r planPodGroups) List(ns string, sel labels.Selector) ([]*schedv1alpha1.PodGroup, error) {
+	if pr := r.pl.podGroups; pr != nil {
+		return pr.List(ns, sel)
+	}
+	return nil, nil
 }

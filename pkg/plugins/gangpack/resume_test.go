@@ -33,9 +33,11 @@ func (w *world) failover() {
 		w.t.Fatal(err)
 	}
 	w.h.waiting = map[types.UID]*fakeWaiter{}
-	w.pl = newPlugin(w.ctx, w.pl.args, w.h, ml, w.ledgerOptions())
+	w.pl, err = newPlugin(w.ctx, w.pl.args, w.h, ml, nil, w.ledgerOptions())
+	if err != nil {
+		w.t.Fatal(err)
+	}
 	w.pl.podGroups = &podGroupReader{}
-	w.pl.planner.UsePodGroups(w.pl.podGroups)
 	w.pl.podGroups.cur.Store(&pgInformer{lister: pglisters.NewPodGroupLister(w.pgs), informer: nil})
 	for _, p := range w.pods {
 		w.pl.memberEvent(nil, p)

@@ -57,7 +57,10 @@ func TestWakeBlockedOneMemberPerGang(t *testing.T) {
 	}
 	w := newWorld(t, nil, nil, pods)
 	rec := &activationRecorder{Handle: w.h}
-	pl := newPlugin(w.ctx, testArgs(), rec, w.pl.members, w.ledgerOptions())
+	pl, err := newPlugin(w.ctx, testArgs(), rec, w.pl.members, nil, w.ledgerOptions())
+	if err != nil {
+		t.Fatal(err)
+	}
 	pl.ledger.StartCycle()
 	for _, p := range pods {
 		pl.ledger.ParkBlocked(klog.Background(), p, pl.ledger.Generation())

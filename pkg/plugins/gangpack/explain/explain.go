@@ -146,23 +146,34 @@ func (c *Cluster) planner(pod *v1.Pod, extra []*v1.Pod) (*plan.Planner, []fwk.No
 		now = time.Now()
 	}
 	l := &readOnly{store: c.Reservations.store(), now: now, stale: c.Reservations.stale()}
-	nodes, err := Snapshot(c.Nodes, append(c.Pods[:len(c.Pods):len(c.Pods)], c.nominatedFor(pod)...))
+	snap := snapshotOf(c.Nodes, append(c.Pods[:len(c.Pods):len(c.Pods)], c.nominatedFor(pod)...))
+	nodes, err := snap.NodeInfos().List()
 	if err != nil {
 		return nil, nil, err
 	}
-	return plan.New(c.Args, l, members, nil, nil, nil, nil), nodes, nil
+	pl, err := plan.New(plan.Options{Args: c.Args, Reader: l, Effects: &scratch{store: l.store}, Members: members, Nodes: snap.NodeInfos,
+		Quality: plan.NoQuality{}, PodGroups: plan.NoPodGroups{}, Victims: plan.NoVictims{}})
+	if err != nil {
+		return nil, nil, err
+	}
+	return pl, nodes, nil
 }
 
 // Snapshot is the node infos of the scheduler's snapshot of nodes and pods: the pods bound
 // to a node, terminal ones left out (the scheduler's cache drops them).
 func Snapshot(nodes []*v1.Node, pods []*v1.Pod) ([]fwk.NodeInfo, error) {
+	return snapshotOf(nodes, pods).NodeInfos().List()
+}
+
+// snapshotOf is the scheduler's snapshot of nodes and pods (see Snapshot).
+func snapshotOf(nodes []*v1.Node, pods []*v1.Pod) *schedcache.Snapshot {
 	var onNodes []*v1.Pod
 	for _, p := range pods {
 		if p.Spec.NodeName != "" && p.Status.Phase != v1.PodSucceeded && p.Status.Phase != v1.PodFailed {
 			onNodes = append(onNodes, p)
 		}
 	}
-	return schedcache.NewSnapshot(onNodes, nodes).NodeInfos().List()
+	return schedcache.NewSnapshot(onNodes, nodes)
 }
 
 // memberToPlan is the member the scheduler would plan: the first live unbound one by name

@@ -3,7 +3,6 @@ package explain
 import (
 	"time"
 
-	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
@@ -16,8 +15,8 @@ import (
 // Args are OMEGangPack's plugin arguments.
 type Args = gang.Args
 
-// readOnly answers planning from a copy of the scheduler's pins: the reads come from a pin
-// store loaded with them, and every decision is refused (Explain makes none).
+// readOnly answers planning's reads from a copy of the scheduler's pins: a pin store loaded
+// with them. Explain's decisions land on that copy (scratch).
 type readOnly struct {
 	store *placement.Store
 	now   time.Time
@@ -41,7 +40,7 @@ func (l *readOnly) placed(g gang.Info, all []fwk.NodeInfo) []gang.Placed {
 	return kept
 }
 
-var _ plan.Ledger = (*readOnly)(nil)
+var _ plan.Reader = (*readOnly)(nil)
 
 func (l *readOnly) Read(g gang.Info, all []fwk.NodeInfo) gang.Reading {
 	r := gang.Reading{Generation: l.store.Generation(), Others: l.store.ReservedExcept(g.Key), Placed: l.placed(g, all), Now: l.now}
@@ -69,31 +68,34 @@ func (l *readOnly) Resting(placement.GangOwner, string) map[string]struct{} { re
 func (l *readOnly) Placed(g gang.Info, all []fwk.NodeInfo) []gang.Placed    { return l.placed(g, all) }
 func (l *readOnly) WaiterNodes(gang.Info, uint64) []string                  { return nil }
 
-func (l *readOnly) Choose(placement.ChooseRequest, gang.Info) placement.ChooseResult {
-	return placement.ChooseResult{}
+// scratch carries Explain's decisions out on the private copy of the served pins the reads
+// come from (readOnly.store): Choose, Pin and PinGroup pin there, a dropped pin is released
+// there. Nothing waits and nothing is woken.
+type scratch struct {
+	plan.NoEffects
+	store *placement.Store
 }
-func (l *readOnly) Pin(placement.PinRequest, gang.Info, string) (placement.Commitment, placement.PinOutcome) {
-	return placement.Commitment{}, placement.HeldByOther
+
+var _ plan.Effects = (*scratch)(nil)
+
+func (s *scratch) Choose(req placement.ChooseRequest, _ gang.Info) placement.ChooseResult {
+	return s.store.Choose(req)
 }
-func (l *readOnly) PinGroup(string, []placement.PinRequest, []gang.Info) ([]placement.Commitment, placement.PinOutcome) {
-	return nil, placement.HeldByOther
+func (s *scratch) Pin(req placement.PinRequest, _ gang.Info, _ string) (placement.Commitment, placement.PinOutcome) {
+	return s.store.Pin(req)
 }
-func (l *readOnly) Reserve(klog.Logger, string, uint64, placement.Reservation, placement.Capacity) bool {
+func (s *scratch) PinGroup(_ string, reqs []placement.PinRequest, _ []gang.Info) ([]placement.Commitment, placement.PinOutcome) {
+	cs, outcome, _ := s.store.PinGroup(reqs)
+	return cs, outcome
+}
+func (s *scratch) Reserve(_ klog.Logger, key string, id uint64, r placement.Reservation, c placement.Capacity) bool {
+	ok, _ := s.store.Reserve(key, id, r, c)
+	return ok
+}
+func (s *scratch) Regrow(key string, id uint64, remaining int) (placement.Commitment, bool) {
+	return s.store.Regrow(key, id, remaining)
+}
+func (s *scratch) Drop(_ klog.Logger, c placement.Commitment, _ gang.Drop) bool {
+	s.store.Release(c.Gang, c.ID, nil)
 	return false
-}
-func (l *readOnly) Regrow(string, uint64, int) (placement.Commitment, bool) {
-	return placement.Commitment{}, false
-}
-func (l *readOnly) Drop(klog.Logger, placement.Commitment, gang.Drop) bool { return false }
-func (l *readOnly) WrapFailed(placement.GangOwner)                         {}
-func (l *readOnly) ParkBlocked(klog.Logger, *v1.Pod, uint64)               {}
-func (l *readOnly) Await(_, _ *v1.Pod)                                     {}
-func (l *readOnly) MembersMissing(string)                                  {}
-func (l *readOnly) MembersComplete(klog.Logger, gang.Info, string, string) (int, bool) {
-	return 0, false
-}
-func (l *readOnly) GroupWaits(string, string) (string, bool) { return "", false }
-func (l *readOnly) GroupReady(string) bool                   { return false }
-func (l *readOnly) ActivateGroup(klog.Logger, []types.NamespacedName, string) int {
-	return 0
 }

@@ -1,9 +1,6 @@
 package plan
 
 import (
-	"slices"
-
-	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
@@ -18,7 +15,7 @@ import (
 // choose is the last planning step: it plans the gang over the node set its situation allows
 // (the pinned domain, the placed members' domain, or every node) and narrows the framework to
 // the candidates of the chosen domain.
-func (p *planner) choose(cs fwk.CycleState, c *placement.Commitment) (*fwk.PreFilterResult, *fwk.Status) {
+func (p *cycle) choose(cs fwk.CycleState, c *placement.Commitment) (*fwk.PreFilterResult, *fwk.Status) {
 	p.buildGang()
 	for c != nil {
 		plans := p.planOver(inside(p.nodesOfDomain(c.Key, c.Domain), c.Within))
@@ -62,145 +59,27 @@ func (p *planner) choose(cs fwk.CycleState, c *placement.Commitment) (*fwk.PreFi
 	return p.bestFit(cs, plans)
 }
 
-func (p *planner) logEnter(plans map[string]*topology.DomainPlan, pinnedDomain string) {
+func (p *cycle) logEnter(plans map[string]*topology.DomainPlan, pinnedDomain string) {
 	if v := p.logger.V(4); v.Enabled() { // the room map is built only when it is logged
 		v.Info("gangpack.pinGang.enter", "pod", klog.KObj(p.pod), "gang", p.info.Key, "topologyKey", p.info.TopologyKey,
 			"need", p.need, "placed", len(p.placed), "pinnedDomain", pinnedDomain, "room", topology.Rooms(plans))
 	}
 }
 
-// maxShapes caps the distinct member shapes one planning works with: planning costs grow
-// with shapes times nodes, and a PodGroup's members are tenant-controlled.
-var maxShapes = 16
-
-// shapeClass is the templates of one shape (or, past maxShapes, of several merged shapes).
-type shapeClass struct {
-	key     string             // gang.ShapeKey of rep, prefixed with "merged:" for a merged group
-	rep     *v1.Pod            // whose node constraints the group is planned with
-	request topology.Resources // the shape (elementwise maximum over a merged group)
-	current bool               // holds the pod being scheduled
-	count   int                // templates other than the current pod
-}
-
-// buildGang groups the templates into shapes for the planner. Past maxShapes, the shapes with
-// the fewest members are planned as one shape: the largest request of each resource, with the
-// node constraints of its largest member. The plan is then less tight, never wrong: every
-// member still passes the framework's filters on its own.
-func (p *planner) buildGang() {
-	groups := groupShapes(p.templates)
-	if len(groups) > maxShapes {
-		groups = mergeShapes(groups, maxShapes)
-	}
-	g := topology.Gang{Need: p.need, Apart: gang.Apart(p.templates)}
-	for i, sg := range groups {
-		f := gang.NewPodFit(sg.rep)
-		f.Request = sg.request
-		p.shapeFits = append(p.shapeFits, f)
-		for r := range f.Request {
-			if !slices.Contains(p.resources, r) {
-				p.resources = append(p.resources, r)
-			}
-		}
-		g.Shapes = append(g.Shapes, f.Request)
-		g.Siblings = append(g.Siblings, sg.count)
-		if sg.current {
-			g.Current = i
-		}
-	}
-	p.gang = g
-	p.classes = groups
-}
-
-// groupShapes groups templates by shape, in order of first appearance (the current pod's
-// shape first).
-func groupShapes(templates []*v1.Pod) []shapeClass {
-	index := map[string]int{}
-	var groups []shapeClass
-	for i, t := range templates {
-		k := gang.ShapeKey(t)
-		s, ok := index[k]
-		if !ok {
-			s = len(groups)
-			index[k] = s
-			groups = append(groups, shapeClass{key: k, rep: t, request: gang.Request(t)})
-		}
-		if i == 0 {
-			groups[s].current = true
-		} else {
-			groups[s].count++
-		}
-	}
-	return groups
-}
-
-// mergeShapes keeps the current pod's shape and the limit-2 most common other shapes, and
-// merges the rest into one.
-func mergeShapes(groups []shapeClass, limit int) []shapeClass {
-	rest := slices.Clone(groups[1:])
-	slices.SortStableFunc(rest, func(a, b shapeClass) int { return b.count - a.count })
-	kept := append([]shapeClass{groups[0]}, rest[:limit-2]...)
-	merged := shapeClass{request: topology.Resources{}}
-	var repSize int64 = -1
-	for _, sg := range rest[limit-2:] {
-		merged.count += sg.count
-		var size int64
-		for r, q := range sg.request {
-			merged.request[r] = max(merged.request[r], q)
-			size += q
-		}
-		if size > repSize {
-			merged.rep, repSize = sg.rep, size
-		}
-	}
-	// The key names the representative's node constraints: two gangs whose merged maxima are
-	// equal but whose representatives differ must not share cached plans (signatureOf).
-	merged.key = "merged:" + gang.ShapeKey(merged.rep)
-	return append(kept, merged)
-}
-
-// planOver computes the per-domain plans over a node set under the gang's topology key.
-func (p *planner) planOver(set []fwk.NodeInfo) map[string]*topology.DomainPlan {
-	p.tnodes, p.byDomain = p.topologyNodes(set), nil
-	return topology.Plan(&p.gang, p.tnodes)
-}
-
 // planAll plans over every snapshot node and records the quality gauges of that planning.
-func (p *planner) planAll() map[string]*topology.DomainPlan {
+func (p *cycle) planAll() map[string]*topology.DomainPlan {
 	if plans, ok := p.planAllCached(); ok {
 		return plans
 	}
-	nodes := p.topologyNodes(p.all)
+	nodes := p.topologyNodes(p.all, false, nil)
 	p.tnodes = nodes
 	plans := topology.Plan(&p.gang, nodes)
 	p.recordQuality(nodes)
 	return plans
 }
 
-// topologyNodes translates the labelled nodes of set for the planner.
-func (p *planner) topologyNodes(set []fwk.NodeInfo) []topology.Node {
-	tn := make([]topology.Node, 0, len(set))
-	for _, ni := range set {
-		node := ni.Node()
-		if node == nil {
-			continue
-		}
-		d := node.Labels[p.info.TopologyKey]
-		if d == "" {
-			continue
-		}
-		free, freePods := gang.NodeFree(ni, p.resources)
-		freePods = p.setAsideReserved(node.Name, free, freePods)
-		fits := make([]bool, len(p.shapeFits))
-		for s, f := range p.shapeFits {
-			fits[s] = f.Fits(ni, free, freePods)
-		}
-		tn = append(tn, topology.Node{Name: node.Name, Domain: d, Free: free, FreePods: freePods, Fits: fits})
-	}
-	return tn
-}
-
 // narrow restricts the framework to the candidates of the pinned domain.
-func (p *planner) narrow(cs fwk.CycleState, plans map[string]*topology.DomainPlan, c placement.Commitment, source string) (*fwk.PreFilterResult, *fwk.Status) {
+func (p *cycle) narrow(cs fwk.CycleState, plans map[string]*topology.DomainPlan, c placement.Commitment, source string) (*fwk.PreFilterResult, *fwk.Status) {
 	dp := plans[c.Domain]
 	if dp == nil || len(dp.Candidates) == 0 {
 		return nil, fwk.NewStatus(fwk.Unschedulable, msg.NoFeasibleNode(c.Domain, p.info.Key))
@@ -214,7 +93,7 @@ func (p *planner) narrow(cs fwk.CycleState, plans map[string]*topology.DomainPla
 
 // bestFit pins the domain with the least room that fits the gang, skipping domains held by
 // other gangs and (until the lap wraps) the gang's failed domains.
-func (p *planner) bestFit(cs fwk.CycleState, plans map[string]*topology.DomainPlan) (*fwk.PreFilterResult, *fwk.Status) {
+func (p *cycle) bestFit(cs fwk.CycleState, plans map[string]*topology.DomainPlan) (*fwk.PreFilterResult, *fwk.Status) {
 	pl, info := p.pl, p.info
 	if st := p.holdCapped(); st != nil {
 		return nil, st
@@ -225,13 +104,13 @@ func (p *planner) bestFit(cs fwk.CycleState, plans map[string]*topology.DomainPl
 		MinMember: info.MinMember, Reserve: p.reservation, Capacity: p.capacity()}
 	req.Rooms = without(rooms, failed)
 	req.Rank = p.softSpreadRank(req.Rooms)
-	res := pl.ledger.Choose(req, info)
+	res := p.fx.Choose(req, info)
 	if !res.OK && !res.Existing && !res.Conflict && len(req.Rooms) < len(rooms) {
-		pl.ledger.WrapFailed(info.Owner()) // the lap wraps; resting domains stay out
-		failed = pl.ledger.Failed(info.Owner(), info.TopologyKey)
+		p.fx.WrapFailed(info.Owner()) // the lap wraps; resting domains stay out
+		failed = pl.read.Failed(info.Owner(), info.TopologyKey)
 		req.Rooms = without(rooms, failed)
 		req.Rank = p.softSpreadRank(req.Rooms)
-		res = pl.ledger.Choose(req, info)
+		res = p.fx.Choose(req, info)
 	}
 	if res.OK {
 		if !res.Existing {
@@ -250,14 +129,14 @@ func (p *planner) bestFit(cs fwk.CycleState, plans map[string]*topology.DomainPl
 // to this gang; once such a hold has expired (the domain is a failed domain of the gang), the
 // gang waits for room without holding again. An adopted partner joins its group's record, so
 // that its unwind unwinds its partners.
-func (p *planner) adopt(cs fwk.CycleState, plans map[string]*topology.DomainPlan, within placement.DomainRef) (*fwk.PreFilterResult, *fwk.Status) {
+func (p *cycle) adopt(cs fwk.CycleState, plans map[string]*topology.DomainPlan, within placement.DomainRef) (*fwk.PreFilterResult, *fwk.Status) {
 	pl, info := p.pl, p.info
 	d := p.placed[0].Domain
 	room := 0
 	if dp := plans[d]; dp != nil {
 		room = dp.Room
 	}
-	if room < p.need && pl.ledger.FailedHas(info.Owner(), placement.DomainRef{Key: info.TopologyKey, Value: d}) {
+	if room < p.need && pl.read.FailedHas(info.Owner(), placement.DomainRef{Key: info.TopologyKey, Value: d}) {
 		return nil, p.short(cs, msg.AdoptedShort(d, info.Key, room, p.need), d, room)
 	}
 	if room < p.need && p.rawRooms(map[string]int{d: room})[d] >= p.need {
@@ -274,7 +153,7 @@ func (p *planner) adopt(cs fwk.CycleState, plans map[string]*topology.DomainPlan
 	if info.Group != nil {
 		group = info.Group.Key
 	}
-	c, outcome := pl.ledger.Pin(placement.PinRequest{Gang: info.Key, Owner: info.UID, Key: info.TopologyKey, Domain: d,
+	c, outcome := p.fx.Pin(placement.PinRequest{Gang: info.Key, Owner: info.UID, Key: info.TopologyKey, Domain: d,
 		Reserved: p.reservation(d), Capacity: p.capacity(), Remaining: remaining, SoleFit: true, MinMember: info.MinMember,
 		Within: within}, info, group)
 	switch outcome {
@@ -292,35 +171,14 @@ func (p *planner) adopt(cs fwk.CycleState, plans map[string]*topology.DomainPlan
 // holdCapped returns the status that parks the gang when its namespace already has as many
 // forming gangs holding domains as maxHoldsPerNamespace allows (nil when under the cap, or
 // the gang is pinned already). The pod is woken when a hold ends.
-func (p *planner) holdCapped() *fwk.Status {
-	limit := p.pl.args.HoldCap()
-	if limit == 0 {
+func (p *cycle) holdCapped() *fwk.Status {
+	if !p.pl.atHoldCap(p.info) || p.pl.read.Pinned(p.info.Key) {
 		return nil
 	}
-	if p.pl.ledger.Pinned(p.info.Key) {
-		return nil
-	}
-	n := p.pl.ledger.FormingIn(p.info.Namespace+"/", p.info.Key)
-	if n < limit {
-		return nil
-	}
+	n := p.pl.read.FormingIn(p.info.Namespace+"/", p.info.Key)
 	p.waitForRoom()
-	p.logger.V(4).Info("gangpack.pinGang.hold_cap", "pod", klog.KObj(p.pod), "gang", p.info.Key, "holds", n, "limit", limit)
+	p.logger.V(4).Info("gangpack.pinGang.hold_cap", "pod", klog.KObj(p.pod), "gang", p.info.Key, "holds", n, "limit", p.pl.args.HoldCap())
 	return fwk.NewStatus(fwk.Unschedulable, msg.HoldCap(p.info.Namespace, n))
-}
-
-// without returns rooms minus the excluded domains.
-func without(rooms map[string]int, excluded map[string]struct{}) map[string]int {
-	if len(excluded) == 0 {
-		return rooms
-	}
-	out := make(map[string]int, len(rooms))
-	for d, r := range rooms {
-		if _, ok := excluded[d]; !ok {
-			out[d] = r
-		}
-	}
-	return out
 }
 
 // PinStateKey holds the cycle's pin, written by narrow (and by Reserve for a deferred plan).
@@ -349,4 +207,11 @@ func (s *Pin) Clone() fwk.StateData { return s }
 func ReadPin(cs fwk.CycleState) *Pin {
 	p, _ := gang.ReadState[*Pin](cs, PinStateKey)
 	return p
+}
+
+// atHoldCap reports whether the gang's namespace already has as many forming gangs as
+// maxHoldsPerNamespace allows: the gang could not hold a freed domain.
+func (pl *Planner) atHoldCap(info gang.Info) bool {
+	limit := pl.args.HoldCap()
+	return limit > 0 && pl.read.FormingIn(info.Namespace+"/", info.Key) >= limit
 }

@@ -40,7 +40,7 @@ func ReadDeferred(cs fwk.CycleState) *Deferred {
 }
 
 // deferredPlan plans the candidate domains of a spread anchor without pinning.
-func (p *planner) deferredPlan(cs fwk.CycleState, plans map[string]*topology.DomainPlan) (*fwk.PreFilterResult, *fwk.Status) {
+func (p *cycle) deferredPlan(cs fwk.CycleState, plans map[string]*topology.DomainPlan) (*fwk.PreFilterResult, *fwk.Status) {
 	pl, info := p.pl, p.info
 	if st := p.holdCapped(); st != nil {
 		return nil, st
@@ -50,8 +50,8 @@ func (p *planner) deferredPlan(cs fwk.CycleState, plans map[string]*topology.Dom
 	failed := p.failed
 	eff1 := without(eff, failed)
 	if topology.CountFitting(eff1, p.need) == 0 && len(eff1) < len(eff) {
-		pl.ledger.WrapFailed(info.Owner()) // resting domains stay out
-		failed = pl.ledger.Failed(info.Owner(), info.TopologyKey)
+		p.fx.WrapFailed(info.Owner()) // resting domains stay out
+		failed = pl.read.Failed(info.Owner(), info.TopologyKey)
 		eff1 = without(eff, failed)
 	}
 	planned := map[string]*topology.DomainPlan{}

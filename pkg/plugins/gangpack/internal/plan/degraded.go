@@ -39,7 +39,7 @@ func ReadDegraded(cs fwk.CycleState) *Degraded {
 
 // boundPlaced counts the placed members the API server shows bound: members this scheduler
 // only assumed (waiting at Permit, binding) are not bound yet.
-func (p *planner) boundPlaced() int {
+func (p *cycle) boundPlaced() int {
 	n := 0
 	for _, m := range p.placed {
 		if isBound(p.pl.members, m.Pod) {
@@ -60,7 +60,7 @@ func isBound(members *gang.Members, pod *v1.Pod) bool {
 
 // degraded returns the gang's degraded shortfall in domain when it has bound members and its
 // domain has room for only room of the p.need members still to place; nil when none is bound.
-func (p *planner) degraded(domain string, room int) *Degraded {
+func (p *cycle) degraded(domain string, room int) *Degraded {
 	bound := p.boundPlaced()
 	if bound == 0 || bound >= p.info.MinMember {
 		return nil
@@ -73,7 +73,7 @@ func (p *planner) degraded(domain string, room int) *Degraded {
 // short is the status of a member whose pinned or adopted domain lacks room for the gang:
 // short is PinnedShort's or AdoptedShort's text. For a degraded gang the text names it as
 // degraded, and the figures go to the cycle state for PostFilter (cs may be nil).
-func (p *planner) short(cs fwk.CycleState, short, domain string, room int) *fwk.Status {
+func (p *cycle) short(cs fwk.CycleState, short, domain string, room int) *fwk.Status {
 	d := p.degraded(domain, room)
 	if d == nil {
 		return fwk.NewStatus(fwk.Unschedulable, short)

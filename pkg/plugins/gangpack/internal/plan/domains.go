@@ -170,13 +170,13 @@ func (x *domainIndex) domainsOf(key string) (map[string][]string, uint64, bool) 
 // nodesOfDomain returns the snapshot nodes whose label key has value domain: from the index
 // when it can answer (each node checked against the snapshot's labels, which the cycle plans
 // with), else by scanning the snapshot.
-func (p *planner) nodesOfDomain(key, domain string) []fwk.NodeInfo {
+func (p *cycle) nodesOfDomain(key, domain string) []fwk.NodeInfo {
 	if domain == "" {
 		return nil
 	}
 	var out []fwk.NodeInfo
 	if names, ok := p.pl.domains.nodes(key, domain); ok {
-		lister := p.pl.handle.SnapshotSharedLister().NodeInfos()
+		lister := p.pl.nodes()
 		for _, name := range names {
 			if ni, err := lister.Get(name); err == nil && ni.Node() != nil && ni.Node().Labels[key] == domain {
 				out = append(out, ni)

@@ -5,15 +5,17 @@ import (
 	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
 
+	"k8s.io/kubernetes/pkg/scheduler/framework"
+
 	"github.com/moirai-internal/ome-scheduler/pkg/placement"
 	"github.com/moirai-internal/ome-scheduler/pkg/plugins/gangpack/internal/gang"
-	"github.com/moirai-internal/ome-scheduler/pkg/plugins/gangpack/internal/msg"
 	"github.com/moirai-internal/ome-scheduler/pkg/topology"
 )
 
 // Explanation is what PreFilter's planning would decide for a gang member now, computed by
-// the same steps (gate, member room, best fit, the no-fit messages) without changing
-// anything: no pin, no wait recorded, no wake-up, no metric. `kubectl ome explain` shows it.
+// PreFilter's own steps (revalidate, gate, choose) with the planner's Effects: the caller's
+// (explain's pins land on a private copy of the served ones), nothing waits, nothing is woken,
+// no quality gauge moves. `kubectl ome explain` shows it.
 type Explanation struct {
 	Need   int
 	Placed int
@@ -46,14 +48,14 @@ type Explanation struct {
 	Gated bool
 }
 
-// Explain plans the gang member as Plan would, changing nothing (see Explanation). Placement
-// group partners are planned as gangs of their own.
+// Explain plans the gang member as Plan would, with the planner's Effects, so the planner it
+// runs on must act on a copy of the pins (explain/ builds one so; the plugin's never calls
+// Explain), and no quality gauge moves (see Explanation):
+// the tables come from one planning over every node, the decision from Plan's own steps on a
+// fresh cycle state. Placement group partners are planned as gangs of their own.
 func (pl *Planner) Explain(logger klog.Logger, pod *v1.Pod, info gang.Info, all []fwk.NodeInfo) Explanation {
-	r := pl.ledger.Read(info, all)
-	p := &planner{pl: pl, logger: logger, pod: pod, info: info, all: all, generation: r.Generation,
-		failed: r.Failed, now: r.Now, dryRun: true}
-	p.others = pl.withProtected(info.Key, r.Others, func() int32 { return pl.gangPreemptPriority(pod) }, r.Now)
-	p.setPlaced(r.Placed)
+	r := pl.reading(pod, info, all)
+	p := pl.newCycle(logger, pod, info, all, r, NoEffects{})
 	gateStatus := p.gate()
 	if p.templates == nil { // a split gang: plan its rooms for the pod alone
 		p.templates, p.need = []*v1.Pod{pod}, max(info.MinMember-len(p.placed), 1)
@@ -68,78 +70,41 @@ func (pl *Planner) Explain(logger klog.Logger, pod *v1.Pod, info gang.Info, all 
 		ex.Status, ex.Gated = gateStatus, true
 		return ex
 	}
-	ex.Domain, ex.Source, ex.Status = p.explainChoice(r.Pin, plans, rooms)
+	cs := framework.NewCycleState()
+	d := pl.newCycle(logger, pod, info, all, r, pl.fx)
+	_, st := d.plan(cs, r.Pin)
+	ex.Domain, ex.Source, ex.Status = d.decided(cs, r.Pin, st)
 	return ex
 }
 
-// explainChoice is choose without side effects: the existing pin while it is not stale, the
-// placed members' domain, or the best fit of the unpinned gang.
-func (p *planner) explainChoice(pin *placement.Commitment, plans map[string]*topology.DomainPlan, rooms map[string]int) (string, string, *fwk.Status) {
-	if pin != nil && pin.Key == p.info.TopologyKey {
-		if _, stale := p.staleByRoom(*pin, plans); !stale {
-			dp := plans[pin.Domain]
-			if len(p.placed) > 0 && dp.Room < p.need {
-				return "", "existing", p.short(nil, msg.PinnedShort(pin.Domain, p.info.Key, dp.Room, p.need), pin.Domain, dp.Room)
-			}
-			return p.explainNarrow(pin.Domain, "existing", plans)
-		}
-	}
-	if len(p.placed) > 0 {
-		return p.explainAdopt(plans)
-	}
-	if p.pl.atHoldCap(p.info) {
-		return "", "best-fit", fwk.NewStatus(fwk.Unschedulable, msg.HoldCap(p.info.Namespace, p.pl.ledger.FormingIn(p.info.Namespace+"/", p.info.Key)))
-	}
-	failed := p.failed
-	fitting := without(rooms, failed)
-	d, ok := topology.BestFitRanked(fitting, p.need, p.softSpreadRank(fitting))
-	if !ok && len(fitting) < len(rooms) { // the lap wraps; resting domains stay out
-		failed = p.pl.ledger.Resting(p.info.Owner(), p.info.TopologyKey)
-		fitting = without(rooms, failed)
-		d, ok = topology.BestFitRanked(fitting, p.need, p.softSpreadRank(fitting))
-	}
+// decided reads what the cycle's planning decided from its cycle state: the pinned domain,
+// or for a deferred plan the domain best fit scores first, and how it was found (Source).
+func (p *cycle) decided(cs fwk.CycleState, read *placement.Commitment, st *fwk.Status) (string, string, *fwk.Status) {
 	source := "best-fit"
-	if gang.HardSpread(p.pod) {
+	if c, ok := p.pl.read.Commitment(p.info.Key); ok && read != nil && c.ID == read.ID && c.Key == p.info.TopologyKey {
+		source = "existing"
+	} else if len(p.placed) > 0 {
+		source = "adopted"
+	} else if gang.HardSpread(p.pod) {
 		source = "deferred"
 	}
-	if ok {
-		return p.explainNarrow(d, source, plans)
+	if pin := ReadPin(cs); pin != nil {
+		return pin.Domain, source, nil
 	}
-	if rd, rests := p.restingDomain(rooms, failed); rests {
-		return "", source, fwk.NewStatus(fwk.Unschedulable, msg.NoRoomResting(p.info.Key, rd))
+	if def := ReadDeferred(cs); def != nil {
+		rooms := make(map[string]int, len(def.Planned))
+		for d, dp := range def.Planned {
+			rooms[d] = dp.Room
+		}
+		d, _ := topology.BestFitRanked(rooms, def.Need, p.softSpreadRank(rooms))
+		return d, "deferred", nil
 	}
-	_, _, st := p.noFitVerdict(rooms)
 	return "", source, st
-}
-
-// explainAdopt is adopt without side effects.
-func (p *planner) explainAdopt(plans map[string]*topology.DomainPlan) (string, string, *fwk.Status) {
-	d := p.placed[0].Domain
-	room := 0
-	if dp := plans[d]; dp != nil {
-		room = dp.Room
-	}
-	if room >= p.need {
-		return p.explainNarrow(d, "adopted", plans)
-	}
-	failed := p.pl.ledger.FailedHas(p.info.Owner(), placement.DomainRef{Key: p.info.TopologyKey, Value: d})
-	if !failed && p.rawRooms(map[string]int{d: room})[d] >= p.need {
-		return "", "adopted", fwk.NewStatus(fwk.Unschedulable, msg.AdoptReserved(d, p.info.Key))
-	}
-	return "", "adopted", p.short(nil, msg.AdoptedShort(d, p.info.Key, room, p.need), d, room)
-}
-
-// explainNarrow is narrow's check: the member needs a candidate node in the domain.
-func (p *planner) explainNarrow(d, source string, plans map[string]*topology.DomainPlan) (string, string, *fwk.Status) {
-	if dp := plans[d]; dp == nil || len(dp.Candidates) == 0 {
-		return "", source, fwk.NewStatus(fwk.Unschedulable, msg.NoFeasibleNode(d, p.info.Key))
-	}
-	return d, source, nil
 }
 
 // rawRoomsWhereReserved is rawRooms planned again only for the domains where other gangs
 // reserve room: elsewhere setting reservations aside changes nothing.
-func (p *planner) rawRoomsWhereReserved(rooms map[string]int) map[string]int {
+func (p *cycle) rawRoomsWhereReserved(rooms map[string]int) map[string]int {
 	if len(p.others) == 0 {
 		return rooms
 	}
@@ -157,13 +122,11 @@ func (p *planner) rawRoomsWhereReserved(rooms map[string]int) map[string]int {
 			}
 		}
 	}
-	p.ignoreReserved = true
-	defer func() { p.ignoreReserved = false }()
 	out := make(map[string]int, len(rooms))
 	for d, r := range rooms {
 		out[d] = r
 	}
-	for d, r := range topology.Rooms(topology.Plan(&p.gang, p.topologyNodes(set))) {
+	for d, r := range topology.Rooms(topology.Plan(&p.gang, p.topologyNodes(set, true, nil))) {
 		out[d] = r
 	}
 	return out

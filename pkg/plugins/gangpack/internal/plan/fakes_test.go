@@ -28,11 +28,22 @@ type fakeLedger struct {
 	pods     []*v1.Pod             // the gang's pods, as the member index lists them
 	// waitersRejected is what Drop answers.
 	waitersRejected bool
+	// others, failed, resting and forming answer ReservedExcept (and Read's Others), Failed,
+	// Resting and FormingIn; WrapFailed makes the resting domains the failed ones.
+	others  map[string]placement.Reserved
+	failed  map[string]struct{}
+	resting map[string]struct{}
+	forming int
+	// store, when set, carries Choose out (a best-fit pin over the rooms).
+	store *placement.Store
 
 	calls []string
 }
 
-var _ Ledger = (*fakeLedger)(nil)
+var (
+	_ Reader  = (*fakeLedger)(nil)
+	_ Effects = (*fakeLedger)(nil)
+)
 
 func (f *fakeLedger) record(format string, args ...any) {
 	f.calls = append(f.calls, fmt.Sprintf(format, args...))
@@ -46,11 +57,14 @@ func (f *fakeLedger) Commitment(string) (placement.Commitment, bool) {
 }
 func (f *fakeLedger) Pinned(string) bool                                      { return f.pin != nil }
 func (f *fakeLedger) Generation() uint64                                      { return 1 }
-func (f *fakeLedger) ReservedExcept(string) map[string]placement.Reserved     { return nil }
-func (f *fakeLedger) FormingIn(string, string) int                            { return 0 }
-func (f *fakeLedger) Failed(placement.GangOwner, string) map[string]struct{}  { return nil }
-func (f *fakeLedger) FailedHas(placement.GangOwner, placement.DomainRef) bool { return false }
-func (f *fakeLedger) Resting(placement.GangOwner, string) map[string]struct{} { return nil }
+func (f *fakeLedger) ReservedExcept(string) map[string]placement.Reserved     { return f.others }
+func (f *fakeLedger) FormingIn(string, string) int                            { return f.forming }
+func (f *fakeLedger) Failed(placement.GangOwner, string) map[string]struct{}  { return f.failed }
+func (f *fakeLedger) Resting(placement.GangOwner, string) map[string]struct{} { return f.resting }
+func (f *fakeLedger) FailedHas(_ placement.GangOwner, d placement.DomainRef) bool {
+	_, ok := f.failed[d.Value]
+	return ok
+}
 func (f *fakeLedger) Placed(g gang.Info, all []fwk.NodeInfo) []gang.Placed {
 	return gang.OnNodes(all, g)
 }
@@ -71,7 +85,10 @@ func (f *fakeLedger) WaiterNodes(g gang.Info, id uint64) []string {
 
 func (f *fakeLedger) Choose(req placement.ChooseRequest, _ gang.Info) placement.ChooseResult {
 	f.record("Choose %s need=%d", req.Gang, req.Need)
-	return placement.ChooseResult{}
+	if f.store == nil {
+		return placement.ChooseResult{}
+	}
+	return f.store.Choose(req)
 }
 
 func (f *fakeLedger) Pin(req placement.PinRequest, _ gang.Info, group string) (placement.Commitment, placement.PinOutcome) {
@@ -104,7 +121,10 @@ func (f *fakeLedger) Drop(_ klog.Logger, c placement.Commitment, d gang.Drop) bo
 	return f.waitersRejected
 }
 
-func (f *fakeLedger) WrapFailed(o placement.GangOwner) { f.record("WrapFailed %s", o.Gang) }
+func (f *fakeLedger) WrapFailed(o placement.GangOwner) {
+	f.record("WrapFailed %s", o.Gang)
+	f.failed = f.resting
+}
 
 func (f *fakeLedger) ParkBlocked(_ klog.Logger, pod *v1.Pod, generation uint64) {
 	f.record("ParkBlocked %s/%s %d", pod.Namespace, pod.Name, generation)
@@ -131,14 +151,6 @@ func (f *fakeLedger) ActivateGroup(_ klog.Logger, partners []types.NamespacedNam
 	return 0
 }
 
-// fakeHandle is the part of the framework handle planning reads: the snapshot.
-type fakeHandle struct {
-	fwk.Handle
-	snapshot *schedcache.Snapshot
-}
-
-func (h *fakeHandle) SnapshotSharedLister() fwk.SharedLister { return h.snapshot }
-
 // Test gang: ns/g, minMember 3, under testKey. Nodes a0 and a1 are in domain a, b0 in b.
 const (
 	testGang = "ns/g"
@@ -161,7 +173,7 @@ func member(name, node string) *v1.Pod {
 // newTestPlanner builds the planner of one PreFilter for pod over a snapshot of nodes and
 // pods (those with a node sit on it), every pod also listed as a gang member, with l as the
 // ledger.
-func newTestPlanner(t *testing.T, l *fakeLedger, nodes []*v1.Node, pod *v1.Pod, pods ...*v1.Pod) *planner {
+func newTestPlanner(t *testing.T, l *fakeLedger, nodes []*v1.Node, pod *v1.Pod, pods ...*v1.Pod) *cycle {
 	t.Helper()
 	factory := informers.NewSharedInformerFactory(fake.NewClientset(), 0)
 	members, err := gang.NewMembers(factory.Core().V1().Pods())
@@ -183,15 +195,17 @@ func newTestPlanner(t *testing.T, l *fakeLedger, nodes []*v1.Node, pod *v1.Pod, 
 	if err != nil {
 		t.Fatal(err)
 	}
-	pl := New(&gang.Args{TopologyKey: testKey}, l, members, &fakeHandle{snapshot: snapshot}, nil, nil, nil)
+	pl, err := New(Options{Args: &gang.Args{TopologyKey: testKey}, Reader: l, Effects: l, Members: members,
+		Nodes: snapshot.NodeInfos, Quality: NoQuality{}, PodGroups: NoPodGroups{}, Victims: NoVictims{}})
+	if err != nil {
+		t.Fatal(err)
+	}
 	logger, _ := ktesting.NewTestContext(t)
-	p := &planner{pl: pl, logger: logger, pod: pod, info: testInfo(), all: all, generation: l.Generation()}
-	p.findPlaced()
-	return p
+	return pl.newCycle(logger, pod, testInfo(), all, gang.Reading{Generation: l.Generation(), Placed: l.Placed(testInfo(), all)}, l)
 }
 
 func (f *fakeLedger) Read(g gang.Info, all []fwk.NodeInfo) gang.Reading {
-	r := gang.Reading{Generation: f.Generation(), Placed: f.Placed(g, all)}
+	r := gang.Reading{Generation: f.Generation(), Placed: f.Placed(g, all), Others: f.others, Failed: f.failed}
 	if c, ok := f.Commitment(g.Key); ok {
 		r.Pin = &c
 	}

@@ -114,8 +114,8 @@ var gateCases = []gateCase{{
 }}
 
 // gate parks the pod while its gang may not be planned, and records on the ledger what wakes
-// it; a dry run (preemption asking whether the gang lacks room) decides the same and records
-// nothing.
+// it (PreFilter's admit also counts a split); a dry run (preemption asking whether the gang
+// lacks room, with NoEffects) decides the same and records nothing.
 func TestGate(t *testing.T) {
 	metrics.Register()
 	for _, tt := range gateCases {
@@ -132,9 +132,12 @@ func TestGate(t *testing.T) {
 				nodes := append(testNodes(), testNode("bare", "", 8))
 				l := &fakeLedger{}
 				p := newTestPlanner(t, l, nodes, pod, tt.members...)
-				p.dryRun = dryRun
 				before := splitRefused(t)
-				status := p.gate()
+				gate := p.admit
+				if dryRun {
+					p.fx, gate = NoEffects{}, p.gate
+				}
+				status := gate()
 				if status.Code() != tt.code || status.Message() != tt.msg {
 					t.Errorf("gate() = %v, want %v %q", status, tt.code, tt.msg)
 				}

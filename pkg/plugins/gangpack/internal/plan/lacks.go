@@ -15,29 +15,14 @@ import (
 // Preemption's questions to the planner, answered without changing anything: does a gang (or
 // a placement group) lack room, on which nodes, and is room coming back from Terminating pods.
 
-// addReturning adds what Terminating pods give back on the node to its free room, when the
-// planner counts it (preemption's "is room coming" judgement only).
-func (p *planner) addReturning(name string, free topology.Resources, freePods int64) int64 {
-	back, ok := p.returning[name]
-	if !ok {
-		return freePods
-	}
-	for res := range free {
-		free[res] += back.Free[res]
-	}
-	return freePods + back.Pods
-}
-
 // roomComing plans the gang over set again, counting the room Terminating pods give back.
 // When a domain then fits the whole gang, the gang waits for them instead of preempting.
-func (p *planner) roomComing(set []fwk.NodeInfo, now time.Time) *gang.RoomComing {
+func (p *cycle) roomComing(set []fwk.NodeInfo, now time.Time) *gang.RoomComing {
 	back := gang.ReturningRoom(set, now)
 	if len(back) == 0 {
 		return nil
 	}
-	p.returning = back
-	defer func() { p.returning = nil }()
-	domain, fits := topology.BestFit(topology.Rooms(p.planOver(set)), p.need)
+	domain, fits := topology.BestFit(topology.Rooms(p.planOverReturning(set, back)), p.need)
 	if !fits {
 		return nil
 	}
@@ -54,11 +39,11 @@ func (p *planner) roomComing(set []fwk.NodeInfo, now time.Time) *gang.RoomComing
 // placed members asks for the whole group (groupLacksRoom); one with placed members asks for
 // itself, in its own domain, like a gang.
 func (pl *Planner) LacksRoom(logger klog.Logger, pod *v1.Pod, info gang.Info, all []fwk.NodeInfo, now time.Time) (*gang.Shortfall, *gang.RoomComing) {
-	p := pl.dryRun(logger, pod, info, all)
+	p := pl.quiet(logger, pod, info, all)
 	if info.Group != nil && len(p.placed) == 0 {
 		return pl.groupLacksRoom(p, now)
 	}
-	if c, pinned := pl.ledger.Commitment(info.Key); pinned && !p.repairs(c) {
+	if c, pinned := pl.read.Commitment(info.Key); pinned && !p.repairs(c) {
 		return nil, nil // the gang has a domain: it waits there
 	}
 	if info.Group != nil {
@@ -87,7 +72,7 @@ func (pl *Planner) LacksRoom(logger klog.Logger, pod *v1.Pod, info gang.Info, al
 // domain its placed members sit in, under its topology key, and some but fewer than minMember
 // of them are bound (a degraded gang repairs in place; a surplus member of a whole gang does
 // not). Any other pinned gang waits in its domain.
-func (p *planner) repairs(c placement.Commitment) bool {
+func (p *cycle) repairs(c placement.Commitment) bool {
 	if len(p.placed) == 0 || p.split() || c.Key != p.info.TopologyKey || c.Domain != p.placed[0].Domain {
 		return false
 	}
@@ -95,23 +80,17 @@ func (p *planner) repairs(c placement.Commitment) bool {
 	return bound > 0 && bound < p.info.MinMember
 }
 
-// dryRun is a planner for preemption's questions: it changes nothing.
-func (pl *Planner) dryRun(logger klog.Logger, pod *v1.Pod, info gang.Info, all []fwk.NodeInfo) *planner {
-	p := &planner{pl: pl, logger: logger, pod: pod, info: info, all: all, generation: pl.ledger.Generation(), dryRun: true}
-	p.findPlaced()
-	return p
-}
-
-// atHoldCap reports whether the gang's namespace already has as many forming gangs as
-// maxHoldsPerNamespace allows: the gang could not hold a freed domain.
-func (pl *Planner) atHoldCap(info gang.Info) bool {
-	limit := pl.args.HoldCap()
-	return limit > 0 && pl.ledger.FormingIn(info.Namespace+"/", info.Key) >= limit
+// quiet is a planner for preemption's questions: it changes nothing (NoEffects).
+func (pl *Planner) quiet(logger klog.Logger, pod *v1.Pod, info gang.Info, all []fwk.NodeInfo) *cycle {
+	// Only the generation and the placed members are read: the other gangs' reservations are
+	// not set aside (the question is whether room exists at all).
+	r := gang.Reading{Generation: pl.read.Generation(), Placed: pl.read.Placed(info, all)}
+	return pl.newCycle(logger, pod, info, all, r, NoEffects{})
 }
 
 // preemptNodes translates the labelled nodes of set for the preemption arithmetic: Fits
 // reports only what evicting pods cannot change (resources are judged from Free).
-func preemptNodes(p *planner, set []fwk.NodeInfo) []topology.Node {
+func preemptNodes(p *cycle, set []fwk.NodeInfo) []topology.Node {
 	out := make([]topology.Node, 0, len(set))
 	for _, ni := range set {
 		node := ni.Node()
@@ -135,7 +114,7 @@ func preemptNodes(p *planner, set []fwk.NodeInfo) []topology.Node {
 // reservations are ignored. A group does not hold the freed domain: its partners wait on the
 // victims (one record for the group) and then plan as usual. As for a gang, room Terminating
 // pods give back counts as coming: when a group domain fits with it, the group waits.
-func (pl *Planner) groupLacksRoom(p *planner, now time.Time) (*gang.Shortfall, *gang.RoomComing) {
+func (pl *Planner) groupLacksRoom(p *cycle, now time.Time) (*gang.Shortfall, *gang.RoomComing) {
 	info := p.info
 	if p.gate() != nil {
 		return nil, nil
@@ -155,7 +134,7 @@ func (pl *Planner) groupLacksRoom(p *planner, now time.Time) (*gang.Shortfall, *
 		partners[i] = topology.Partner{Gang: &q.gang, Key: i}
 		need += q.need
 	}
-	gp.build(p, true)
+	gp.build(p, true, nil)
 	for _, plan := range topology.PlanGroup(partners, gp.nodes) {
 		if plan.Feasible {
 			return nil, nil // room exists: reservations, not capacity, keep the group out
@@ -165,7 +144,7 @@ func (pl *Planner) groupLacksRoom(p *planner, now time.Time) (*gang.Shortfall, *
 		return nil, w
 	}
 	gp.forPreemption = true
-	gp.build(p, true)
+	gp.build(p, true, nil)
 	return &gang.Shortfall{Info: info, Gang: topology.Gang{Need: need}, Placed: len(p.placed), Partners: partners, GroupNodes: gp.nodes}, nil
 }
 
@@ -186,14 +165,12 @@ func (pl *Planner) groupReady(info gang.Info) ([]Partner, bool) {
 
 // groupRoomComing plans the group again counting the room Terminating pods give back; when a
 // group domain then fits every partner, the group waits for them instead of preempting.
-func (p *planner) groupRoomComing(gp *groupPlanning, partners []topology.Partner, now time.Time) *gang.RoomComing {
+func (p *cycle) groupRoomComing(gp *groupPlanning, partners []topology.Partner, now time.Time) *gang.RoomComing {
 	back := gang.ReturningRoom(p.all, now)
 	if len(back) == 0 {
 		return nil
 	}
-	p.returning = back
-	gp.build(p, true)
-	p.returning = nil
+	gp.build(p, true, back)
 	domain, ok := topology.BestGroupFit(topology.PlanGroup(partners, gp.nodes))
 	if !ok {
 		return nil

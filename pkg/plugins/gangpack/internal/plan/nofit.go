@@ -18,7 +18,7 @@ import (
 // fitting domain's room is reserved by forming gangs, counting and logging the decision.
 // rooms are counted outside the other gangs' reservations; reason overrides the logged
 // reason when non-empty.
-func (p *planner) noFit(rooms map[string]int, failed map[string]struct{}, reason string) *fwk.Status {
+func (p *cycle) noFit(rooms map[string]int, failed map[string]struct{}, reason string) *fwk.Status {
 	p.recordPending()
 	rooms, reserved, st := p.noFitVerdict(rooms)
 	if reserved {
@@ -38,7 +38,7 @@ func (p *planner) noFit(rooms map[string]int, failed map[string]struct{}, reason
 // noFitVerdict is noFit's decision without its side effects: the status, whether capacity
 // exists but every fitting domain's room is reserved by forming gangs, and the rooms the
 // message was judged on (without reservations when nothing fits outside them).
-func (p *planner) noFitVerdict(rooms map[string]int) (map[string]int, bool, *fwk.Status) {
+func (p *cycle) noFitVerdict(rooms map[string]int) (map[string]int, bool, *fwk.Status) {
 	key := p.info.Key
 	if _, fit := topology.BestFit(rooms, p.need); !fit {
 		rooms = p.rawRooms(rooms)
@@ -52,14 +52,14 @@ func (p *planner) noFitVerdict(rooms map[string]int) (map[string]int, bool, *fwk
 	return rooms, false, fwk.NewStatus(fwk.Unschedulable, msg.NoRoomNoLabel(key, p.info.TopologyKey))
 }
 
-func (p *planner) logNoFit(rooms map[string]int, failed map[string]struct{}, reason string) {
+func (p *cycle) logNoFit(rooms map[string]int, failed map[string]struct{}, reason string) {
 	p.logger.V(4).Info("gangpack.pinGang.no_fit", "pod", klog.KObj(p.pod), "gang", p.info.Key, "topologyKey", p.info.TopologyKey,
 		"need", p.need, "room", rooms, "failedDomains", sets.List(sets.KeySet(failed)), "reason", reason)
 }
 
 // resting returns the wait of a gang whose only fitting domains rest after its reservation
 // expired there (nil otherwise); it is woken when the rest ends.
-func (p *planner) resting(rooms map[string]int, failed map[string]struct{}) *fwk.Status {
+func (p *cycle) resting(rooms map[string]int, failed map[string]struct{}) *fwk.Status {
 	d, ok := p.restingDomain(rooms, failed)
 	if !ok {
 		return nil
@@ -70,7 +70,7 @@ func (p *planner) resting(rooms map[string]int, failed map[string]struct{}) *fwk
 }
 
 // restingDomain is the best-fitting domain when only resting domains fit the gang.
-func (p *planner) restingDomain(rooms map[string]int, failed map[string]struct{}) (string, bool) {
+func (p *cycle) restingDomain(rooms map[string]int, failed map[string]struct{}) (string, bool) {
 	if len(failed) == 0 {
 		return "", false
 	}
@@ -81,13 +81,13 @@ func (p *planner) restingDomain(rooms map[string]int, failed map[string]struct{}
 	if !ok {
 		return "", false
 	}
-	_, rests := p.pl.ledger.Resting(p.info.Owner(), p.info.TopologyKey)[d]
+	_, rests := p.pl.read.Resting(p.info.Owner(), p.info.TopologyKey)[d]
 	return d, rests
 }
 
 // adoptBlocked parks a gang whose placed members' domain has room only inside other forming
 // gangs' reservations; it is woken when reserved room is given back.
-func (p *planner) adoptBlocked(d string) *fwk.Status {
+func (p *cycle) adoptBlocked(d string) *fwk.Status {
 	p.waitForRoom()
 	metrics.CountPin(metrics.PinReserved)
 	p.logger.V(4).Info("gangpack.pinGang.adopt_blocked", "pod", klog.KObj(p.pod), "gang", p.info.Key, "domain", d)
@@ -98,11 +98,17 @@ func (p *planner) adoptBlocked(d string) *fwk.Status {
 // rest as reservation-blocked when the room it lacks is inside other forming gangs'
 // reservations: only a hold lift gives that room back, and it wakes the pod (as adoptBlocked
 // does for a gang without a pin).
-func (p *planner) shortOnReserved(domain string) {
+func (p *cycle) shortOnReserved(domain string) {
 	if len(p.others) == 0 {
 		return
 	}
 	if p.rawRooms(nil)[domain] >= p.need {
 		p.waitForRoom()
 	}
+}
+
+// waitForRoom records the pod as blocked by a hold, so the next hold lift wakes it. A hold lifted
+// between the decision and the record (the store's generation moved) wakes it at once.
+func (p *cycle) waitForRoom() {
+	p.fx.ParkBlocked(p.logger, p.pod, p.generation)
 }

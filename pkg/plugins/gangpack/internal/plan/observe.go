@@ -6,7 +6,7 @@ import (
 
 // recordQuality sets member_room, largest_placeable_gang and stranded_capacity for the gang's
 // topology key from one planning over all nodes.
-func (p *planner) recordQuality(nodes []topology.Node) {
+func (p *cycle) recordQuality(nodes []topology.Node) {
 	resource, hasResource := primaryResource(p.gang.Shapes)
 	var free map[string]int64
 	if hasResource {
@@ -16,11 +16,11 @@ func (p *planner) recordQuality(nodes []topology.Node) {
 }
 
 // recordQualityOf sets the gauges from each domain's member room and free units.
-func (p *planner) recordQualityOf(rooms map[string]int, free map[string]int64, resource string, hasResource bool) {
+func (p *cycle) recordQualityOf(rooms map[string]int, free map[string]int64, resource string, hasResource bool) {
 	p.pl.quality.Planned(p.info.TopologyKey, p.info.Key, p.need, rooms, free, resource, hasResource, p.pl.members.GangPending)
 }
 
 // recordPending records the gang as pending after "no domain has room".
-func (p *planner) recordPending() {
+func (p *cycle) recordPending() {
 	p.pl.quality.Pending(p.info.TopologyKey, p.info.Key, p.need)
 }

@@ -40,14 +40,12 @@ type Partner struct {
 func (pl *Planner) partnerPodGroups(g *gang.GroupRef) ([]*schedv1alpha1.PodGroup, error) {
 	sel := labels.SelectorFromSet(labels.Set{pl.args.PlacementGroupLabel: g.Name})
 	byName := map[string]*schedv1alpha1.PodGroup{}
-	if pl.podGroups != nil {
-		list, err := pl.podGroups.List(g.Namespace, sel)
-		if err != nil {
-			return nil, err
-		}
-		for _, pg := range list {
-			byName[pg.Name] = pg
-		}
+	list, err := pl.podGroups.List(g.Namespace, sel)
+	if err != nil {
+		return nil, err
+	}
+	for _, pg := range list {
+		byName[pg.Name] = pg
 	}
 	pods, err := pl.members.Pods(g.Namespace).List(sel)
 	if err != nil {
@@ -56,9 +54,6 @@ func (pl *Planner) partnerPodGroups(g *gang.GroupRef) ([]*schedv1alpha1.PodGroup
 	for _, q := range pods {
 		_, name, ok := gang.Of(q)
 		if !ok || byName[name] != nil {
-			continue
-		}
-		if pl.podGroups == nil {
 			continue
 		}
 		if pg, err := pl.podGroups.Get(g.Namespace, name); err == nil && pg != nil {
@@ -131,7 +126,7 @@ func (pl *Planner) partnerReady(pt Partner) bool {
 // groupGate parks the pod until every PodGroup of its group exists and has its minMember
 // members (docs/design.md §19, item 1). The planning that finds a waiting group complete wakes every partner's
 // members. It records the partners for planning.
-func (p *planner) groupGate() *fwk.Status {
+func (p *cycle) groupGate() *fwk.Status {
 	g := p.info.Group
 	pts, st := p.pl.Partners(p.info)
 	if st != nil {
@@ -150,8 +145,8 @@ func (p *planner) groupGate() *fwk.Status {
 		return fwk.NewStatus(fwk.Unschedulable, msg.GroupWait(g.Key, ready, g.Size))
 	}
 	p.partners = pts
-	if p.pl.ledger.GroupReady(g.Key) {
-		n := p.pl.ledger.ActivateGroup(p.logger, gangsOf(pts), p.pod.Name)
+	if p.fx.GroupReady(g.Key) {
+		n := p.fx.ActivateGroup(p.logger, gangsOf(pts), p.pod.Name)
 		p.groupWoken = true
 		p.logger.V(4).Info("gangpack.group.complete", "group", g.Key, "activated", n)
 	}
@@ -167,9 +162,9 @@ const (
 // groupWaits records why the pod's group waits. When the reason changes (the partners
 // stopped or started disagreeing), every partner's parked members are woken to see the new
 // reason; the same reason wakes nobody, so members never wake each other in turn.
-func (p *planner) groupWaits(why string) {
+func (p *cycle) groupWaits(why string) {
 	g := p.info.Group
-	if prev, had := p.pl.ledger.GroupWaits(g.Key, why); had && prev != why {
+	if prev, had := p.fx.GroupWaits(g.Key, why); had && prev != why {
 		pgs, err := p.pl.partnerPodGroups(g)
 		if err != nil {
 			return
@@ -178,7 +173,7 @@ func (p *planner) groupWaits(why string) {
 		for i, pg := range pgs {
 			pts[i] = Partner{PodGroup: pg}
 		}
-		n := p.pl.ledger.ActivateGroup(p.logger, gangsOf(pts), p.pod.Name)
+		n := p.fx.ActivateGroup(p.logger, gangsOf(pts), p.pod.Name)
 		p.logger.V(4).Info("gangpack.group.reason_changed", "group", g.Key, "reason", why, "activated", n)
 	}
 }

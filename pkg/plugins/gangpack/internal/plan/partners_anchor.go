@@ -23,9 +23,9 @@ import (
 // partnerAnchor returns the group-key values a partner fixes (sorted), whether it fixes any
 // (it is pinned or has placed members), and the status that parks the pod when one of its
 // nodes lacks the group key.
-func (p *planner) partnerAnchor(info gang.Info) ([]string, bool, *fwk.Status) {
+func (p *cycle) partnerAnchor(info gang.Info) ([]string, bool, *fwk.Status) {
 	gk := p.info.Group.TopologyKey
-	if c, pinned := p.pl.ledger.Commitment(info.Key); pinned {
+	if c, pinned := p.pl.read.Commitment(info.Key); pinned {
 		if c.Within.Key == gk && c.Within.Value != "" {
 			return []string{c.Within.Value}, true, nil
 		}
@@ -41,7 +41,7 @@ func (p *planner) partnerAnchor(info gang.Info) ([]string, bool, *fwk.Status) {
 			return sets.List(values), true, nil
 		}
 	}
-	placed := p.pl.ledger.Placed(info, p.all)
+	placed := p.pl.read.Placed(info, p.all)
 	if len(placed) == 0 {
 		return nil, false, nil
 	}
@@ -51,9 +51,9 @@ func (p *planner) partnerAnchor(info gang.Info) ([]string, bool, *fwk.Status) {
 
 // placedGroupValues returns the group-key values of the placed members' nodes (sorted), or
 // the status that parks the pod when one of those nodes lacks the group key.
-func (p *planner) placedGroupValues(info gang.Info, placed []gang.Placed) ([]string, *fwk.Status) {
+func (p *cycle) placedGroupValues(info gang.Info, placed []gang.Placed) ([]string, *fwk.Status) {
 	gk := p.info.Group.TopologyKey
-	infos := p.pl.handle.SnapshotSharedLister().NodeInfos()
+	infos := p.pl.nodes()
 	values := sets.New[string]()
 	for _, m := range placed {
 		ni, err := infos.Get(m.Node)
@@ -68,7 +68,7 @@ func (p *planner) placedGroupValues(info gang.Info, placed []gang.Placed) ([]str
 // placedWithin is the group domain a partner with placed members adopts: the one group
 // domain its members' nodes are in (zero for a gang of its own), or the status that parks
 // the pod when they are in several or on a node without the group key.
-func (p *planner) placedWithin() (placement.DomainRef, *fwk.Status) {
+func (p *cycle) placedWithin() (placement.DomainRef, *fwk.Status) {
 	g := p.info.Group
 	if g == nil {
 		return placement.DomainRef{}, nil
@@ -84,37 +84,8 @@ func (p *planner) placedWithin() (placement.DomainRef, *fwk.Status) {
 }
 
 // anchorWait parks the pod because its group's domain is not clear.
-func (p *planner) anchorWait(reason, msg string) *fwk.Status {
+func (p *cycle) anchorWait(reason, msg string) *fwk.Status {
 	p.logger.V(4).Info("gangpack.group.anchor_wait", "pod", klog.KObj(p.pod), "group", p.info.Group.Key,
 		"groupKey", p.info.Group.TopologyKey, "reason", reason)
 	return fwk.NewStatus(fwk.Unschedulable, msg)
-}
-
-// inside keeps the nodes in group domain within (all of them when within is zero).
-func inside(nodes []fwk.NodeInfo, within placement.DomainRef) []fwk.NodeInfo {
-	if within.Key == "" {
-		return nodes
-	}
-	out := make([]fwk.NodeInfo, 0, len(nodes))
-	for _, ni := range nodes {
-		if n := ni.Node(); n != nil && n.Labels[within.Key] == within.Value {
-			out = append(out, ni)
-		}
-	}
-	return out
-}
-
-// outsideWithin reports a placed member on a node outside the commitment's group domain (a
-// node relabelled while the group forms).
-func (p *planner) outsideWithin(within placement.DomainRef) bool {
-	if within.Key == "" || len(p.placed) == 0 {
-		return false
-	}
-	infos := p.pl.handle.SnapshotSharedLister().NodeInfos()
-	for _, m := range p.placed {
-		if ni, err := infos.Get(m.Node); err != nil || ni.Node() == nil || ni.Node().Labels[within.Key] != within.Value {
-			return true
-		}
-	}
-	return false
 }

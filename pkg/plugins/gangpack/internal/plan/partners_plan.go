@@ -21,7 +21,7 @@ type groupPlanning struct {
 	// forPreemption makes build judge only what evicting pods cannot change: shape fits
 	// ignore resources (the preemption arithmetic recomputes them from the freed room).
 	forPreemption bool
-	todo          []*planner
+	todo          []*cycle
 	anchor        string // the group domain pinned or placed partners fix; "" = any
 	nodes         []topology.GroupNode
 	byName        map[string]int // node name → index in nodes
@@ -32,14 +32,14 @@ type groupPlanning struct {
 // in one group domain chosen by best fit over the group's total, all at once. Partners that
 // are pinned or have placed members anchor the group domain (docs/design.md §19, item 5). It returns the current
 // gang's new commitment, or the status that parks the pod.
-func (p *planner) placeGroup() (*placement.Commitment, *fwk.Status) {
+func (p *cycle) placeGroup() (*placement.Commitment, *fwk.Status) {
 	g := p.info.Group
 	p.groupPlanned = true
 	gp, st := p.groupTodo()
 	if st != nil {
 		return nil, st
 	}
-	gp.build(p, false)
+	gp.build(p, false, nil)
 	partners := make([]topology.Partner, len(gp.todo))
 	for i, q := range gp.todo {
 		partners[i] = topology.Partner{Gang: &q.gang, Key: i}
@@ -67,7 +67,7 @@ func (p *planner) placeGroup() (*placement.Commitment, *fwk.Status) {
 	for i, q := range gp.todo {
 		infos[i] = q.info
 	}
-	cs, outcome := p.pl.ledger.PinGroup(g.Key, reqs, infos)
+	cs, outcome := p.fx.PinGroup(g.Key, reqs, infos)
 	if outcome != placement.Pinned {
 		p.waitForRoom()
 		metrics.CountPin(metrics.PinReserved)
@@ -84,15 +84,15 @@ func (p *planner) placeGroup() (*placement.Commitment, *fwk.Status) {
 	p.logger.V(4).Info("gangpack.group.pinned", "pod", klog.KObj(p.pod), "group", g.Key, "groupKey", g.TopologyKey,
 		"domain", best, "partners", len(cs), "need", plan.Need, "room", plan.Room)
 	if !p.groupWoken { // partners parked by an earlier no-fit plan now have their pins
-		p.pl.ledger.ActivateGroup(p.logger, gangsOf(p.partners), p.pod.Name)
+		p.fx.ActivateGroup(p.logger, gangsOf(p.partners), p.pod.Name)
 	}
-	p.others = p.pl.withProtected(p.info.Key, p.pl.ledger.ReservedExcept(p.info.Key), func() int32 { return p.pl.gangPreemptPriority(p.pod) }, p.now)
+	p.others = p.pl.withProtected(p.info.Key, p.pl.read.ReservedExcept(p.info.Key), func() int32 { return p.pl.gangPreemptPriority(p.pod) }, p.now)
 	return own, nil
 }
 
 // groupTodo lists the partners to place now (the current gang first, then by key) and the
 // group domain the other partners anchor (groupAnchors).
-func (p *planner) groupTodo() (*groupPlanning, *fwk.Status) {
+func (p *cycle) groupTodo() (*groupPlanning, *fwk.Status) {
 	gp := &groupPlanning{}
 	self := p.partnerPlanner(p.info, p.templates)
 	gp.todo = append(gp.todo, self)
@@ -145,9 +145,9 @@ func (pl *Planner) partnerTemplates(info gang.Info) ([]*v1.Pod, error) {
 
 // partnerPlanner is a planner for one partner with nothing placed, sharing this planning's
 // nodes and the other gangs' reservations.
-func (p *planner) partnerPlanner(info gang.Info, templates []*v1.Pod) *planner {
-	q := &planner{pl: p.pl, logger: p.logger, pod: templates[0], info: info, all: p.all, others: p.others,
-		templates: templates, need: max(info.MinMember, 1), generation: p.generation}
+func (p *cycle) partnerPlanner(info gang.Info, templates []*v1.Pod) *cycle {
+	q := p.pl.newCycle(p.logger, templates[0], info, p.all, gang.Reading{Generation: p.generation, Others: p.others}, p.fx)
+	q.templates, q.need = templates, max(info.MinMember, 1)
 	q.buildGang()
 	return q
 }
@@ -155,7 +155,7 @@ func (p *planner) partnerPlanner(info gang.Info, templates []*v1.Pod) *planner {
 // build translates the snapshot's nodes with a group-key value (only the anchor's when set)
 // for the group planner: free room outside other gangs' reservations (unless raw), each
 // partner's key value and shape fits.
-func (gp *groupPlanning) build(p *planner, raw bool) {
+func (gp *groupPlanning) build(p *cycle, raw bool, back map[string]gang.Returning) {
 	var resources []string
 	seen := map[string]bool{}
 	for _, q := range gp.todo {
@@ -168,8 +168,6 @@ func (gp *groupPlanning) build(p *planner, raw bool) {
 	}
 	gk := p.info.Group.TopologyKey
 	gp.nodes, gp.byName = nil, map[string]int{}
-	p.ignoreReserved = raw
-	defer func() { p.ignoreReserved = false }()
 	for _, ni := range p.all {
 		node := ni.Node()
 		if node == nil {
@@ -180,7 +178,7 @@ func (gp *groupPlanning) build(p *planner, raw bool) {
 			continue
 		}
 		free, freePods := gang.NodeFree(ni, resources)
-		freePods = p.setAsideReserved(node.Name, free, freePods)
+		freePods = p.setAsideReserved(node.Name, free, freePods, raw, back)
 		n := topology.GroupNode{Name: node.Name, Group: v, Free: free, FreePods: freePods,
 			Sub: make([]string, len(gp.todo)), Fits: make([][]bool, len(gp.todo))}
 		for i, q := range gp.todo {
@@ -201,7 +199,7 @@ func (gp *groupPlanning) build(p *planner, raw bool) {
 
 // reservation is partner i's reservation: its members of the plan's witness, each node's
 // slot the size of the largest of its shapes that fit there.
-func (gp *groupPlanning) reservation(q *planner, i int, members map[string]int) placement.Reservation {
+func (gp *groupPlanning) reservation(q *cycle, i int, members map[string]int) placement.Reservation {
 	var nodes []topology.Node
 	for name := range members {
 		if j, ok := gp.byName[name]; ok {
@@ -216,11 +214,11 @@ func (gp *groupPlanning) reservation(q *planner, i int, members map[string]int) 
 // suffix when one would if no other gang reserved room, naming a domain where the planner's
 // search stopped at its bound (a fit may exist there), else naming the domain that holds the
 // most of the group's members.
-func (p *planner) noGroupFit(gp *groupPlanning, partners []topology.Partner, plans map[string]*topology.GroupPlan) *fwk.Status {
+func (p *cycle) noGroupFit(gp *groupPlanning, partners []topology.Partner, plans map[string]*topology.GroupPlan) *fwk.Status {
 	g := p.info.Group
 	p.recordPending()
 	if len(p.others) > 0 {
-		gp.build(p, true)
+		gp.build(p, true, nil)
 		if _, ok := topology.BestGroupFit(topology.PlanGroup(partners, gp.nodes)); ok {
 			p.waitForRoom()
 			metrics.CountPin(metrics.PinReserved)

@@ -160,7 +160,7 @@ func signatureOf(key string, g topology.Gang, groups []shapeClass) string {
 
 // planAllCached is planAll through the plan cache; ok is false when the domain index cannot
 // answer yet (the caller then plans every node).
-func (p *planner) planAllCached() (map[string]*topology.DomainPlan, bool) {
+func (p *cycle) planAllCached() (map[string]*topology.DomainPlan, bool) {
 	domains, version, ok := p.pl.domains.domainsOf(p.info.TopologyKey)
 	if !ok || p.pl.plans == nil {
 		return nil, false
@@ -180,9 +180,9 @@ func (p *planner) planAllCached() (map[string]*topology.DomainPlan, bool) {
 
 // refresh plans again the domains whose entries are no longer current, drops the entries of
 // domains that are gone, and reports whether any entry changed.
-func (p *planner) refresh(sc *sigCache, domains map[string][]string, sameList bool, resource string) bool {
+func (p *cycle) refresh(sc *sigCache, domains map[string][]string, sameList bool, resource string) bool {
 	key := p.info.TopologyKey
-	lister := p.pl.handle.SnapshotSharedLister().NodeInfos()
+	lister := p.pl.nodes()
 	changed := false
 	for d, names := range domains {
 		e := sc.domains[d]
@@ -227,7 +227,7 @@ func assemble(entries map[string]*domainEntry) *assembled {
 }
 
 // planDomain translates and plans one domain's nodes and records what it was computed from.
-func (p *planner) planDomain(d string, infos []fwk.NodeInfo, resource string) *domainEntry {
+func (p *cycle) planDomain(d string, infos []fwk.NodeInfo, resource string) *domainEntry {
 	e := &domainEntry{
 		names:    make([]string, len(infos)),
 		gens:     make([]int64, len(infos)),
@@ -240,7 +240,7 @@ func (p *planner) planDomain(d string, infos []fwk.NodeInfo, resource string) *d
 	if len(infos) == 0 {
 		return e
 	}
-	e.nodes = p.topologyNodes(infos)
+	e.nodes = p.topologyNodes(infos, false, nil)
 	e.plan = topology.Plan(&p.gang, e.nodes)[d]
 	e.room = memberRooms(&p.gang, e.nodes)[d]
 	if resource != "" {

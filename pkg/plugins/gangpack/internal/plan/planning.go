@@ -2,6 +2,8 @@ package plan
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"sort"
 	"time"
 
@@ -15,12 +17,12 @@ import (
 
 	"github.com/moirai-internal/ome-scheduler/pkg/placement"
 	"github.com/moirai-internal/ome-scheduler/pkg/plugins/gangpack/internal/gang"
-	"github.com/moirai-internal/ome-scheduler/pkg/plugins/gangpack/internal/quality"
 	"github.com/moirai-internal/ome-scheduler/pkg/topology"
 )
 
-// planner carries one PreFilter's planning inputs. Planning runs in three steps, each in its
-// own file (docs/design.md, "Planning a gang"):
+// cycle carries one planning's inputs (one PreFilter, one Explain, one preemption question,
+// one Resume, or one partner of a group), built by newCycle only. Planning runs in three
+// steps, each in its own file (docs/design.md, "Planning a gang"):
 //
 //  1. revalidate (revalidate.go): is the gang's existing pin still right? It returns a
 //     decision; releases and unwinds follow from it in one place.
@@ -28,7 +30,7 @@ import (
 //  3. choose (choose.go): keep the pin, adopt the placed members' domain, defer the choice to
 //     Reserve for a spread anchor, or pin the best-fitting domain; when none can be pinned,
 //     nofit.go says why and parks the pod.
-type planner struct {
+type cycle struct {
 	pl        *Planner
 	logger    klog.Logger
 	pod       *v1.Pod
@@ -40,14 +42,10 @@ type planner struct {
 	need      int
 
 	// others is what other forming gangs reserve, per node, and the room standalone
-	// preemptors of equal or higher priority wait for (room.go, preempt_record.go);
-	// ignoreReserved makes topologyNodes count room as if nobody reserved any.
-	others         map[string]placement.Reserved
-	ignoreReserved bool
-	// returning is the room Terminating pods give back, per node, counted as free only when
-	// preemption asks whether room is coming (preempt_room.go); nil otherwise.
-	returning map[string]gang.Returning
-	tnodes    []topology.Node // the nodes of the last planning, as the planner saw them
+	// preemptors of equal or higher priority wait for (room.go, preempt_record.go); node
+	// translation (nodes.go) sets it aside unless asked for raw room.
+	others map[string]placement.Reserved
+	tnodes []topology.Node // the nodes of the last planning, as the planner saw them
 	// byDomain replaces tnodes when the last planning came from the plan cache (plancache.go).
 	byDomain map[string][]topology.Node
 	// classes are the gang's shape classes; with the gang they make the plan cache's
@@ -65,9 +63,9 @@ type planner struct {
 	// failed are the owner's failed domains and now the clock, as the cycle began (Read).
 	failed map[string]struct{}
 	now    time.Time
-	// dryRun is preemption's question "does the gang lack room": planning that changes
-	// nothing (no waits recorded, no wake-ups, no pins).
-	dryRun bool
+	// fx carries the cycle's decisions, waits and wake-ups out: the ledger for PreFilter,
+	// NoEffects for the planning that changes nothing (LacksRoom, Resume's judgement, Explain).
+	fx Effects
 	// groupPlanned is set once placeGroup ran in this cycle: a pin it made that choose finds
 	// stale is not planned again in the same cycle.
 	groupPlanned bool
@@ -75,11 +73,15 @@ type planner struct {
 
 // Plan is PreFilter's planning for a validated gang member.
 func (pl *Planner) Plan(_ context.Context, logger klog.Logger, cs fwk.CycleState, pod *v1.Pod, info gang.Info, nodes []fwk.NodeInfo) (*fwk.PreFilterResult, *fwk.Status) {
-	r := pl.ledger.Read(info, nodes)
-	p := &planner{pl: pl, logger: logger, pod: pod, info: info, all: nodes, generation: r.Generation, failed: r.Failed, now: r.Now}
-	p.others = pl.withProtected(info.Key, r.Others, func() int32 { return pl.gangPreemptPriority(pod) }, r.Now)
-	p.setPlaced(r.Placed)
-	pin, st := p.revalidate(r.Pin)
+	r := pl.reading(pod, info, nodes)
+	return pl.newCycle(logger, pod, info, nodes, r, pl.fx).plan(cs, r.Pin)
+}
+
+// plan runs the cycle's steps from the pin it read: revalidate, the group gate, gate, the
+// group's placement, choose.
+func (p *cycle) plan(cs fwk.CycleState, pin *placement.Commitment) (*fwk.PreFilterResult, *fwk.Status) {
+	info := p.info
+	pin, st := p.revalidate(pin)
 	if st != nil {
 		return nil, st
 	}
@@ -88,7 +90,7 @@ func (pl *Planner) Plan(_ context.Context, logger klog.Logger, cs fwk.CycleState
 			return nil, st
 		}
 	}
-	if st := p.gate(); st != nil {
+	if st := p.admit(); st != nil {
 		return nil, st
 	}
 	if info.Group != nil && pin == nil && len(p.placed) == 0 {
@@ -101,13 +103,26 @@ func (pl *Planner) Plan(_ context.Context, logger klog.Logger, cs fwk.CycleState
 	return p.choose(cs, pin)
 }
 
-// findPlaced finds the gang's live members on nodes (bound or assumed), sorted by pod name.
-func (p *planner) findPlaced() {
-	p.setPlaced(p.pl.ledger.Placed(p.info, p.all))
+// newCycle is the one constructor of a cycle: pod of the gang info planned over nodes, from
+// what the cycle read (r: its generation, failed domains, clock, placed members and the room
+// the other gangs reserve) with fx carrying its effects out.
+func (pl *Planner) newCycle(logger klog.Logger, pod *v1.Pod, info gang.Info, nodes []fwk.NodeInfo, r gang.Reading, fx Effects) *cycle {
+	p := &cycle{pl: pl, fx: fx, logger: logger, pod: pod, info: info, all: nodes, generation: r.Generation,
+		failed: r.Failed, now: r.Now, others: r.Others}
+	p.setPlaced(r.Placed)
+	return p
+}
+
+// reading is a cycle's first look (Reader.Read), with the room standalone preemptors of
+// equal or higher priority wait for added to the other gangs' reservations.
+func (pl *Planner) reading(pod *v1.Pod, info gang.Info, nodes []fwk.NodeInfo) gang.Reading {
+	r := pl.read.Read(info, nodes)
+	r.Others = pl.withProtected(info.Key, r.Others, func() int32 { return pl.gangPreemptPriority(pod) }, r.Now)
+	return r
 }
 
 // setPlaced records the gang's placed members, by name.
-func (p *planner) setPlaced(placed []gang.Placed) {
+func (p *cycle) setPlaced(placed []gang.Placed) {
 	p.placed = placed
 	p.placedSet = make(map[string]struct{}, len(p.placed))
 	for _, m := range p.placed {
@@ -116,56 +131,54 @@ func (p *planner) setPlaced(placed []gang.Placed) {
 	sort.Slice(p.placed, func(i, j int) bool { return p.placed[i].Pod.Name < p.placed[j].Pod.Name })
 }
 
-// split reports members in more than one domain, or on a node without the label.
-func (p *planner) split() bool {
-	domains := map[string]struct{}{}
-	for _, m := range p.placed {
-		if m.Domain == "" {
-			return true
-		}
-		domains[m.Domain] = struct{}{}
-	}
-	return len(domains) > 1
-}
-
-func (p *planner) placedPods() []*v1.Pod {
-	out := make([]*v1.Pod, len(p.placed))
-	for i, m := range p.placed {
-		out[i] = m.Pod
-	}
-	return out
-}
-
-func (p *planner) placedIn(domain string) int {
-	n := 0
-	for _, m := range p.placed {
-		if m.Domain == domain {
-			n++
-		}
-	}
-	return n
-}
-
-// waitForRoom records the pod as blocked by a hold, so the next hold lift wakes it. A hold lifted
-// between the decision and the record (the store's generation moved) wakes it at once.
-func (p *planner) waitForRoom() {
-	p.pl.ledger.ParkBlocked(p.logger, p.pod, p.generation)
-}
-
 // Planner is PreFilter's decision: it plans a gang member over the snapshot and has the
 // ledger carry the decision out. The caches derived from the snapshot (the domain index, the
 // plan cache) are its own.
 type Planner struct {
 	args      *gang.Args
-	ledger    Ledger
+	read      Reader  // what planning reads of the state across cycles (the ledger)
+	fx        Effects // what PreFilter's planning has done to it (the ledger)
 	members   *gang.Members
-	handle    fwk.Handle
-	quality   *quality.Tracker
+	nodes     func() fwk.NodeInfoLister // the cycle's snapshot, by node name
+	quality   Quality
 	podGroups PodGroups
 	victims   Victims
 	plans     *planCache   // per-domain plans of recent gang signatures (plancache.go)
 	domains   *domainIndex // topology key → domain → node names, from node events (nil: scan)
 }
+
+// Options are the planner's dependencies, each a value: NoQuality, NoPodGroups and NoVictims
+// stand for a dependency a caller does without.
+type Options struct {
+	Args *gang.Args
+	// Reader and Effects are the ledger's reads and the effects PreFilter's planning has it
+	// carry out (Explain gives its own).
+	Reader  Reader
+	Effects Effects
+	Members *gang.Members
+	// Nodes is the snapshot's node infos by name: the scheduler's snapshot lister, or the
+	// snapshot an explanation plans over.
+	Nodes func() fwk.NodeInfoLister
+	// NodeInformer feeds the domain index; nil leaves it out (every domain is found by a
+	// scan of the snapshot until IndexNodes builds one).
+	NodeInformer coreinformers.NodeInformer
+	Quality      Quality
+	PodGroups    PodGroups
+	Victims      Victims
+}
+
+// Quality is what planning reports to the placement quality gauges (internal/quality).
+type Quality interface {
+	Planned(key, gangKey string, need int, rooms map[string]int, free map[string]int64, resource string, hasResource bool, pending func(gang string) bool)
+	Pending(key, gang string, need int)
+}
+
+// NoQuality reports nothing.
+type NoQuality struct{}
+
+func (NoQuality) Planned(string, string, int, map[string]int, map[string]int64, string, bool, func(string) bool) {
+}
+func (NoQuality) Pending(string, string, int) {}
 
 // PodGroups reads PodGroups from the scheduler's PodGroup informer.
 type PodGroups interface {
@@ -173,6 +186,16 @@ type PodGroups interface {
 	Get(ns, name string) (*schedv1alpha1.PodGroup, error)
 	// List lists a namespace's PodGroups; nil when none are served.
 	List(ns string, sel labels.Selector) ([]*schedv1alpha1.PodGroup, error)
+}
+
+// NoPodGroups serves no PodGroup.
+type NoPodGroups struct{}
+
+func (NoPodGroups) Get(ns, name string) (*schedv1alpha1.PodGroup, error) {
+	return nil, fmt.Errorf("no PodGroup reader: %s/%s", ns, name)
+}
+func (NoPodGroups) List(string, labels.Selector) ([]*schedv1alpha1.PodGroup, error) {
+	return nil, nil
 }
 
 // Victims is what planning reads of preemption: whether a domain still waits for its
@@ -183,35 +206,40 @@ type Victims interface {
 	PreemptPriority(pod *v1.Pod) int32
 }
 
-// New builds the planner; podGroups may be nil (no PodGroup reader), and so may
-// victims (preemption off).
-func New(args *gang.Args, l Ledger, members *gang.Members, h fwk.Handle, q *quality.Tracker, podGroups PodGroups, victims Victims) *Planner {
-	return &Planner{args: args, ledger: l, members: members, handle: h, quality: q, podGroups: podGroups, victims: victims, plans: newPlanCache()}
-}
+// NoVictims is preemption turned off: no domain awaits victims, no room is protected.
+type NoVictims struct{}
 
-// WatchNodes builds the domain index from the node informer's events.
-func (pl *Planner) WatchNodes(nodes coreinformers.NodeInformer) error {
-	pl.domains = newDomainIndex(nodes.Lister(), nodes.Informer().HasSynced)
-	return pl.domains.watch(nodes.Informer())
+func (NoVictims) Awaiting(string, string) bool { return false }
+func (NoVictims) WithProtected(_ string, others map[string]placement.Reserved, _ func() int32, _ time.Time) map[string]placement.Reserved {
+	return others
+}
+func (NoVictims) PreemptPriority(*v1.Pod) int32 { return 0 }
+
+// New builds the planner from its dependencies, every one given (see Options), and, with a
+// node informer, the domain index fed by its events.
+func New(o Options) (*Planner, error) {
+	if o.Args == nil || o.Reader == nil || o.Effects == nil || o.Members == nil || o.Nodes == nil || o.Quality == nil || o.PodGroups == nil || o.Victims == nil {
+		return nil, errors.New("plan.New: every dependency but the node informer is required")
+	}
+	pl := &Planner{args: o.Args, read: o.Reader, fx: o.Effects, members: o.Members, nodes: o.Nodes, quality: o.Quality,
+		podGroups: o.PodGroups, victims: o.Victims, plans: newPlanCache()}
+	if o.NodeInformer != nil {
+		pl.domains = newDomainIndex(o.NodeInformer.Lister(), o.NodeInformer.Informer().HasSynced)
+		if err := pl.domains.watch(o.NodeInformer.Informer()); err != nil {
+			return nil, err
+		}
+	}
+	return pl, nil
 }
 
 func (pl *Planner) withProtected(own string, others map[string]placement.Reserved, priority func() int32, now time.Time) map[string]placement.Reserved {
-	if pl.victims == nil {
-		return others
-	}
 	return pl.victims.WithProtected(own, others, priority, now)
 }
 
 func (pl *Planner) gangPreemptPriority(pod *v1.Pod) int32 {
-	if pl.victims == nil {
-		return 0
-	}
 	return pl.victims.PreemptPriority(pod)
 }
 
 func (pl *Planner) awaitingVictims(key, domain string) bool {
-	return pl.victims != nil && pl.victims.Awaiting(key, domain)
+	return pl.victims.Awaiting(key, domain)
 }
-
-// UsePodGroups sets the PodGroup reader partner groups are listed from.
-func (pl *Planner) UsePodGroups(r PodGroups) { pl.podGroups = r }

@@ -1,9 +1,6 @@
 package plan
 
 import (
-	"slices"
-	"strings"
-
 	"k8s.io/klog/v2"
 
 	"github.com/moirai-internal/ome-scheduler/pkg/placement"
@@ -22,42 +19,12 @@ import (
 //   - a pin records its reservation (reservation) and the store checks it against the
 //     snapshot's free room (capacity): no two gangs ever count the same slot.
 
-// setAsideReserved subtracts what other gangs reserve on the node from its free room (and,
-// when preemption asks whether room is coming, adds what Terminating pods give back there).
-func (p *planner) setAsideReserved(name string, free topology.Resources, freePods int64) int64 {
-	freePods = p.addReturning(name, free, freePods)
-	r, ok := p.others[name]
-	if !ok || p.ignoreReserved {
-		return freePods
-	}
-	for res := range free {
-		free[res] -= r.Resources[res]
-	}
-	return freePods - r.Pods
-}
-
 // reservation is the room the gang reserves in a domain of its last planning: up to need
 // members spread over the domain's nodes by the planner's matching, packed in node order.
-func (p *planner) reservation(domain string) placement.Reservation {
+func (p *cycle) reservation(domain string) placement.Reservation {
 	nodes := p.nodesIn(domain)
 	counts, _ := topology.Assign(&p.gang, nodes, p.need)
 	return SlotsOf(&p.gang, nodes, counts)
-}
-
-// nodesIn returns the domain's nodes of the last planning, as the planner saw them, sorted
-// by name (the order a reservation is packed in).
-func (p *planner) nodesIn(domain string) []topology.Node {
-	if p.byDomain != nil {
-		return p.byDomain[domain]
-	}
-	var nodes []topology.Node
-	for _, n := range p.tnodes {
-		if n.Domain == domain {
-			nodes = append(nodes, n)
-		}
-	}
-	slices.SortFunc(nodes, func(a, b topology.Node) int { return strings.Compare(a.Name, b.Name) })
-	return nodes
 }
 
 // SlotsOf turns a member count per node into a reservation: each node's slot is the size of
@@ -76,11 +43,11 @@ func SlotsOf(g *topology.Gang, nodes []topology.Node, counts map[string]int) pla
 // capacity reports the snapshot's free room of a node, reservations not set aside. It looks
 // nodes up by name in the cycle's snapshot: a reservation names a few nodes, and building an
 // index of every node here cost a tenth of an unpinned PreFilter at 5,000 nodes.
-func (p *planner) capacity() placement.Capacity { return p.pl.SnapshotCapacity() }
+func (p *cycle) capacity() placement.Capacity { return p.pl.SnapshotCapacity() }
 
 // SnapshotCapacity is the free room of a node of the framework's snapshot.
 func (pl *Planner) SnapshotCapacity() placement.Capacity {
-	lister := pl.handle.SnapshotSharedLister().NodeInfos()
+	lister := pl.nodes()
 	return func(name string) (topology.Resources, int64, bool) {
 		ni, err := lister.Get(name)
 		if err != nil || ni.Node() == nil {
@@ -93,20 +60,18 @@ func (pl *Planner) SnapshotCapacity() placement.Capacity {
 
 // rawRooms plans every node again without setting reservations aside: the room the gang
 // would have if no other gang formed. Only the "no room" explanation needs it.
-func (p *planner) rawRooms(rooms map[string]int) map[string]int {
+func (p *cycle) rawRooms(rooms map[string]int) map[string]int {
 	if len(p.others) == 0 {
 		return rooms
 	}
-	p.ignoreReserved = true
-	defer func() { p.ignoreReserved = false }()
-	return topology.Rooms(topology.Plan(&p.gang, p.topologyNodes(p.all)))
+	return topology.Rooms(topology.Plan(&p.gang, p.topologyNodes(p.all, true, nil)))
 }
 
 // reReserve brings a pinned gang's reservation up to date with its plan of the domain: a
 // member that went to another node than its slot, room freed for an adopted gang. A gang
 // resumed from a previous leader's nominations keeps a slot on each pending member's
 // nominated node (resume.go).
-func (p *planner) reReserve(c *placement.Commitment) {
+func (p *cycle) reReserve(c *placement.Commitment) {
 	if !c.Forming() || p.pl.awaitingVictims(c.Gang, c.Domain) {
 		return // a preemptor keeps the room its victims give back
 	}
@@ -119,7 +84,7 @@ func (p *planner) reReserve(c *placement.Commitment) {
 	if res.Members() == c.Reserved.Members() && sameNodes(res, c.Reserved) {
 		return
 	}
-	if !p.pl.ledger.Reserve(p.logger, c.Gang, c.ID, res, p.capacity()) {
+	if !p.fx.Reserve(p.logger, c.Gang, c.ID, res, p.capacity()) {
 		return
 	}
 	c.Reserved = res

@@ -52,14 +52,12 @@ func (pl *Planner) Resume(logger klog.Logger, pod *v1.Pod, info gang.Info, nodes
 }
 
 func (pl *Planner) resume(logger klog.Logger, pod *v1.Pod, info gang.Info, nodes []fwk.NodeInfo, later []*v1.Pod) (string, map[string]int) {
-	if pl.ledger.Pinned(info.Key) {
+	if pl.read.Pinned(info.Key) {
 		return NominatedPinned, nil
 	}
-	r := pl.ledger.Read(info, nodes)
-	// dryRun: nothing is recorded or woken while the nominations are judged.
-	p := &planner{pl: pl, logger: logger, pod: pod, info: info, all: nodes, generation: r.Generation, failed: r.Failed, now: r.Now, dryRun: true}
-	p.others = pl.withProtected(info.Key, r.Others, func() int32 { return pl.gangPreemptPriority(pod) }, r.Now)
-	p.setPlaced(r.Placed)
+	// NoEffects: nothing is recorded or woken while the nominations are judged; the pin
+	// below is the ledger's.
+	p := pl.newCycle(logger, pod, info, nodes, pl.reading(pod, info, nodes), NoEffects{})
 	if p.split() {
 		return NominatedSplit, nil
 	}
@@ -88,7 +86,7 @@ func (pl *Planner) resume(logger klog.Logger, pod *v1.Pod, info gang.Info, nodes
 	if pl.atHoldCap(info) {
 		return NominatedHoldCap, counts
 	}
-	c, outcome := pl.ledger.Pin(placement.PinRequest{Gang: info.Key, Owner: info.UID, Key: info.TopologyKey, Domain: domain,
+	c, outcome := pl.fx.Pin(placement.PinRequest{Gang: info.Key, Owner: info.UID, Key: info.TopologyKey, Domain: domain,
 		Reserved: res, Capacity: p.capacity(), Remaining: p.need, MinMember: info.MinMember, Resumed: true}, info, "")
 	switch outcome {
 	case placement.AlreadyPinned:
@@ -106,8 +104,8 @@ func (pl *Planner) resume(logger klog.Logger, pod *v1.Pod, info gang.Info, nodes
 // nominatedDomain finds the one domain the gang's nominated templates point at: each
 // nominated node must be in the snapshot and carry the gang's topology key, all with one
 // value. It returns the domain, the nominated templates, and the nominated members per node.
-func (p *planner) nominatedDomain() (string, []*v1.Pod, map[string]int, string) {
-	infos := p.pl.handle.SnapshotSharedLister().NodeInfos()
+func (p *cycle) nominatedDomain() (string, []*v1.Pod, map[string]int, string) {
+	infos := p.pl.nodes()
 	domain := ""
 	var nominated []*v1.Pod
 	counts := map[string]int{}
@@ -139,7 +137,7 @@ func (p *planner) nominatedDomain() (string, []*v1.Pod, map[string]int, string) 
 
 // nominatedIn returns the templates nominated to a node of the domain (as the last planning
 // saw it).
-func (p *planner) nominatedIn(domain string) []*v1.Pod {
+func (p *cycle) nominatedIn(domain string) []*v1.Pod {
 	names := map[string]struct{}{}
 	for _, n := range p.nodesIn(domain) {
 		names[n.Name] = struct{}{}
@@ -157,7 +155,7 @@ func (p *planner) nominatedIn(domain string) []*v1.Pod {
 // nominated template on its node (up to need), then the rest of need spread by the usual
 // matching over what is left, away from the nodes later's pods are nominated to when it fits
 // so. ok is false when the nominated nodes cannot take their members or the rest does not fit.
-func (p *planner) nominatedReservation(domain string, nominated, later []*v1.Pod) (placement.Reservation, bool) {
+func (p *cycle) nominatedReservation(domain string, nominated, later []*v1.Pod) (placement.Reservation, bool) {
 	if len(nominated) > p.need {
 		nominated = nominated[:p.need]
 	}
@@ -244,25 +242,15 @@ func lessRequest(g *topology.Gang, n topology.Node, req topology.Resources, pods
 	n.FreePods -= pods
 	fits := slices.Clone(n.Fits)
 	for s := range fits {
-		fits[s] = fits[s] && n.FreePods > 0 && s < len(g.Shapes) && within(g.Shapes[s], n.Free)
+		fits[s] = fits[s] && n.FreePods > 0 && s < len(g.Shapes) && topology.Within(g.Shapes[s], n.Free)
 	}
 	n.Fits = fits
 	return n
 }
 
-// within reports whether the request fits the free resources.
-func within(req, free topology.Resources) bool {
-	for r, q := range req {
-		if q > 0 && q > free[r] {
-			return false
-		}
-	}
-	return true
-}
-
 // gangWithout is the gang without the given templates (their shapes counted out), to place
 // need more members.
-func (p *planner) gangWithout(gone []*v1.Pod, need int) topology.Gang {
+func (p *cycle) gangWithout(gone []*v1.Pod, need int) topology.Gang {
 	g := p.gang
 	g.Need = need
 	g.Siblings = append([]int(nil), p.gang.Siblings...)
@@ -279,7 +267,7 @@ func (p *planner) gangWithout(gone []*v1.Pod, need int) topology.Gang {
 }
 
 // shapeOf is the index of the template's shape class (the merged class past maxShapes).
-func (p *planner) shapeOf(t *v1.Pod) int {
+func (p *cycle) shapeOf(t *v1.Pod) int {
 	k := gang.ShapeKey(t)
 	merged := -1
 	for i, c := range p.classes {

@@ -33,7 +33,7 @@ type pinDecision struct {
 // revalidate checks the gang's existing pin against what the cluster says now. It returns the
 // pin to keep (nil when there is none or it was dropped), or the status that ends the cycle
 // because members waiting under a dropped pin were rejected.
-func (p *planner) revalidate(pin *placement.Commitment) (*placement.Commitment, *fwk.Status) {
+func (p *cycle) revalidate(pin *placement.Commitment) (*placement.Commitment, *fwk.Status) {
 	if pin == nil {
 		return nil, nil
 	}
@@ -49,7 +49,7 @@ func (p *planner) revalidate(pin *placement.Commitment) (*placement.Commitment, 
 }
 
 // checkPin decides, without planning, whether the pin still stands.
-func (p *planner) checkPin(c placement.Commitment) pinDecision {
+func (p *cycle) checkPin(c placement.Commitment) pinDecision {
 	key, info := p.info.Key, p.info
 	switch {
 	case c.Owner != info.UID:
@@ -84,8 +84,8 @@ func (p *planner) checkPin(c placement.Commitment) pinDecision {
 }
 
 // regrow raises the kept forming pin's remaining to the members the gang still needs.
-func (p *planner) regrow(c *placement.Commitment, remaining int) {
-	grown, ok := p.pl.ledger.Regrow(c.Gang, c.ID, remaining)
+func (p *cycle) regrow(c *placement.Commitment, remaining int) {
+	grown, ok := p.fx.Regrow(c.Gang, c.ID, remaining)
 	if !ok {
 		return
 	}
@@ -96,9 +96,9 @@ func (p *planner) regrow(c *placement.Commitment, remaining int) {
 
 // waiterNodeGone reports a member waiting at Permit under attempt id whose node is no longer
 // in the snapshot (the node was deleted).
-func (p *planner) waiterNodeGone(id uint64) bool {
-	infos := p.pl.handle.SnapshotSharedLister().NodeInfos()
-	for _, node := range p.pl.ledger.WaiterNodes(p.info, id) {
+func (p *cycle) waiterNodeGone(id uint64) bool {
+	infos := p.pl.nodes()
+	for _, node := range p.pl.read.WaiterNodes(p.info, id) {
 		if ni, err := infos.Get(node); err != nil || ni.Node() == nil {
 			return true
 		}
@@ -109,7 +109,7 @@ func (p *planner) waiterNodeGone(id uint64) bool {
 // memberOutside reports a live placed member whose node is not (or no longer) in domain: a
 // node relabelled while the gang forms must not let the next member complete the gang in the
 // old domain.
-func (p *planner) memberOutside(domain string) bool {
+func (p *cycle) memberOutside(domain string) bool {
 	for _, m := range p.placed {
 		if m.Domain != domain {
 			return true
@@ -121,7 +121,7 @@ func (p *planner) memberOutside(domain string) bool {
 // staleByRoom decides, from the plan of the pinned domain, whether the pin went stale: the
 // domain vanished, or nothing is placed in it and it has no room for the gang any more (and
 // it is not a domain the gang preempted for, whose victims still terminate).
-func (p *planner) staleByRoom(c placement.Commitment, plans map[string]*topology.DomainPlan) (pinDecision, bool) {
+func (p *cycle) staleByRoom(c placement.Commitment, plans map[string]*topology.DomainPlan) (pinDecision, bool) {
 	dp := plans[c.Domain]
 	switch {
 	case dp == nil || len(dp.Nodes) == 0:
@@ -135,9 +135,19 @@ func (p *planner) staleByRoom(c placement.Commitment, plans map[string]*topology
 
 // drop has the ledger drop the pin; the cycle ends with the decision's message when members
 // waiting under the pin were rejected.
-func (p *planner) drop(c placement.Commitment, d pinDecision) *fwk.Status {
-	if p.pl.ledger.Drop(p.logger, c, d.Drop) {
+func (p *cycle) drop(c placement.Commitment, d pinDecision) *fwk.Status {
+	if p.fx.Drop(p.logger, c, d.Drop) {
 		return fwk.NewStatus(fwk.Unschedulable, d.msg)
 	}
 	return nil
+}
+
+func (p *cycle) placedIn(domain string) int {
+	n := 0
+	for _, m := range p.placed {
+		if m.Domain == domain {
+			n++
+		}
+	}
+	return n
 }

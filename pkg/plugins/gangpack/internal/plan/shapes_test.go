@@ -10,11 +10,11 @@ import (
 // of each resource; the current pod's shape is always its own.
 func TestShapeCapMerges(t *testing.T) {
 	members := shapedMembers("g", 40)
-	groups := groupShapes(members)
+	groups := shapeClasses(members)
 	if len(groups) != 40 {
 		t.Fatalf("%d shapes, want 40", len(groups))
 	}
-	capped := mergeShapes(groups, 16)
+	capped := mergeClasses(groups, 16)
 	if len(capped) != 16 || !capped[0].current {
 		t.Fatalf("%d shapes (current first: %v), want 16 with the current pod's first", len(capped), capped[0].current)
 	}
@@ -40,7 +40,7 @@ func TestMergedShapeSignatureNamesConstraints(t *testing.T) {
 	sig := func(selector map[string]string) string {
 		members := shapedMembers("g", 40)
 		members[39].Spec.NodeSelector = selector // g-039, the largest, represents the merged shape
-		groups := mergeShapes(groupShapes(members), 16)
+		groups := mergeClasses(shapeClasses(members), 16)
 		if groups[15].rep.Name != "g-039" {
 			t.Fatalf("merged shape represented by %s, want g-039", groups[15].rep.Name)
 		}

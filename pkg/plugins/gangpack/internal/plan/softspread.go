@@ -35,7 +35,7 @@ func softAnchor(templates []*v1.Pod) (*v1.Pod, []v1.TopologySpreadConstraint) {
 //
 // Packing wins over the preference: the rank only orders domains whose room equals the best
 // fit's room. A domain with more room is never chosen for a better spread.
-func (p *planner) softSpreadRank(rooms map[string]int) func(string) int {
+func (p *cycle) softSpreadRank(rooms map[string]int) func(string) int {
 	if !p.pl.args.SoftSpread() || !bestFitTies(rooms, p.need) {
 		return nil
 	}
