@@ -4,6 +4,8 @@
 // the plugin translates pods and nodes into the plain values below.
 package topology
 
+import "maps"
+
 // Resources maps a resource name to an amount in one consistent unit per name
 // (for example milli-CPU, bytes, device count).
 type Resources map[string]int64
@@ -75,4 +77,18 @@ func NodeRoom(g *Gang, n *Node) int {
 		room = 1
 	}
 	return int(room)
+}
+
+// Without returns rooms (a room per domain) less the excluded domains; rooms itself when
+// nothing is excluded.
+func Without(rooms map[string]int, excluded map[string]struct{}) map[string]int {
+	if len(excluded) == 0 {
+		return rooms
+	}
+	out := maps.Clone(rooms)
+	maps.DeleteFunc(out, func(d string, _ int) bool {
+		_, ok := excluded[d]
+		return ok
+	})
+	return out
 }

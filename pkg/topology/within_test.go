@@ -23,3 +23,18 @@ func TestWithin(t *testing.T) {
 		}
 	}
 }
+
+// Without drops exactly the excluded domains and never changes its argument.
+func TestWithout(t *testing.T) {
+	rooms := map[string]int{"a": 1, "b": 2, "c": 0}
+	got := Without(rooms, map[string]struct{}{"b": {}, "x": {}})
+	if len(got) != 2 || got["a"] != 1 || got["c"] != 0 {
+		t.Fatalf("Without = %v, want a:1 c:0", got)
+	}
+	if len(rooms) != 3 {
+		t.Fatalf("Without changed its argument: %v", rooms)
+	}
+	if same := Without(rooms, nil); len(same) != 3 {
+		t.Fatalf("Without(nil) = %v, want rooms", same)
+	}
+}

@@ -102,13 +102,13 @@ func (p *cycle) bestFit(cs fwk.CycleState, plans map[string]*topology.DomainPlan
 	failed := p.failed
 	req := placement.ChooseRequest{Gang: info.Key, Owner: info.UID, Key: info.TopologyKey, Need: p.need,
 		MinMember: info.MinMember, Reserve: p.reservation, Capacity: p.capacity()}
-	req.Rooms = without(rooms, failed)
+	req.Rooms = topology.Without(rooms, failed)
 	req.Rank = p.softSpreadRank(req.Rooms)
 	res := p.fx.Choose(req, info)
 	if !res.OK && !res.Existing && !res.Conflict && len(req.Rooms) < len(rooms) {
 		p.fx.WrapFailed(info.Owner()) // the lap wraps; resting domains stay out
 		failed = pl.read.Failed(info.Owner(), info.TopologyKey)
-		req.Rooms = without(rooms, failed)
+		req.Rooms = topology.Without(rooms, failed)
 		req.Rank = p.softSpreadRank(req.Rooms)
 		res = p.fx.Choose(req, info)
 	}

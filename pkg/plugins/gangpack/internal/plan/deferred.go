@@ -48,11 +48,11 @@ func (p *cycle) deferredPlan(cs fwk.CycleState, plans map[string]*topology.Domai
 	rooms := topology.Rooms(plans)
 	eff := rooms // counted outside the other gangs' reservations
 	failed := p.failed
-	eff1 := without(eff, failed)
+	eff1 := topology.Without(eff, failed)
 	if topology.CountFitting(eff1, p.need) == 0 && len(eff1) < len(eff) {
 		p.fx.WrapFailed(info.Owner()) // resting domains stay out
 		failed = pl.read.Failed(info.Owner(), info.TopologyKey)
-		eff1 = without(eff, failed)
+		eff1 = topology.Without(eff, failed)
 	}
 	planned := map[string]*topology.DomainPlan{}
 	reserve := map[string]placement.Reservation{}

@@ -65,7 +65,7 @@ func (pl *Planner) Explain(logger klog.Logger, pod *v1.Pod, info gang.Info, all 
 	rooms := topology.Rooms(plans)
 	ex := Explanation{Need: p.need, Placed: len(p.placed), Gang: p.gang, Nodes: p.tnodes, Plans: plans,
 		RawRooms: p.rawRoomsWhereReserved(rooms), MemberRooms: memberRooms(&p.gang, p.tnodes), Failed: r.Failed,
-		Fitting: topology.CountFitting(without(rooms, r.Failed), p.need)}
+		Fitting: topology.CountFitting(topology.Without(rooms, r.Failed), p.need)}
 	if gateStatus != nil {
 		ex.Status, ex.Gated = gateStatus, true
 		return ex

@@ -74,7 +74,7 @@ func (p *cycle) restingDomain(rooms map[string]int, failed map[string]struct{}) 
 	if len(failed) == 0 {
 		return "", false
 	}
-	if _, fits := topology.BestFit(without(rooms, failed), p.need); fits {
+	if _, fits := topology.BestFit(topology.Without(rooms, failed), p.need); fits {
 		return "", false
 	}
 	d, ok := topology.BestFit(rooms, p.need)

@@ -63,17 +63,3 @@ func freeUnits(nodes []topology.Node, resource string) map[string]int64 {
 	}
 	return out
 }
-
-// without returns rooms minus the excluded domains.
-func without(rooms map[string]int, excluded map[string]struct{}) map[string]int {
-	if len(excluded) == 0 {
-		return rooms
-	}
-	out := make(map[string]int, len(rooms))
-	for d, r := range rooms {
-		if _, ok := excluded[d]; !ok {
-			out[d] = r
-		}
-	}
-	return out
-}
