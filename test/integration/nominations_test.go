@@ -53,6 +53,18 @@ func (e *env) notNominated(pod string, timeout time.Duration) {
 	e.t.Fatalf("%s still nominated to %s %v after its attempt ended", pod, last.Status.NominatedNodeName, timeout)
 }
 
+// memberWaiting starts the scheduler on a domain a of two 1-GPU nodes with a gang g of two
+// (timeout seconds) whose g-1 is gated, and returns the node g-0 waits on at Permit, as its
+// nomination shows.
+func (e *env) memberWaiting(timeout int32) string {
+	e.t.Helper()
+	e.domain("a", 2, 1)
+	e.startScheduler(devenv.Profile{})
+	e.podGroup("g", 2, domainKey, timeout)
+	e.waitWithGatedSibling("g", "g-0", "g-1", false)
+	return e.nominatedNode("g-0", 10*time.Second)
+}
+
 // plainOn creates an equal-priority pod that needs one GPU of node and waits until it is
 // bound there.
 func (e *env) plainOn(name, node string, timeout time.Duration) {
@@ -67,11 +79,7 @@ func (e *env) plainOn(name, node string, timeout time.Duration) {
 // its nomination is cleared, and a plain pod binds on the node it had.
 func TestNominationClearedAfterHoldExpiry(t *testing.T) {
 	e := newEnv(t)
-	e.domain("a", 2, 1)
-	e.startScheduler(devenv.Profile{})
-	e.podGroup("g", 2, domainKey, 6)
-	e.waitWithGatedSibling("g", "g-0", "g-1", false)
-	node := e.nominatedNode("g-0", 10*time.Second)
+	node := e.memberWaiting(6)
 	e.message("g-0", "domain a rests after the gang's reservation there expired", 20*time.Second)
 	e.notNominated("g-0", 5*time.Second)
 	// The domain rests for 6 s after the expiry: the node is free of any reservation.
@@ -130,11 +138,7 @@ func TestNominationClearedAfterPostFilterUnwind(t *testing.T) {
 // plain pod binds on the node.
 func TestNominationClearedAfterFailover(t *testing.T) {
 	e := newEnv(t)
-	e.domain("a", 2, 1)
-	e.startScheduler(devenv.Profile{})
-	e.podGroup("g", 2, domainKey, 60)
-	e.waitWithGatedSibling("g", "g-0", "g-1", false)
-	node := e.nominatedNode("g-0", 10*time.Second)
+	node := e.memberWaiting(60)
 	e.stopScheduler()
 	e.deletePodNow("g-1")
 	e.startScheduler(devenv.Profile{})

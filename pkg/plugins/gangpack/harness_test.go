@@ -3,6 +3,8 @@ package gangpack
 import (
 	"context"
 	"fmt"
+	"maps"
+	"slices"
 	"strconv"
 	"sync"
 	"testing"
@@ -96,10 +98,7 @@ func (h *fakeHandle) IterateOverWaitingPods(f func(fwk.WaitingPod)) {
 		h.onIterate()
 	}
 	h.mu.Lock()
-	list := make([]*fakeWaiter, 0, len(h.waiting))
-	for _, w := range h.waiting {
-		list = append(list, w)
-	}
+	list := slices.Collect(maps.Values(h.waiting))
 	h.mu.Unlock()
 	for _, w := range list {
 		f(w)

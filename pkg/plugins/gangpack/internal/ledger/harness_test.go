@@ -2,6 +2,7 @@ package ledger
 
 import (
 	"context"
+	"maps"
 	"slices"
 	"sort"
 	"sync"
@@ -30,10 +31,7 @@ type fakeHandle struct {
 
 func (h *fakeHandle) IterateOverWaitingPods(f func(fwk.WaitingPod)) {
 	h.mu.Lock()
-	ws := make([]*waiter, 0, len(h.waiting))
-	for _, w := range h.waiting {
-		ws = append(ws, w)
-	}
+	ws := slices.Collect(maps.Values(h.waiting))
 	h.mu.Unlock()
 	for _, w := range ws {
 		f(w)
