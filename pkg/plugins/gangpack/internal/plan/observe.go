@@ -7,7 +7,7 @@ import (
 // recordQuality sets member_room, largest_placeable_gang and stranded_capacity for the gang's
 // topology key from one planning over all nodes.
 func (p *cycle) recordQuality(nodes []topology.Node) {
-	resource, hasResource := primaryResource(p.gang.Shapes)
+	resource, hasResource := p.primary, p.hasPrimary
 	var free map[string]int64
 	if hasResource {
 		free = freeUnits(nodes, resource)

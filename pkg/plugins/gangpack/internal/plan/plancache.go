@@ -165,7 +165,7 @@ func (p *cycle) planAllCached() (map[string]*topology.DomainPlan, bool) {
 	if !ok || p.pl.plans == nil {
 		return nil, false
 	}
-	resource, hasResource := primaryResource(p.gang.Shapes)
+	resource, hasResource := p.primary, p.hasPrimary
 	c := p.pl.plans
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -242,9 +242,6 @@ func (p *cycle) planDomain(d string, infos []fwk.NodeInfo, resource string) *dom
 	}
 	e.nodes = p.topologyNodes(infos, false, nil)
 	e.plan = topology.Plan(&p.gang, e.nodes)[d]
-	e.room = memberRooms(&p.gang, e.nodes)[d]
-	if resource != "" {
-		e.free = freeUnits(e.nodes, resource)[d]
-	}
+	e.room, e.free = domainStats(&p.gang, e.nodes, d, resource)
 	return e
 }

@@ -50,10 +50,14 @@ type cycle struct {
 	byDomain map[string][]topology.Node
 	// classes are the gang's shape classes; with the gang they make the plan cache's
 	// signature, computed only when the cache is asked (plancache.go).
-	classes   []shapeClass
-	shapeFits []*gang.PodFit
-	resources []string // every resource some shape requests: all a plan reads of a node
-	gang      topology.Gang
+	classes []shapeClass
+	// primary is the gang's primary extended resource (primaryResource), for the quality
+	// gauges; hasPrimary is false when no shape requests one. Set with the gang (buildGang).
+	primary    string
+	hasPrimary bool
+	shapeFits  []*gang.PodFit
+	resources  []string // every resource some shape requests: all a plan reads of a node
+	gang       topology.Gang
 	// generation is the store's hold generation when planning started (see park).
 	generation uint64
 	// partners are the gang's placement-group partners found by groupGate (partners.go).

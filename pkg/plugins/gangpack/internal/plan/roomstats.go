@@ -3,9 +3,6 @@ package plan
 import (
 	"math"
 
-	v1 "k8s.io/api/core/v1"
-	v1helper "k8s.io/kubernetes/pkg/apis/core/v1/helper"
-
 	"github.com/moirai-internal/ome-scheduler/pkg/topology"
 )
 
@@ -30,23 +27,6 @@ func memberRooms(g *topology.Gang, nodes []topology.Node) map[string]int {
 	return out
 }
 
-// primaryResource returns the extended resource with the largest per-member request among
-// the shapes (ties by name); ok is false when no shape requests an extended resource.
-func primaryResource(shapes []topology.Resources) (string, bool) {
-	best, bestQ := "", int64(0)
-	for _, s := range shapes {
-		for r, q := range s {
-			if q <= 0 || !v1helper.IsExtendedResourceName(v1.ResourceName(r)) {
-				continue
-			}
-			if q > bestQ || (q == bestQ && r < best) {
-				best, bestQ = r, q
-			}
-		}
-	}
-	return best, best != ""
-}
-
 // freeUnits sums allocatable − requested of resource (clamped at 0 per node) per domain.
 func freeUnits(nodes []topology.Node, resource string) map[string]int64 {
 	out := map[string]int64{}
@@ -62,4 +42,14 @@ func freeUnits(nodes []topology.Node, resource string) map[string]int64 {
 		}
 	}
 	return out
+}
+
+// domainStats is one domain's numbers for the quality gauges: its member room and, when
+// resource is set, its free units of that resource.
+func domainStats(g *topology.Gang, nodes []topology.Node, d, resource string) (room int, free int64) {
+	room = memberRooms(g, nodes)[d]
+	if resource != "" {
+		free = freeUnits(nodes, resource)[d]
+	}
+	return room, free
 }

@@ -3,9 +3,11 @@ package plan
 import (
 	"slices"
 
+	v1 "k8s.io/api/core/v1"
+	v1helper "k8s.io/kubernetes/pkg/apis/core/v1/helper"
+
 	"github.com/moirai-internal/ome-scheduler/pkg/plugins/gangpack/internal/gang"
 	"github.com/moirai-internal/ome-scheduler/pkg/topology"
-	v1 "k8s.io/api/core/v1"
 )
 
 // maxShapes caps the distinct member shapes one planning works with: planning costs grow
@@ -48,6 +50,7 @@ func (p *cycle) buildGang() {
 	}
 	p.gang = g
 	p.classes = groups
+	p.primary, p.hasPrimary = primaryResource(g.Shapes)
 }
 
 // shapeClasses groups templates by shape, in order of first appearance (the current pod's
@@ -95,4 +98,21 @@ func mergeClasses(groups []shapeClass, limit int) []shapeClass {
 	// equal but whose representatives differ must not share cached plans (signatureOf).
 	merged.key = "merged:" + gang.ShapeKey(merged.rep)
 	return append(kept, merged)
+}
+
+// primaryResource returns the extended resource with the largest per-member request among
+// the shapes (ties by name); ok is false when no shape requests an extended resource.
+func primaryResource(shapes []topology.Resources) (string, bool) {
+	best, bestQ := "", int64(0)
+	for _, s := range shapes {
+		for r, q := range s {
+			if q <= 0 || !v1helper.IsExtendedResourceName(v1.ResourceName(r)) {
+				continue
+			}
+			if q > bestQ || (q == bestQ && r < best) {
+				best, bestQ = r, q
+			}
+		}
+	}
+	return best, best != ""
 }
