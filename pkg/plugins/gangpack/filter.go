@@ -63,7 +63,7 @@ func (pl *GangPack) filterRoom(logger klog.Logger, cs fwk.CycleState, pod *v1.Po
 	if len(reserved.Gangs) == 0 {
 		return nil
 	}
-	free, freePods := withNominatedReserved(ni, reserved, gang.NodeFreeAll)
+	free, freePods := withNominatedReserved(ni, reserved)
 	if reserved.Leaves(free, freePods, requestOf(cs, pod)) {
 		return nil
 	}
@@ -73,15 +73,15 @@ func (pl *GangPack) filterRoom(logger klog.Logger, cs fwk.CycleState, pod *v1.Po
 	return fwk.NewStatus(fwk.UnschedulableAndUnresolvable, msg.NodeReserved)
 }
 
-// withNominatedReserved returns the node's free room (free computes it) with the room given
+// withNominatedReserved returns the node's free room (gang.NodeFreeAll) with the room given
 // back of the nominated pods kube-scheduler's Filter added to the node that a reservation
 // there already sets aside. Filter's first pass adds every pending pod of equal or higher
 // priority nominated to the node (framework.go:1195-1217 in v1.35.4): a member of a gang
 // reserving room on that node (a gang resumed from its nominations, or a preemptor's gang
 // holding the room its victims free) would otherwise count twice, once as a pod and once in
 // the reservation. Never more than the reservation holds is given back.
-func withNominatedReserved(ni fwk.NodeInfo, r placement.Reserved, free func(fwk.NodeInfo) (topology.Resources, int64)) (topology.Resources, int64) {
-	room, pods := free(ni)
+func withNominatedReserved(ni fwk.NodeInfo, r placement.Reserved) (topology.Resources, int64) {
+	room, pods := gang.NodeFreeAll(ni)
 	var back topology.Resources
 	var n int64
 	for _, pi := range ni.GetPods() {
