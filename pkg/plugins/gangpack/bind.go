@@ -21,40 +21,45 @@ const (
 	GroupDomainKeyAnnotation = gang.GroupDomainKeyAnnotation
 )
 
-// Bind binds a gang member itself, with the placement annotations on the Binding, and returns
-// Skip for every other pod, so that DefaultBinder (after OMEGangPack in the profile's bind
-// list) binds those. The API server copies a Binding's annotations onto the pod in the same
-// update that sets spec.nodeName (BindingREST.setPodNodeAndMetadata in
-// k8s.io/kubernetes/pkg/registry/core/pod/storage), so the annotations cost no extra request
-// and are there from the moment the pod is bound. The call and its error handling are
+// Bind binds every pod of the profile itself (DefaultBinder, after OMEGangPack in the
+// profile's bind list, is the fallback of a profile without it), with the placement labels
+// (labels.go) on the Binding and, for a gang member, the placement annotations. The API server
+// copies a Binding's annotations, and its labels when PodTopologyLabelsAdmission is on
+// (beta, on by default from Kubernetes 1.35), onto the pod in the same update that sets
+// spec.nodeName (BindingREST.setPodNodeAndMetadata in
+// k8s.io/kubernetes/pkg/registry/core/pod/storage), so they cost no extra request and are there
+// from the moment the pod is bound. The Binding, the call and its error handling are
 // DefaultBinder's (k8s.io/kubernetes/pkg/scheduler/framework/plugins/defaultbinder), so a
 // failed binding goes through the framework exactly as it would there.
 func (pl *GangPack) Bind(ctx context.Context, cs fwk.CycleState, pod *v1.Pod, nodeName string) *fwk.Status {
 	pl.paceBinding(pod)
 	annotations := pl.placementAnnotations(cs, pod, nodeName)
-	if annotations == nil {
-		return fwk.NewStatus(fwk.Skip)
-	}
+	labels := pl.placementLabels(ctx, cs, pod, nodeName, annotations)
 	binding := &v1.Binding{
-		ObjectMeta: metav1.ObjectMeta{Namespace: pod.Namespace, Name: pod.Name, UID: pod.UID, Annotations: annotations},
+		ObjectMeta: metav1.ObjectMeta{Namespace: pod.Namespace, Name: pod.Name, UID: pod.UID, Annotations: annotations, Labels: labels},
 		Target:     v1.ObjectReference{Kind: "Node", Name: nodeName},
 	}
-	if c := pl.handle.APICacher(); c != nil {
-		onFinish, err := c.BindPod(binding)
-		if err != nil {
-			return fwk.AsStatus(err)
-		}
-		if err := c.WaitOnFinish(ctx, onFinish); err != nil {
-			return fwk.AsStatus(err)
-		}
-		return nil
-	}
-	klog.FromContext(ctx).V(3).Info("Attempting to bind pod to node", "pod", klog.KObj(pod), "node", klog.KRef("", nodeName),
-		"domain", annotations[gang.DomainAnnotation], "groupDomain", annotations[gang.GroupDomainAnnotation])
-	if err := pl.handle.ClientSet().CoreV1().Pods(binding.Namespace).Bind(ctx, binding, metav1.CreateOptions{}); err != nil {
+	pl.labels.expect(pod.UID, labels)
+	if err := pl.bind(ctx, binding); err != nil {
+		pl.labels.forget(pod.UID)
 		return fwk.AsStatus(err)
 	}
 	return nil
+}
+
+// bind sends the Binding as DefaultBinder does: through the API cacher when the scheduler has
+// one, else with the client.
+func (pl *GangPack) bind(ctx context.Context, binding *v1.Binding) error {
+	if c := pl.handle.APICacher(); c != nil {
+		onFinish, err := c.BindPod(binding)
+		if err != nil {
+			return err
+		}
+		return c.WaitOnFinish(ctx, onFinish)
+	}
+	klog.FromContext(ctx).V(3).Info("Attempting to bind pod to node", "pod", klog.KObj(&binding.ObjectMeta), "node", klog.KRef("", binding.Target.Name),
+		"domain", binding.Annotations[gang.DomainAnnotation], "groupDomain", binding.Annotations[gang.GroupDomainAnnotation], "labels", binding.Labels)
+	return pl.handle.ClientSet().CoreV1().Pods(binding.Namespace).Bind(ctx, binding, metav1.CreateOptions{})
 }
 
 // placementAnnotations returns the annotations of a gang member bound to nodeName: the

@@ -15,12 +15,11 @@ import (
 	clienttesting "k8s.io/client-go/testing"
 	"k8s.io/client-go/tools/cache"
 	fwk "k8s.io/kube-scheduler/framework"
-	"k8s.io/kubernetes/pkg/scheduler/framework"
 	"k8s.io/kubernetes/pkg/scheduler/framework/plugins/defaultbinder"
 )
 
-// Bind: the Binding of a gang member carries the placement annotations, other pods are left
-// to DefaultBinder, and a failed binding returns DefaultBinder's status.
+// Bind: the Binding of a gang member carries the placement annotations (labels_test.go: the
+// placement labels of every pod), and a failed binding returns DefaultBinder's status.
 
 // useNodeLister gives the plugin a node lister over the world's nodes (New wires the
 // scheduler's node informer).
@@ -86,18 +85,6 @@ func (w *world) bindAll(pods []*v1.Pod, states map[string]fwk.CycleState, nodeOf
 		}
 	}
 	return bindings(w.t, c)
-}
-
-func TestBindSkipsStandalonePod(t *testing.T) {
-	w := newWorld(t, nil, []*v1.Node{testNode("n1", "a", 1)}, nil)
-	w.useNodeLister()
-	p := standalone("solo")
-	if st := w.pl.Bind(w.ctx, framework.NewCycleState(), p, "n1"); st.Code() != fwk.Skip {
-		t.Fatalf("Bind(standalone) = %v, want Skip", st)
-	}
-	if b := bindings(t, w.h.client.(*fake.Clientset)); len(b) != 0 {
-		t.Fatalf("standalone pod bound by OMEGangPack: %v", b)
-	}
 }
 
 func TestBindAnnotatesGangMembers(t *testing.T) {

@@ -61,6 +61,8 @@ type GangPack struct {
 	planner *plan.Planner
 	// pace is the bind window (pace.go): binds in flight and how fast they drain.
 	pace *pace.Pacer
+	// labels finds out whether the API server copies the Binding's labels (labels.go).
+	labels labelCheck
 	// nominates: kube-scheduler writes nominatedNodeName before a pod waits at Permit.
 	nominates bool
 }

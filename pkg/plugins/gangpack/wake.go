@@ -37,6 +37,7 @@ func (pl *GangPack) watchMembers(inf cache.SharedIndexInformer) error {
 func (pl *GangPack) memberEvent(old, cur *v1.Pod) {
 	pl.noteNomination(old, cur)
 	pl.paceNominated(old, cur)
+	pl.checkLabels(old, cur)
 	for _, p := range []*v1.Pod{old, cur} {
 		if p != nil {
 			if key, _, ok := gang.Of(p); ok {

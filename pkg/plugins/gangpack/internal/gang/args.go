@@ -53,6 +53,25 @@ type Args struct {
 	// new work (a standalone pod, a gang not yet planned) waits while more binds are in
 	// flight than the binds of the last second drained in this window. Unset = 1000; 0 = off.
 	BindWindowMilliseconds *int64 `json:"bindWindowMilliseconds,omitempty"`
+	// PlacementLabels lists the node label keys whose values the Binding copies onto every pod
+	// the plugin binds (labels the pod already carries are kept). Unset = the pod's topology key
+	// (the gang's, or TopologyKey for a standalone pod) and RackLabel; empty = none.
+	PlacementLabels []string `json:"placementLabels,omitempty"`
+}
+
+// RackLabel is the well-known rack label, one of the default placement labels.
+const RackLabel = "topology.kubernetes.io/rack"
+
+// PlacementLabelKeys returns the node label keys copied onto a pod whose topology key is
+// topologyKey ("" = none).
+func (a *Args) PlacementLabelKeys(topologyKey string) []string {
+	if a.PlacementLabels != nil {
+		return a.PlacementLabels
+	}
+	if topologyKey == "" || topologyKey == RackLabel {
+		return []string{RackLabel}
+	}
+	return []string{topologyKey, RackLabel}
 }
 
 // DefaultBindWindow is the bind window when bindWindowMilliseconds is unset.
@@ -129,6 +148,11 @@ func ValidateArgs(a *Args) error {
 	for _, k := range a.AllowedTopologyKeys {
 		if msgs := validation.IsQualifiedName(k); len(msgs) > 0 {
 			return fmt.Errorf("allowedTopologyKeys: %q is not a valid node label key: %s", k, msgs[0])
+		}
+	}
+	for _, k := range a.PlacementLabels {
+		if msgs := validation.IsQualifiedName(k); len(msgs) > 0 {
+			return fmt.Errorf("placementLabels: %q is not a valid label key: %s", k, msgs[0])
 		}
 	}
 	if v := a.MaxHoldsPerNamespace; v != nil && (*v < 0 || *v > 1_000_000) {

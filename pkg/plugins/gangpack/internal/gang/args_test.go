@@ -60,6 +60,8 @@ func TestDecodeArgsRejections(t *testing.T) {
 			want: "bindWindowMilliseconds must be between 0 and 60000"},
 		{name: "bindWindowMilliseconds above a minute", obj: rawArgs(`{"bindWindowMilliseconds":60001,"gcIntervalSeconds":45}`),
 			want: "bindWindowMilliseconds must be between 0 and 60000"},
+		{name: "placementLabels with an invalid key", obj: rawArgs(`{"placementLabels":["topology.kubernetes.io/rack","not a key/"],"gcIntervalSeconds":45}`),
+			prefix: `placementLabels: "not a key/" is not a valid label key: `, qualified: "not a key/"},
 		{name: "placementGroupLabel equals unsupportedPlacementGroupLabel",
 			obj:  rawArgs(`{"placementGroupLabel":"ome.io/placement-group","unsupportedPlacementGroupLabel":"ome.io/placement-group","gcIntervalSeconds":45}`),
 			want: `placementGroupLabel and unsupportedPlacementGroupLabel must differ: both are "ome.io/placement-group"`},

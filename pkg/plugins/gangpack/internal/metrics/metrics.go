@@ -142,6 +142,7 @@ func Register() {
 		registerPreemptionMetrics()
 		registerDegradedMetrics()
 		registerPaceMetrics()
+		registerLabelMetrics()
 	})
 }
 
