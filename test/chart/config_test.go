@@ -155,6 +155,20 @@ func TestConfigVariations(t *testing.T) {
 			},
 		},
 		{
+			name: "placement labels are rendered when set; null (the default) is not",
+			args: []string{"--set", "scheduler.plugin.placementLabels={nvidia.com/gpu.clique,example.com/row}"},
+			want: func(t *testing.T) string {
+				return replaceOnce(t, defaultConfig(t), "          standaloneDomainPacking: true\n", "          standaloneDomainPacking: true\n          placementLabels:\n            - \"nvidia.com/gpu.clique\"\n            - \"example.com/row\"\n")
+			},
+		},
+		{
+			name: "no placement labels ([]) is rendered as such",
+			args: []string{"--set-json", "scheduler.plugin.placementLabels=[]"},
+			want: func(t *testing.T) string {
+				return replaceOnce(t, defaultConfig(t), "          standaloneDomainPacking: true\n", "          standaloneDomainPacking: true\n          placementLabels: []\n")
+			},
+		},
+		{
 			name: "profiling on",
 			args: []string{"--set", "scheduler.enableProfiling=true"},
 			want: func(t *testing.T) string {

@@ -185,6 +185,7 @@ func TestSchemaRejections(t *testing.T) {
 		{"startup enabled not boolean", []string{"--set-string", "scheduler.probes.startup.enabled=true"}, "/scheduler/probes/startup/enabled", ""},
 		{"allowed topology key not a label key", []string{"--set", "scheduler.plugin.allowedTopologyKeys={not a key}"}, "/scheduler/plugin/allowedTopologyKeys/0", ""},
 		{"maxHoldsPerNamespace negative", []string{"--set", "scheduler.plugin.maxHoldsPerNamespace=-1"}, "/scheduler/plugin/maxHoldsPerNamespace", ""},
+		{"placement label not a label key", []string{"--set", "scheduler.plugin.placementLabels={not a key}"}, "/scheduler/plugin/placementLabels/0", ""},
 		{"bindWindowMilliseconds above a minute", []string{"--set", "scheduler.plugin.bindWindowMilliseconds=60001"}, "/scheduler/plugin/bindWindowMilliseconds", ""},
 		{"startup path without slash", []string{"--set", "scheduler.probes.startup.path=livez"}, "/scheduler/probes/startup/path", ""},
 		{"startup periodSeconds 0", []string{"--set", "scheduler.probes.startup.periodSeconds=0"}, "/scheduler/probes/startup/periodSeconds", ""},

@@ -176,6 +176,16 @@ profiles:
 {{- if not (kindIs "invalid" $p.bindWindowMilliseconds) }}
           bindWindowMilliseconds: {{ int64 $p.bindWindowMilliseconds }}
 {{- end }}
+{{- if not (kindIs "invalid" $p.placementLabels) }}
+{{- if $p.placementLabels }}
+          placementLabels:
+{{- range $p.placementLabels }}
+            - {{ toString . | quote }}
+{{- end }}
+{{- else }}
+          placementLabels: []
+{{- end }}
+{{- end }}
 {{- if not $s.disablePreemption }}
           preemption: true
 {{- end }}
