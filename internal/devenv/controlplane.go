@@ -54,6 +54,9 @@ type Options struct {
 	// Kwok runs bin/kwok instead of the fake kubelet: it simulates the nodes created with
 	// NodeSpec.Kwok (or ControlPlane.CreateLayout) and the pods bound to them.
 	Kwok bool
+	// FeatureGates is kube-apiserver's --feature-gates value ("" = its defaults), e.g.
+	// "PodTopologyLabelsAdmission=false".
+	FeatureGates string
 }
 
 var setLogger sync.Once
@@ -82,6 +85,9 @@ func Start(opts Options) (*ControlPlane, error) {
 	}
 	env.ControlPlane.GetAPIServer().Configure().
 		Set("disable-admission-plugins", "ServiceAccount,TaintNodesByCondition,Priority")
+	if opts.FeatureGates != "" {
+		env.ControlPlane.GetAPIServer().Configure().Set("feature-gates", opts.FeatureGates)
+	}
 	cfg, err := env.Start()
 	if err != nil {
 		return nil, fmt.Errorf("start control plane: %w", err)
