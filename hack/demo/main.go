@@ -164,7 +164,7 @@ func run(ctx context.Context) (err error) {
 	step("Check the placement")
 	cmds := [][]string{
 		{"get", "pods", "-n", "gang-demo", "-l", "app=gang-demo", "-o", "custom-columns=NAME:.metadata.name,STATUS:.status.phase,IP:.status.podIP,NODE:.spec.nodeName," +
-			`DOMAIN:.metadata.annotations.ome\.io/domain,DOMAIN-KEY:.metadata.annotations.ome\.io/domain-key`},
+			`DOMAIN:.metadata.annotations.ome\.io/domain,DOMAIN-KEY:.metadata.annotations.ome\.io/domain-key,DOMAIN-LABEL:.metadata.labels.ome\.io/domain`},
 		{"get", "nodes", "-L", devenv.CliqueKey},
 		{"get", "events", "-n", "gang-demo", "--field-selector", "reason=Scheduled", "-o",
 			"custom-columns=REASON:.reason,FROM:.reportingComponent,OBJECT:.involvedObject.name,MESSAGE:.message"},

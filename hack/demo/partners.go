@@ -74,7 +74,7 @@ func partnersAct(ctx context.Context, cp *devenv.ControlPlane, kubectl func(...s
 	c := []string{"get", "pods", "-n", partnersNS, "--sort-by=.metadata.name", "-o",
 		"custom-columns=NAME:.metadata.name,PODGROUP:.metadata.labels.scheduling\\.x-k8s\\.io/pod-group,STATUS:.status.phase,NODE:.spec.nodeName," +
 			`DOMAIN:.metadata.annotations.ome\.io/domain,GROUP-DOMAIN:.metadata.annotations.ome\.io/placement-group-domain,` +
-			`GROUP-KEY:.metadata.annotations.ome\.io/placement-group-domain-key`}
+			`GROUP-KEY:.metadata.annotations.ome\.io/placement-group-domain-key,GROUP-LABEL:.metadata.labels.ome\.io/placement-group-domain`}
 	if err := showKubectl(kubectl, c); err != nil {
 		return err
 	}
