@@ -3,6 +3,7 @@ package gangpack
 import (
 	"context"
 	"sync"
+	"sync/atomic"
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -69,6 +70,8 @@ const maxLabelChecks = 64
 // server without it drops them): the first update of a pod bound with labels that carries
 // spec.nodeName tells. The answer sets ome_scheduler_placement_labels_applied.
 type labelCheck struct {
+	// decided lets every pod event after the answer pass without the lock.
+	decided atomic.Bool
 	mu      sync.Mutex
 	done    bool
 	pending map[types.UID]map[string]string
@@ -76,7 +79,7 @@ type labelCheck struct {
 
 // expect records the labels sent on pod uid's Binding, until the check is done.
 func (c *labelCheck) expect(uid types.UID, labels map[string]string) {
-	if len(labels) == 0 {
+	if len(labels) == 0 || c.decided.Load() {
 		return
 	}
 	c.mu.Lock()
@@ -101,7 +104,7 @@ func (c *labelCheck) forget(uid types.UID) {
 // carries spec.nodeName, it returns whether the labels sent are on the pod and true; the
 // check is then done.
 func (c *labelCheck) observe(old, cur *v1.Pod) (applied, decided bool) {
-	if cur == nil || cur.Spec.NodeName == "" || (old != nil && old.Spec.NodeName != "") {
+	if c.decided.Load() || cur == nil || cur.Spec.NodeName == "" || (old != nil && old.Spec.NodeName != "") {
 		return false, false
 	}
 	c.mu.Lock()
@@ -111,6 +114,7 @@ func (c *labelCheck) observe(old, cur *v1.Pod) (applied, decided bool) {
 		return false, false
 	}
 	c.done, c.pending = true, nil
+	c.decided.Store(true)
 	for k, v := range sent {
 		if cur.Labels[k] != v {
 			return false, true
