@@ -233,6 +233,7 @@ var pluginFamilies = []struct {
 	{"ome_scheduler_placement_group_total", dto.MetricType_COUNTER, "result", []string{"placed", "no_fit", "unwound"}},
 	{"ome_scheduler_binds_in_flight", dto.MetricType_GAUGE, "", nil},
 	{"ome_scheduler_bind_window_wait_seconds_total", dto.MetricType_COUNTER, "", nil},
+	{"ome_scheduler_placement_labels_applied", dto.MetricType_GAUGE, "", nil},
 }
 
 // TestMetricsEndpointAuthz checks the secure port of the chart-deployed scheduler:

@@ -2,6 +2,7 @@ package integration
 
 import (
 	"maps"
+	"slices"
 	"testing"
 	"time"
 
@@ -104,6 +105,18 @@ func TestPlacementLabels(t *testing.T) {
 	}
 	if b := first["solo"]; !maps.Equal(b.labels, want) || b.before != nil {
 		t.Errorf("solo on %s: the write that bound it carried %v (earlier updates: %v), want %v (none earlier)", got["solo"], b.labels, b.before, want)
+	}
+	// The recipe "kubectl get pods -l ome.io/domain=…" (docs/reference.md section 7.1).
+	sel, err := e.cp.Client.CoreV1().Pods(e.ns).List(e.ctx, metav1.ListOptions{LabelSelector: gangpack.DomainLabel + "=c2"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, p := range sel.Items {
+		names = append(names, p.Name)
+	}
+	if slices.Sort(names); !slices.Equal(names, pods) {
+		t.Errorf("pods selected by %s=c2: %v, want %v", gangpack.DomainLabel, names, pods)
 	}
 	waitMetric(t, "ome_scheduler_placement_labels_applied", nil, 1, 10*time.Second)
 	if v := metric(t, "ome_scheduler_placement_labels_skipped_total", map[string]string{"key": wellKnownRack}); v < 1 {
