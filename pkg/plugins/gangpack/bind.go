@@ -21,8 +21,8 @@ const (
 	GroupDomainKeyAnnotation = gang.GroupDomainKeyAnnotation
 )
 
-// Bind binds every pod of the profile itself (DefaultBinder, after OMEGangPack in the
-// profile's bind list, is the fallback of a profile without it), with the placement labels
+// Bind binds every pod of the profile itself (DefaultBinder, listed after OMEGangPack in the
+// chart's bind list, is no longer reached), with the placement labels
 // (labels.go) on the Binding and, for a gang member, the placement annotations. The API server
 // copies a Binding's annotations, and its labels when PodTopologyLabelsAdmission is on
 // (beta, on by default from Kubernetes 1.35), onto the pod in the same update that sets
