@@ -7,7 +7,6 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/watch"
 
 	"github.com/moirai-internal/ome-scheduler/internal/devenv"
 	"github.com/moirai-internal/ome-scheduler/pkg/plugins/gangpack"
@@ -50,42 +49,13 @@ func (e *env) wantPlacement(pod, node, key, groupKey string) {
 	}
 }
 
-// bindWrites records, for each pod, the annotations of the first version the API server
-// sent with spec.nodeName set: the binding's own write.
-func (e *env) bindWrites() func() map[string]map[string]string {
-	e.t.Helper()
-	w, err := e.cp.Client.CoreV1().Pods(e.ns).Watch(e.ctx, metav1.ListOptions{})
-	if err != nil {
-		e.t.Fatalf("watch pods: %v", err)
-	}
-	got := map[string]map[string]string{}
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		for ev := range w.ResultChan() {
-			p, ok := ev.Object.(*v1.Pod)
-			if !ok || ev.Type != watch.Modified || p.Spec.NodeName == "" {
-				continue
-			}
-			if _, seen := got[p.Name]; !seen {
-				got[p.Name] = placementAnnotations(p)
-			}
-		}
-	}()
-	return func() map[string]map[string]string {
-		w.Stop()
-		<-done
-		return got
-	}
-}
-
 // A gang's members carry their domain from the write that binds them; a standalone pod
 // carries nothing.
 func TestPlacementAnnotations(t *testing.T) {
 	e := newEnv(t)
 	e.domain("c4", 4, 1)
 	e.domain("c2", 2, 1)
-	writes := e.bindWrites()
+	writes := e.watchBinds()
 	e.startScheduler(devenv.Profile{})
 	e.podGroup("g", 2, domainKey, 60)
 	pods := e.gang("g", 2, 1, false)
@@ -98,14 +68,14 @@ func TestPlacementAnnotations(t *testing.T) {
 		e.wantPlacement(p, got[p], domainKey, "")
 	}
 	e.wantPlacement("solo", got["solo"], "", "")
-	first := writes()
+	first := writes(append(pods, "solo")...)
 	for _, p := range pods {
 		want := map[string]string{gangpack.DomainAnnotation: "c2", gangpack.DomainKeyAnnotation: domainKey}
-		if !maps.Equal(first[p], want) {
-			t.Errorf("pod %s: the write that bound it carried %v, want %v", p, first[p], want)
+		if !maps.Equal(first[p].annotations, want) {
+			t.Errorf("pod %s: the write that bound it carried %v, want %v", p, first[p].annotations, want)
 		}
 	}
-	if a, ok := first["solo"]; !ok || len(a) != 0 {
-		t.Errorf("solo: the write that bound it carried %v (seen %v), want no placement annotations", a, ok)
+	if b, ok := first["solo"]; !ok || len(b.annotations) != 0 {
+		t.Errorf("solo: the write that bound it carried %v (seen %v), want no placement annotations", b.annotations, ok)
 	}
 }

@@ -3,6 +3,7 @@ package integration
 import (
 	"maps"
 	"slices"
+	"sync"
 	"testing"
 	"time"
 
@@ -32,20 +33,23 @@ func placementLabelsOf(p *v1.Pod) map[string]string {
 	return out
 }
 
-// bindEvent is what a pod watch saw of one pod: its placement labels in the first event that
-// shows spec.nodeName, and the placement labels any update before that event showed (the
-// nomination's PATCH comes before the binding).
+// bindEvent is what a pod watch saw of one pod: its placement labels and annotations in the
+// first event that shows spec.nodeName (the binding's own write), and the placement labels any
+// update before that event showed (the nomination's PATCH comes before the binding).
 type bindEvent struct {
-	labels, before map[string]string
+	labels, annotations, before map[string]string
 }
 
-// watchBinds records each pod's bindEvent.
-func (e *env) watchBinds() func() map[string]bindEvent {
+// watchBinds watches the namespace's pods. The function it returns waits (up to 10s) until the
+// watch has delivered the binding of every named pod (a Get can see a binding before the
+// watch delivers it), stops the watch and returns each pod's bindEvent.
+func (e *env) watchBinds() func(names ...string) map[string]bindEvent {
 	e.t.Helper()
 	w, err := e.cp.Client.CoreV1().Pods(e.ns).Watch(e.ctx, metav1.ListOptions{})
 	if err != nil {
 		e.t.Fatalf("watch pods: %v", err)
 	}
+	var mu sync.Mutex
 	got, before := map[string]bindEvent{}, map[string]map[string]string{}
 	done := make(chan struct{})
 	go func() {
@@ -55,21 +59,41 @@ func (e *env) watchBinds() func() map[string]bindEvent {
 			if !ok || ev.Type != watch.Modified {
 				continue
 			}
-			if _, seen := got[p.Name]; seen {
-				continue
-			}
-			if p.Spec.NodeName == "" {
-				if l := placementLabelsOf(p); len(l) > 0 {
-					before[p.Name] = l
+			mu.Lock()
+			if _, seen := got[p.Name]; !seen {
+				if p.Spec.NodeName == "" {
+					if l := placementLabelsOf(p); len(l) > 0 {
+						before[p.Name] = l
+					}
+				} else {
+					got[p.Name] = bindEvent{labels: placementLabelsOf(p), annotations: placementAnnotations(p), before: before[p.Name]}
 				}
-				continue
 			}
-			got[p.Name] = bindEvent{labels: placementLabelsOf(p), before: before[p.Name]}
+			mu.Unlock()
 		}
 	}()
-	return func() map[string]bindEvent {
+	seen := func(names []string) bool {
+		mu.Lock()
+		defer mu.Unlock()
+		for _, n := range names {
+			if _, ok := got[n]; !ok {
+				return false
+			}
+		}
+		return true
+	}
+	return func(names ...string) map[string]bindEvent {
+		e.t.Helper()
+		for deadline := time.Now().Add(10 * time.Second); !seen(names) && time.Now().Before(deadline); {
+			time.Sleep(20 * time.Millisecond)
+		}
 		w.Stop()
 		<-done
+		for _, n := range names {
+			if _, ok := got[n]; !ok {
+				e.t.Errorf("the pod watch never delivered %s's binding", n)
+			}
+		}
 		return got
 	}
 }
@@ -89,7 +113,7 @@ func TestPlacementLabels(t *testing.T) {
 	got := e.bound(30*time.Second, append(pods, "own")...)
 	e.pod(devenv.PodSpec{Name: "solo", GPUs: 1})
 	got["solo"] = e.bound(30*time.Second, "solo")["solo"]
-	first := writes()
+	first := writes(append(pods, "own", "solo")...)
 	for _, p := range pods {
 		want := map[string]string{domainKey: "c2", wellKnownRack: "r7", gangpack.DomainLabel: "c2"}
 		if b := first[p]; !maps.Equal(b.labels, want) || b.before != nil {
