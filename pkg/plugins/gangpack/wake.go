@@ -45,7 +45,7 @@ func (pl *GangPack) memberEvent(old, cur *v1.Pod) {
 			}
 		}
 	}
-	if old != nil && (cur == nil || !maps.Equal(old.Labels, cur.Labels)) {
+	if old != nil && (cur == nil || labelsChanged(old, cur)) {
 		if waiters := pl.ledger.TakeAwaiting(old.Namespace, old.Name); len(waiters) > 0 {
 			n := pl.ledger.Activate(pl.logger, metrics.TriggerTemplatesComplete, waiters)
 			pl.logger.V(4).Info("gangpack.members.awaited_changed", "pod", klog.KObj(old), "deleted", cur == nil, "activated", n)
@@ -57,6 +57,24 @@ func (pl *GangPack) memberEvent(old, cur *v1.Pod) {
 	if key, name, ok := gang.Of(cur); ok && (old == nil || old.Labels[PodGroupLabel] != cur.Labels[PodGroupLabel]) {
 		pl.wakeIncomplete(key, cur.Namespace, name)
 	}
+}
+
+// labelsChanged reports whether the update changed the pod's labels in a way that can change
+// which gang it belongs to or which sibling it waits for. The labels the binding itself adds
+// (the placement labels on the Binding, the zone and region kube-apiserver's
+// PodTopologyLabelsAdmission copies from the node) arrive in the update that sets
+// spec.nodeName, and only as additions: they do not count, so a member's binding does not
+// wake the siblings parked behind it a second time.
+func labelsChanged(old, cur *v1.Pod) bool {
+	if old.Spec.NodeName != "" || cur.Spec.NodeName == "" {
+		return !maps.Equal(old.Labels, cur.Labels)
+	}
+	for k, v := range old.Labels {
+		if w, ok := cur.Labels[k]; !ok || w != v {
+			return true
+		}
+	}
+	return false
 }
 
 // wakeIncomplete wakes the representative of a gang waiting for its members once the gang

@@ -300,7 +300,7 @@ func spreadLeader(name, group string) *v1.Pod {
 
 // A member parked behind its unscheduled spread anchor is woken when the anchor is deleted or
 // relabelled (kube-scheduler re-evaluates only the changed pod itself), not when the anchor's
-// status changes.
+// status changes or its binding adds the placement labels.
 func TestAwaitedSiblingChangeWakesWaiter(t *testing.T) {
 	relabelled := func(p *v1.Pod) *v1.Pod {
 		q := p.DeepCopy()
@@ -312,6 +312,16 @@ func TestAwaitedSiblingChangeWakesWaiter(t *testing.T) {
 		q.Status.Conditions = []v1.PodCondition{{Type: v1.PodScheduled, Status: v1.ConditionFalse}}
 		return q
 	}
+	// boundWith is the update of the anchor's binding: spec.nodeName set and the Binding's
+	// labels (and the admission plugin's) added.
+	boundWith := func(change func(*v1.Pod) *v1.Pod) func(*v1.Pod) *v1.Pod {
+		return func(p *v1.Pod) *v1.Pod {
+			q := change(p)
+			q.Spec.NodeName = "a0"
+			q.Labels[DomainLabel], q.Labels["topology.kubernetes.io/zone"] = "a", "z1"
+			return q
+		}
+	}
 	cases := []struct {
 		name   string
 		change func(*v1.Pod) *v1.Pod // nil: deleted
@@ -320,6 +330,8 @@ func TestAwaitedSiblingChangeWakesWaiter(t *testing.T) {
 		{"anchor deleted", nil, true},
 		{"anchor relabelled", relabelled, true},
 		{"anchor status updated", statusOnly, false},
+		{"anchor bound with placement labels", boundWith((*v1.Pod).DeepCopy), false},
+		{"anchor bound and relabelled", boundWith(relabelled), true},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
