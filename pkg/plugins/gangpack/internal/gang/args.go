@@ -150,10 +150,8 @@ func ValidateArgs(a *Args) error {
 			return fmt.Errorf("allowedTopologyKeys: %q is not a valid node label key: %s", k, msgs[0])
 		}
 	}
-	for _, k := range a.PlacementLabels {
-		if msgs := validation.IsQualifiedName(k); len(msgs) > 0 {
-			return fmt.Errorf("placementLabels: %q is not a valid label key: %s", k, msgs[0])
-		}
+	if err := validatePlacementLabels(a); err != nil {
+		return err
 	}
 	if v := a.MaxHoldsPerNamespace; v != nil && (*v < 0 || *v > 1_000_000) {
 		return errors.New("maxHoldsPerNamespace must be between 0 and 1000000")
@@ -200,6 +198,32 @@ func validatePlacementGroupLabel(a *Args) error {
 	}
 	if l == a.UnsupportedPlacementGroupLabel {
 		return fmt.Errorf("placementGroupLabel and unsupportedPlacementGroupLabel must differ: both are %q", l)
+	}
+	return nil
+}
+
+// validatePlacementLabels checks placementLabels: valid label keys, none of them a label the
+// plugin reads from pods (copied from a node, it would make a standalone pod a gang member or a
+// gang a partner at bind) or writes itself (ome.io/domain, ome.io/placement-group-domain).
+func validatePlacementLabels(a *Args) error {
+	reserved := map[string]string{
+		Label:                 "the pod-group label",
+		DomainAnnotation:      "written by the plugin itself",
+		GroupDomainAnnotation: "written by the plugin itself",
+	}
+	if a.PlacementGroupLabel != "" {
+		reserved[a.PlacementGroupLabel] = "placementGroupLabel"
+	}
+	if a.UnsupportedPlacementGroupLabel != "" {
+		reserved[a.UnsupportedPlacementGroupLabel] = "unsupportedPlacementGroupLabel"
+	}
+	for _, k := range a.PlacementLabels {
+		if msgs := validation.IsQualifiedName(k); len(msgs) > 0 {
+			return fmt.Errorf("placementLabels: %q is not a valid label key: %s", k, msgs[0])
+		}
+		if why, ok := reserved[k]; ok {
+			return fmt.Errorf("placementLabels: %q cannot be copied from nodes (%s)", k, why)
+		}
 	}
 	return nil
 }
