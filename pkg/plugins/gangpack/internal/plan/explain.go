@@ -96,7 +96,7 @@ func (p *cycle) decided(cs fwk.CycleState, read *placement.Commitment, st *fwk.S
 		for d, dp := range def.Planned {
 			rooms[d] = dp.Room
 		}
-		d, _ := topology.BestFitRanked(rooms, def.Need, p.softSpreadRank(rooms))
+		d, _ := topology.BestFitPreferred(rooms, def.Need, preferOf(def.Preference), p.softSpreadRank(topPreferred(rooms, def.Need, def.Preference)))
 		return d, "deferred", nil
 	}
 	return "", source, st
