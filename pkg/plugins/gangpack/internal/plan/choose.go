@@ -85,6 +85,7 @@ func (p *cycle) narrow(cs fwk.CycleState, plans map[string]*topology.DomainPlan,
 		return nil, fwk.NewStatus(fwk.Unschedulable, msg.NoFeasibleNode(c.Domain, p.info.Key))
 	}
 	cands := sets.New(dp.Candidates...)
+	p.pinSource = source
 	cs.Write(PinStateKey, &Pin{Gang: p.info, Domain: c.Domain, ID: c.ID, SoleFit: c.SoleFit, Within: c.Within, Surplus: !c.Forming(), Candidates: cands})
 	p.logger.V(4).Info("gangpack.pinGang.result", "pod", klog.KObj(p.pod), "gang", p.info.Key, "topologyKey", c.Key,
 		"domain", c.Domain, "source", source, "need", p.need, "remaining", c.Remaining, "candidates", len(dp.Candidates),
@@ -112,7 +113,7 @@ func (p *cycle) bestFit(cs fwk.CycleState, plans map[string]*topology.DomainPlan
 	if res.OK {
 		source := "pinned"
 		if !res.Existing {
-			if preferredOverBestFit(req, res.Commitment.Domain) {
+			if p.preferredOverBestFit(req, res.Commitment.Domain) {
 				source = "preferred"
 			}
 			metrics.CountPin(source)
@@ -137,12 +138,13 @@ func (p *cycle) chooseRequest(rooms map[string]int) placement.ChooseRequest {
 }
 
 // preferredOverBestFit reports whether the request's preferences chose domain over the
-// domain best fit alone would have chosen.
-func preferredOverBestFit(req placement.ChooseRequest, domain string) bool {
+// domain best fit alone would have chosen (recorded in bestFitAlone).
+func (p *cycle) preferredOverBestFit(req placement.ChooseRequest, domain string) bool {
 	if req.Prefer == nil {
 		return false
 	}
 	d, ok := topology.BestFitRanked(req.Rooms, req.Need, req.Rank)
+	p.bestFitAlone = d
 	return ok && d != domain
 }
 
