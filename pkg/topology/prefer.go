@@ -94,3 +94,25 @@ func Preference(g *Gang, nodes []Node, score func(i, shape int) int64) int64 {
 	}
 	return total
 }
+
+// BestGroupFitPreferred is BestGroupFit among the feasible group domains with the highest
+// preference; prefer nil gives exactly BestGroupFit.
+func BestGroupFitPreferred(plans map[string]*GroupPlan, prefer func(domain string) int64) (string, bool) {
+	if prefer == nil {
+		return BestGroupFit(plans)
+	}
+	var top int64
+	found := false
+	for d, p := range plans {
+		if p != nil && p.Feasible && (!found || prefer(d) > top) {
+			top, found = prefer(d), true
+		}
+	}
+	preferred := make(map[string]*GroupPlan, len(plans))
+	for d, p := range plans {
+		if p != nil && p.Feasible && prefer(d) == top {
+			preferred[d] = p
+		}
+	}
+	return BestGroupFit(preferred)
+}

@@ -214,3 +214,32 @@ func TestPreferenceMigration(t *testing.T) {
 		t.Fatalf("Preference apart = %d, want 100", got)
 	}
 }
+
+func TestBestGroupFitPreferred(t *testing.T) {
+	plans := map[string]*GroupPlan{
+		"tight": {Feasible: true, Room: 4, Need: 4},
+		"loose": {Feasible: true, Room: 9, Need: 4},
+		"mid":   {Feasible: true, Room: 6, Need: 4},
+		"none":  {Feasible: false, Need: 4},
+	}
+	for _, tc := range []struct {
+		name  string
+		prefs map[string]int64
+		want  string
+	}{
+		{"no preferences: best fit", nil, "tight"},
+		{"preferred beats best fit", map[string]int64{"loose": 100}, "loose"},
+		{"among the preferred, best fit", map[string]int64{"loose": 100, "mid": 100}, "mid"},
+		{"an infeasible domain's preference counts for nothing", map[string]int64{"none": 900}, "tight"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var prefer func(string) int64
+			if tc.prefs != nil {
+				prefer = func(d string) int64 { return tc.prefs[d] }
+			}
+			if got, ok := BestGroupFitPreferred(plans, prefer); !ok || got != tc.want {
+				t.Fatalf("BestGroupFitPreferred = %q, %v; want %q", got, ok, tc.want)
+			}
+		})
+	}
+}

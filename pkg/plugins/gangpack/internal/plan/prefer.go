@@ -114,3 +114,51 @@ func topPreferred(rooms map[string]int, need int, prefs map[string]int64) map[st
 	}
 	return out
 }
+
+// groupPreferences returns the preference of each feasible group domain of a placement group:
+// the sum over the partners of each one's preference in the sub-domain the plan chose for it
+// (each partner by its own terms, on the group nodes of that sub-domain); nil when no partner
+// has preferences or every feasible group domain has the same.
+func (p *cycle) groupPreferences(gp *groupPlanning, plans map[string]*topology.GroupPlan) map[string]int64 {
+	terms := make([][]*nodeaffinity.PreferredSchedulingTerms, len(gp.todo))
+	some := false
+	for i, q := range gp.todo {
+		terms[i] = q.preferTerms()
+		some = some || terms[i] != nil
+	}
+	if !some {
+		return nil
+	}
+	lister := p.pl.nodes()
+	out := map[string]int64{}
+	for d, gpl := range plans {
+		if gpl == nil || !gpl.Feasible {
+			continue
+		}
+		for i, q := range gp.todo {
+			if terms[i] == nil {
+				continue
+			}
+			var nodes []topology.Node
+			var objs []*v1.Node
+			for _, n := range gp.nodes {
+				if n.Group != d || n.Sub[i] != gpl.Sub[i] {
+					continue
+				}
+				nodes = append(nodes, topology.Node{Name: n.Name, Free: n.Free, FreePods: n.FreePods, Fits: n.Fits[i]})
+				var obj *v1.Node
+				if ni, err := lister.Get(n.Name); err == nil {
+					obj = ni.Node()
+				}
+				objs = append(objs, obj)
+			}
+			out[d] += topology.Preference(&q.gang, nodes, func(k, s int) int64 {
+				if s >= len(terms[i]) || terms[i][s] == nil || objs[k] == nil {
+					return 0
+				}
+				return terms[i][s].Score(objs[k])
+			})
+		}
+	}
+	return distinct(out)
+}
