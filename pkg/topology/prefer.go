@@ -116,3 +116,48 @@ func BestGroupFitPreferred(plans map[string]*GroupPlan, prefer func(domain strin
 	}
 	return BestGroupFit(preferred)
 }
+
+// PreferSlots moves a reservation's members (counts per node name, as Assign gives them) onto
+// the nodes the gang prefers: within each class of interchangeable nodes (same fit vector and
+// member room), the largest counts go to the highest-scoring nodes (score(i) for nodes[i]),
+// ties in name order. Every class keeps its members, so the reservation still fits.
+func PreferSlots(g *Gang, nodes []Node, counts map[string]int, score func(i int) int64) map[string]int {
+	type member struct {
+		i     int
+		score int64
+	}
+	classes := map[string][]member{}
+	var order []string
+	for i := range nodes {
+		room := NodeRoom(g, &nodes[i])
+		if room <= 0 {
+			continue
+		}
+		key := classKey(nodes[i].Fits, len(g.Shapes), room)
+		if _, ok := classes[key]; !ok {
+			order = append(order, key)
+		}
+		classes[key] = append(classes[key], member{i: i, score: score(i)})
+	}
+	out := make(map[string]int, len(counts))
+	for _, key := range order {
+		ms := classes[key]
+		var ks []int
+		for _, m := range ms {
+			if k := counts[nodes[m.i].Name]; k > 0 {
+				ks = append(ks, k)
+			}
+		}
+		slices.SortFunc(ks, func(a, b int) int { return b - a })
+		slices.SortStableFunc(ms, func(a, b member) int {
+			if a.score != b.score {
+				return cmp.Compare(b.score, a.score)
+			}
+			return cmp.Compare(nodes[a.i].Name, nodes[b.i].Name)
+		})
+		for j, k := range ks {
+			out[nodes[ms[j].i].Name] = k
+		}
+	}
+	return out
+}

@@ -243,3 +243,49 @@ func TestBestGroupFitPreferred(t *testing.T) {
 		})
 	}
 }
+
+// PreferSlots moves a packed reservation onto the preferred nodes of each class and keeps
+// every class's member count: random instances against the counts Assign gives.
+func TestPreferSlots(t *testing.T) {
+	g := &Gang{Shapes: []Resources{{"gpu": 8}}, Siblings: []int{1}, Need: 2}
+	nodes := []Node{
+		{Name: "b-0", Free: Resources{"gpu": 8}, FreePods: 10, Fits: []bool{true}},
+		{Name: "b-1", Free: Resources{"gpu": 8}, FreePods: 10, Fits: []bool{true}},
+		{Name: "b-2", Free: Resources{"gpu": 8}, FreePods: 10, Fits: []bool{true}},
+		{Name: "b-3", Free: Resources{"gpu": 8}, FreePods: 10, Fits: []bool{true}},
+	}
+	counts, _ := Assign(g, nodes, 2)
+	if counts["b-0"] != 1 || counts["b-1"] != 1 {
+		t.Fatalf("Assign = %v, want b-0 and b-1 (name order)", counts)
+	}
+	hint := map[string]int64{"b-1": 50, "b-2": 50}
+	got := PreferSlots(g, nodes, counts, func(i int) int64 { return hint[nodes[i].Name] })
+	if len(got) != 2 || got["b-1"] != 1 || got["b-2"] != 1 {
+		t.Fatalf("PreferSlots = %v, want the hint nodes b-1 and b-2", got)
+	}
+
+	r := rand.New(rand.NewSource(77))
+	for n := 0; n < 2000; n++ {
+		g := &Gang{Shapes: []Resources{{"gpu": int64(1 + r.Intn(4))}}, Siblings: []int{r.Intn(6)}, Need: 1 + r.Intn(6)}
+		var nodes []Node
+		scores := map[string]int64{}
+		for i := 0; i < 1+r.Intn(6); i++ {
+			name := string(rune('a' + i))
+			nodes = append(nodes, Node{Name: name, Free: Resources{"gpu": int64(r.Intn(9))}, FreePods: 8, Fits: []bool{r.Intn(6) > 0}})
+			scores[name] = int64(r.Intn(3))
+		}
+		counts, assigned := Assign(g, nodes, g.Need)
+		got := PreferSlots(g, nodes, counts, func(i int) int64 { return scores[nodes[i].Name] })
+		total := 0
+		for i := range nodes {
+			k := got[nodes[i].Name]
+			total += k
+			if k > NodeRoom(g, &nodes[i]) {
+				t.Fatalf("instance %d: %s takes %d, more than its room %d", n, nodes[i].Name, k, NodeRoom(g, &nodes[i]))
+			}
+		}
+		if total != assigned {
+			t.Fatalf("instance %d: PreferSlots holds %d members, Assign %d (%v → %v)", n, total, assigned, counts, got)
+		}
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"k8s.io/component-helpers/scheduling/corev1/nodeaffinity"
 	"sort"
 	"time"
 
@@ -74,6 +75,9 @@ type cycle struct {
 	// bestFitAlone is the domain best fit alone would have chosen among them.
 	prefs        map[string]int64
 	bestFitAlone string
+	// terms are the shapes' preferred node-affinity terms, read once (termsRead) per cycle.
+	terms     []*nodeaffinity.PreferredSchedulingTerms
+	termsRead bool
 	// pinSource says how narrow's pin was found (pinned, preferred, existing, adopted, ...).
 	pinSource string
 	// groupPlanned is set once placeGroup ran in this cycle: a pin it made that choose finds

@@ -19,6 +19,13 @@ import (
 // so a gang without preferences costs nothing here. A term that does not parse counts for
 // nothing, as in kube-scheduler (whose PreScore then fails the pod).
 func (p *cycle) preferTerms() []*nodeaffinity.PreferredSchedulingTerms {
+	if !p.termsRead {
+		p.terms, p.termsRead = p.readTerms(), true
+	}
+	return p.terms
+}
+
+func (p *cycle) readTerms() []*nodeaffinity.PreferredSchedulingTerms {
 	if !p.pl.args.PrefersNodeAffinity() {
 		return nil
 	}
@@ -161,4 +168,27 @@ func (p *cycle) groupPreferences(gp *groupPlanning, plans map[string]*topology.G
 		}
 	}
 	return distinct(out)
+}
+
+// nodeScores returns what a member scores on each of nodes by its preferred node affinity
+// (the best of the gang's shapes there), nil when the members have no preferences.
+func (p *cycle) nodeScores(nodes []topology.Node) func(i int) int64 {
+	terms := p.preferTerms()
+	if terms == nil {
+		return nil
+	}
+	lister := p.pl.nodes()
+	scores := make([]int64, len(nodes))
+	for i := range nodes {
+		ni, err := lister.Get(nodes[i].Name)
+		if err != nil || ni.Node() == nil {
+			continue
+		}
+		for _, t := range terms {
+			if t != nil {
+				scores[i] = max(scores[i], t.Score(ni.Node()))
+			}
+		}
+	}
+	return func(i int) int64 { return scores[i] }
 }
