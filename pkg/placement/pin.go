@@ -18,6 +18,9 @@ type ChooseRequest struct {
 	Reserve func(domain string) Reservation
 	// Capacity is the free room of the nodes as the planning's snapshot saw it.
 	Capacity Capacity
+	// Prefer, when set, is each domain's preference: among the fitting domains the highest
+	// wins before best fit (topology.BestFitPreferred).
+	Prefer func(domain string) int64
 	// Rank, when set, breaks ties among equally fitting domains (lower wins).
 	Rank func(domain string) int
 }
@@ -43,7 +46,7 @@ func (s *Store) Choose(r ChooseRequest) ChooseResult {
 	return res
 }
 
-// choose runs the request's callbacks (Rank, Reserve: a ranking and a max-flow over the
+// choose runs the request's callbacks (Prefer, Rank, Reserve: a ranking and a max-flow over the
 // domain) without the lock, so that Filter's ReservedOn, which runs in parallel for every
 // node, never waits on them; the pin itself is decided under the lock, where an existing pin
 // (another cycle pinned meanwhile) and the capacity check are looked at again.
@@ -51,7 +54,7 @@ func (s *Store) choose(r ChooseRequest) ChooseResult {
 	if c, ok := s.Get(r.Gang); ok {
 		return ChooseResult{Commitment: c, Existing: true, OK: c.Owner == r.Owner}
 	}
-	d, ok := topology.BestFitRanked(r.Rooms, r.Need, r.Rank)
+	d, ok := topology.BestFitPreferred(r.Rooms, r.Need, r.Prefer, r.Rank)
 	if !ok {
 		return ChooseResult{}
 	}

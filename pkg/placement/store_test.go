@@ -211,6 +211,31 @@ func TestChooseRank(t *testing.T) {
 	})
 }
 
+// TestChoosePrefer: the domain the gang prefers wins among the fitting ones, before best fit;
+// a preferred domain without room does not.
+func TestChoosePrefer(t *testing.T) {
+	prefer := func(m map[string]int64) func(string) int64 { return func(d string) int64 { return m[d] } }
+	for _, tc := range []struct {
+		name  string
+		rooms map[string]int
+		prefs map[string]int64
+		want  string
+	}{
+		{"preference beats best fit", map[string]int{"a": 2, "b": 4}, map[string]int64{"b": 100}, "b"},
+		{"a preferred domain too small loses", map[string]int{"a": 2, "b": 1}, map[string]int64{"b": 100}, "a"},
+		{"equal preferences: best fit", map[string]int{"a": 2, "b": 4}, map[string]int64{"a": 50, "b": 50}, "a"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := placement.NewStore()
+			res := s.Choose(placement.ChooseRequest{Gang: "ns/g", Owner: "u", Key: clique, Need: 2,
+				Rooms: tc.rooms, Reserve: spread(clique, 2), Capacity: roomy(), Prefer: prefer(tc.prefs)})
+			if !res.OK || res.Commitment.Domain != tc.want {
+				t.Fatalf("Choose = %+v; want %s", res, tc.want)
+			}
+		})
+	}
+}
+
 // TestTraces replays example traces at the store level.
 func TestTraces(t *testing.T) {
 	t.Run("two gangs of 3", func(t *testing.T) {

@@ -169,6 +169,18 @@ func TestConfigVariations(t *testing.T) {
 			},
 		},
 		{
+			name: "domain preferences None is rendered; NodeAffinity (the default) is not",
+			args: []string{"--set", "scheduler.plugin.domainPreferences=None"},
+			want: func(t *testing.T) string {
+				return replaceOnce(t, defaultConfig(t), "          standaloneDomainPacking: true\n", "          standaloneDomainPacking: true\n          domainPreferences: None\n")
+			},
+		},
+		{
+			name: "domain preferences NodeAffinity renders the default configuration",
+			args: []string{"--set", "scheduler.plugin.domainPreferences=NodeAffinity"},
+			want: defaultConfig,
+		},
+		{
 			name: "profiling on",
 			args: []string{"--set", "scheduler.enableProfiling=true"},
 			want: func(t *testing.T) string {

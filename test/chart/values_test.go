@@ -186,6 +186,7 @@ func TestSchemaRejections(t *testing.T) {
 		{"allowed topology key not a label key", []string{"--set", "scheduler.plugin.allowedTopologyKeys={not a key}"}, "/scheduler/plugin/allowedTopologyKeys/0", ""},
 		{"maxHoldsPerNamespace negative", []string{"--set", "scheduler.plugin.maxHoldsPerNamespace=-1"}, "/scheduler/plugin/maxHoldsPerNamespace", ""},
 		{"placement label not a label key", []string{"--set", "scheduler.plugin.placementLabels={not a key}"}, "/scheduler/plugin/placementLabels/0", ""},
+		{"domainPreferences unknown", []string{"--set", "scheduler.plugin.domainPreferences=PodAffinity"}, "/scheduler/plugin/domainPreferences", ""},
 		{"bindWindowMilliseconds above a minute", []string{"--set", "scheduler.plugin.bindWindowMilliseconds=60001"}, "/scheduler/plugin/bindWindowMilliseconds", ""},
 		{"startup path without slash", []string{"--set", "scheduler.probes.startup.path=livez"}, "/scheduler/probes/startup/path", ""},
 		{"startup periodSeconds 0", []string{"--set", "scheduler.probes.startup.periodSeconds=0"}, "/scheduler/probes/startup/periodSeconds", ""},

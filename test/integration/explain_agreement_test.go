@@ -5,10 +5,12 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"math/rand"
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -41,7 +43,7 @@ func TestExplainAgreesWithScheduler(t *testing.T) {
 	configz.InstallHandler(mux)
 	srv := httptest.NewServer(mux) // the handler the secure port serves /configz with
 	defer srv.Close()
-	agree, nowhere, held := 0, 0, 0
+	agree, nowhere, held, preferred := 0, 0, 0, 0
 	var disagreements []string
 	start := time.Now()
 	for s := 0; s < states; s++ {
@@ -53,6 +55,9 @@ func TestExplainAgreesWithScheduler(t *testing.T) {
 		if a.held {
 			held++
 		}
+		if strings.HasPrefix(reason, "preferred:") {
+			preferred++
+		}
 		if predicted == got {
 			agree++
 		} else {
@@ -62,8 +67,8 @@ func TestExplainAgreesWithScheduler(t *testing.T) {
 		a.cleanup()
 	}
 	rate := float64(agree) / float64(states)
-	t.Logf("explain agreed with the scheduler in %d of %d states (%.1f %%) in %s; %d states with a forming gang's hold, %d where the gang fits nowhere",
-		agree, states, 100*rate, time.Since(start).Round(time.Second), held, nowhere)
+	t.Logf("explain agreed with the scheduler in %d of %d states (%.1f %%) in %s; %d states with a forming gang's hold, %d where the gang fits nowhere, %d where its preference beat best fit",
+		agree, states, 100*rate, time.Since(start).Round(time.Second), held, nowhere, preferred)
 	for _, d := range disagreements {
 		t.Log("disagreement:", d)
 	}
@@ -104,19 +109,42 @@ func (a *agreementState) run() (string, string, string) {
 	size := 1 + a.rng.Intn(5)
 	gpus := []int64{1, 1, 2, 4, 8}[a.rng.Intn(5)]
 	apart := a.rng.Intn(3) == 0
+	hints := a.hints()
 	a.podGroup(group, int32(size), a.key, 0)
 	var members []string
 	for i := 0; i < size; i++ {
 		name := fmt.Sprintf("%s-%d", group, i)
-		a.pod(devenv.PodSpec{Name: name, Group: group, GPUs: gpus, Apart: apart, Gates: []string{"ome.io/agreement"}})
+		var aff *v1.Affinity
+		if hints != nil { // OME's migration preference (docs/design.md §4.1)
+			aff = &v1.Affinity{NodeAffinity: &v1.NodeAffinity{PreferredDuringSchedulingIgnoredDuringExecution: []v1.PreferredSchedulingTerm{{
+				Weight: 50, Preference: v1.NodeSelectorTerm{MatchExpressions: []v1.NodeSelectorRequirement{
+					{Key: v1.LabelHostname, Operator: v1.NodeSelectorOpIn, Values: hints}}}}}}}
+		}
+		a.pod(devenv.PodSpec{Name: name, Group: group, GPUs: gpus, Apart: apart, Affinity: aff, Gates: []string{"ome.io/agreement"}})
 		members = append(members, name)
 	}
-	a.log = append(a.log, fmt.Sprintf("new gang %d×%d GPU apart=%v", size, gpus, apart))
+	a.log = append(a.log, fmt.Sprintf("new gang %d×%d GPU apart=%v hints=%v", size, gpus, apart, hints))
 	res := a.explain(group)
 	for _, m := range members {
 		a.ungate(m)
 	}
 	return res.ChosenDomain, res.Reason, a.outcome(members)
+}
+
+// hints returns, half the time, one or two random nodes the new gang prefers (nil otherwise).
+func (a *agreementState) hints() []string {
+	if a.rng.Intn(2) == 0 {
+		return nil
+	}
+	var all []string
+	for _, d := range slices.Sorted(maps.Keys(a.nodes)) {
+		all = append(all, a.nodes[d]...)
+	}
+	var out []string
+	for k := 1 + a.rng.Intn(2); k > 0; k-- {
+		out = append(out, all[a.rng.Intn(len(all))])
+	}
+	return out
 }
 
 // cliques creates 2 to 4 cliques of 1 to 4 nodes with 4 or 8 GPUs each.

@@ -164,6 +164,9 @@ profiles:
 {{- if eq (toString $p.gangSoftSpread) "false" }}
           gangSoftSpread: false
 {{- end }}
+{{- if eq (toString $p.domainPreferences) "None" }}
+          domainPreferences: None
+{{- end }}
 {{- with $p.allowedTopologyKeys }}
           allowedTopologyKeys:
 {{- range . }}

@@ -21,10 +21,11 @@ import (
 // decision for a new gang, computed from the API objects and the ledger's served document,
 // is PreFilter's: the same domain, or the same message.
 func TestExplainMatchesPreFilter(t *testing.T) {
+	preferred := 0 // seeds where the members' preference beat best fit
 	for seed := int64(0); seed < 300; seed++ {
 		rng := rand.New(rand.NewSource(seed))
 		w, waiting, desc := randomWorld(t, rng)
-		pg, members := newGang(rng)
+		pg, members := newGang(rng, w.nodes)
 		w.putPodGroup(pg)
 		for _, m := range members {
 			w.addPod(m)
@@ -44,7 +45,14 @@ func TestExplainMatchesPreFilter(t *testing.T) {
 		if got.ChosenDomain != want || (want == "" && !strings.HasPrefix(got.Reason, st.Message())) {
 			t.Errorf("seed %d (%s): explain %q (%s), PreFilter %q (%v)", seed, desc, got.ChosenDomain, got.Reason, want, st)
 		}
+		if strings.HasPrefix(got.Reason, "preferred:") {
+			preferred++
+		}
 	}
+	if preferred < 10 {
+		t.Errorf("the preference beat best fit in %d of 300 worlds, want at least 10: the preferences are not exercised", preferred)
+	}
+	t.Logf("the preference beat best fit in %d of 300 worlds", preferred)
 }
 
 // randomWorld is 2 to 4 domains of 1 to 4 nodes, standalone pods bound on some, and half the
@@ -92,17 +100,38 @@ func randomWorld(t *testing.T, rng *rand.Rand) (*world, []*v1.Pod, string) {
 }
 
 // newGang is the gang to explain: 1 to 5 members of 1 to 8 GPUs, a third of the time one per
-// node.
-func newGang(rng *rand.Rand) (*schedv1alpha1.PodGroup, []*v1.Pod) {
+// node; half the time its members prefer (weight 50) one or two random nodes, as OME's
+// migrations prefer their hint nodes, and a quarter of those members also another (weight 10).
+func newGang(rng *rand.Rand, nodes []*v1.Node) (*schedv1alpha1.PodGroup, []*v1.Pod) {
 	n, g, apart := 1+rng.Intn(5), []int64{1, 1, 2, 4, 8}[rng.Intn(5)], rng.Intn(3) == 0
+	var hints []string
+	if rng.Intn(2) == 0 {
+		for k := 1 + rng.Intn(2); k > 0; k-- {
+			hints = append(hints, nodes[rng.Intn(len(nodes))].Name)
+		}
+	}
 	var out []*v1.Pod
 	for i := 0; i < n; i++ {
 		p := gangMember(fmt.Sprintf("new-%d", i), "new", g)
+		p.Spec.Affinity = &v1.Affinity{}
 		if apart {
-			p.Spec.Affinity = &v1.Affinity{PodAntiAffinity: &v1.PodAntiAffinity{RequiredDuringSchedulingIgnoredDuringExecution: []v1.PodAffinityTerm{{
-				LabelSelector: &metav1.LabelSelector{MatchLabels: map[string]string{PodGroupLabel: "new"}}, TopologyKey: v1.LabelHostname}}}}
+			p.Spec.Affinity.PodAntiAffinity = &v1.PodAntiAffinity{RequiredDuringSchedulingIgnoredDuringExecution: []v1.PodAffinityTerm{{
+				LabelSelector: &metav1.LabelSelector{MatchLabels: map[string]string{PodGroupLabel: "new"}}, TopologyKey: v1.LabelHostname}}}
+		}
+		if hints != nil {
+			terms := []v1.PreferredSchedulingTerm{preferredHosts(50, hints...)}
+			if rng.Intn(4) == 0 {
+				terms = append(terms, preferredHosts(10, nodes[rng.Intn(len(nodes))].Name))
+			}
+			p.Spec.Affinity.NodeAffinity = &v1.NodeAffinity{PreferredDuringSchedulingIgnoredDuringExecution: terms}
 		}
 		out = append(out, p)
 	}
 	return podGroup("new", int32(n)), out
+}
+
+// preferredHosts is a preferred node-affinity term toward the named nodes.
+func preferredHosts(weight int32, hosts ...string) v1.PreferredSchedulingTerm {
+	return v1.PreferredSchedulingTerm{Weight: weight, Preference: v1.NodeSelectorTerm{MatchExpressions: []v1.NodeSelectorRequirement{
+		{Key: v1.LabelHostname, Operator: v1.NodeSelectorOpIn, Values: hosts}}}}
 }

@@ -1,7 +1,9 @@
 package gangpack
 
 import (
+	"cmp"
 	"context"
+	"slices"
 
 	v1 "k8s.io/api/core/v1"
 	fwk "k8s.io/kube-scheduler/framework"
@@ -97,16 +99,50 @@ func (pl *GangPack) preScoreDeferred(cs fwk.CycleState, d *plan.Deferred, nodes 
 	if len(surviving) == 0 {
 		return fwk.NewStatus(fwk.Skip)
 	}
-	maxRoom := 0
-	for _, r := range surviving {
-		maxRoom = max(maxRoom, r)
-	}
-	raw := make(map[string]int64, len(surviving))
-	for d, r := range surviving {
-		raw[d] = int64(maxRoom - r)
-	}
+	raw := deferredScores(surviving, d.Preference)
 	cs.Write(packStateKey, &packState{key: key, raw: raw})
 	return nil
+}
+
+// deferredScores scores the domains of a deferred plan: the tighter, the higher. With
+// preferences (docs/design.md §4.1) a more preferred domain scores above every less preferred
+// one, and best fit orders the domains of equal preference.
+func deferredScores(rooms map[string]int, prefs map[string]int64) map[string]int64 {
+	maxRoom := 0
+	for _, r := range rooms {
+		maxRoom = max(maxRoom, r)
+	}
+	raw := make(map[string]int64, len(rooms))
+	if prefs == nil {
+		for d, r := range rooms {
+			raw[d] = int64(maxRoom - r)
+		}
+		return raw
+	}
+	type level struct {
+		pref int64
+		room int
+	}
+	seen := map[level]struct{}{}
+	var levels []level
+	for d, r := range rooms {
+		l := level{prefs[d], r}
+		if _, ok := seen[l]; !ok {
+			seen[l] = struct{}{}
+			levels = append(levels, l)
+		}
+	}
+	// Best first: higher preference, then less room.
+	slices.SortFunc(levels, func(a, b level) int {
+		if a.pref != b.pref {
+			return cmp.Compare(b.pref, a.pref)
+		}
+		return cmp.Compare(a.room, b.room)
+	})
+	for d, r := range rooms {
+		raw[d] = int64(len(levels) - 1 - slices.Index(levels, level{prefs[d], r}))
+	}
+	return raw
 }
 
 // Score returns the raw score computed at PreScore.

@@ -29,3 +29,16 @@ func TestPinnedMemberPrefersReservedNodes(t *testing.T) {
 		t.Fatalf("scores a0=%d a1=%d, want the reserved node a0 first", a0, a1)
 	}
 }
+
+// A spread anchor's deferred plan scores the domains by preference first, then best fit;
+// without preferences by best fit alone, as before.
+func TestDeferredScoresPreferenceFirst(t *testing.T) {
+	rooms := map[string]int{"tight": 2, "mid": 4, "loose": 8}
+	if got := deferredScores(rooms, nil); got["tight"] != 6 || got["mid"] != 4 || got["loose"] != 0 {
+		t.Errorf("without preferences %v, want tight 6, mid 4, loose 0 (max room - room)", got)
+	}
+	got := deferredScores(rooms, map[string]int64{"loose": 100, "mid": 100})
+	if !(got["mid"] > got["loose"] && got["loose"] > got["tight"]) {
+		t.Errorf("with preferences %v, want mid (preferred, tighter) > loose (preferred) > tight", got)
+	}
+}

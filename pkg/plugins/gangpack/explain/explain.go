@@ -75,9 +75,12 @@ type Domain struct {
 	// NodeRoom is how many members of the gang's shape the nodes can take one by one.
 	NodeRoom int `json:"nodeRoom"`
 	// Reserved is how many members other forming gangs reserve room for on its nodes.
-	Reserved int    `json:"reserved"`
-	Fits     bool   `json:"fits"`
-	Reason   string `json:"reason"`
+	Reserved int  `json:"reserved"`
+	Fits     bool `json:"fits"`
+	// Preference is what the members would score there by their preferred node affinity
+	// (docs/design.md §4.1): set on the domains that fit when the members have preferences.
+	Preference *int64 `json:"preference,omitempty"`
+	Reason     string `json:"reason"`
 }
 
 // Explain plans the gang as the scheduler's PreFilter would, changing nothing. A gang whose

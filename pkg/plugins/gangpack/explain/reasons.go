@@ -33,8 +33,19 @@ func chosenReason(ex *plan.Explanation, known bool) string {
 	case "adopted":
 		return fmt.Sprintf("the gang's placed members are in %s (room for %d of %d more members)", ex.Domain, room, ex.Need) + suffix
 	case "deferred":
-		return fmt.Sprintf("hard topology spread: the filters choose among the %d domains with room for %d members at Reserve; best fit scores %s (room %d) first",
-			ex.Fitting, ex.Need, ex.Domain, room) + suffix
+		first := fmt.Sprintf("best fit scores %s (room %d) first", ex.Domain, room)
+		if ex.Preferences != nil {
+			first = fmt.Sprintf("%s (preference %d, room %d) scores first: the members' preference, then best fit", ex.Domain, ex.Preferences[ex.Domain], room)
+		}
+		return fmt.Sprintf("hard topology spread: the filters choose among the %d domains with room for %d members at Reserve; %s",
+			ex.Fitting, ex.Need, first) + suffix
+	case "preferred":
+		return fmt.Sprintf("preferred: the members prefer %s (preference %d: their preferred node-affinity weights there) over best fit %s (preference %d, room %d); %s has room for %d members",
+			ex.Domain, ex.Preferences[ex.Domain], ex.BestFit, ex.Preferences[ex.BestFit], ex.Plans[ex.BestFit].Room, ex.Domain, room) + suffix
+	}
+	if ex.Preferences != nil {
+		return fmt.Sprintf("best fit among the most preferred (preference %d): %s has the least room (%d) of the %d domains with room for %d members",
+			ex.Preferences[ex.Domain], ex.Domain, room, ex.Fitting, ex.Need) + suffix
 	}
 	return fmt.Sprintf("best fit: %s has the least room (%d) of the %d domains with room for %d members", ex.Domain, room, ex.Fitting, ex.Need) + suffix
 }
@@ -57,6 +68,9 @@ func domainsOf(ex *plan.Explanation, info gang.Info, r *Reservations) []Domain {
 		members, parts := reservedIn(r, info.Key, dp.Nodes, name)
 		d := Domain{Name: name, Nodes: len(dp.Nodes), Free: free[name], MemberRoom: dp.Room, NodeRoom: ex.MemberRooms[name],
 			Reserved: members, Fits: dp.Room >= ex.Need && len(dp.Candidates) > 0}
+		if v, ok := ex.Preferences[name]; ok && d.Fits {
+			d.Preference = &v
+		}
 		d.Reason = domainReason(ex, &d, parts)
 		out = append(out, d)
 	}
@@ -67,11 +81,16 @@ func domainsOf(ex *plan.Explanation, info gang.Info, r *Reservations) []Domain {
 // domainReason is one domain's verdict.
 func domainReason(ex *plan.Explanation, d *Domain, reservedBy []string) string {
 	room := fmt.Sprintf("room for %d of %d members", d.MemberRoom, ex.Need)
+	if d.Preference != nil {
+		room += fmt.Sprintf(", preference %d", *d.Preference)
+	}
 	switch {
 	case ex.Gated:
 		return "not planned: the gang waits (see the reason below)"
 	case d.Name == ex.Domain:
 		return "chosen: " + room
+	case d.Fits && ex.Domain != "" && ex.Preferences != nil:
+		return fmt.Sprintf("fits (%s); %s is preferred, then best fit", room, ex.Domain)
 	case d.Fits && ex.Domain != "":
 		return fmt.Sprintf("fits (%s); best fit prefers %s", room, ex.Domain)
 	case d.Fits:

@@ -57,7 +57,19 @@ type Args struct {
 	// the plugin binds (labels the pod already carries are kept). Unset = the pod's topology key
 	// (the gang's, or TopologyKey for a standalone pod) and RackLabel; empty = none.
 	PlacementLabels []string `json:"placementLabels,omitempty"`
+	// DomainPreferences says what orders the domains that fit the whole gang before best fit:
+	// NodeAffinity (unset) the members' preferred node affinity, None nothing (best fit alone).
+	DomainPreferences string `json:"domainPreferences,omitempty"`
 }
+
+// The values of DomainPreferences.
+const (
+	PreferNodeAffinity = "NodeAffinity"
+	PreferNone         = "None"
+)
+
+// PrefersNodeAffinity reports whether the members' preferred node affinity orders the domains.
+func (a *Args) PrefersNodeAffinity() bool { return a.DomainPreferences != PreferNone }
 
 // RackLabel is the well-known rack label, one of the default placement labels.
 const RackLabel = "topology.kubernetes.io/rack"
@@ -152,6 +164,9 @@ func ValidateArgs(a *Args) error {
 	}
 	if err := validatePlacementLabels(a); err != nil {
 		return err
+	}
+	if v := a.DomainPreferences; v != "" && v != PreferNodeAffinity && v != PreferNone {
+		return fmt.Errorf("domainPreferences must be %s or %s: %q", PreferNodeAffinity, PreferNone, v)
 	}
 	if v := a.MaxHoldsPerNamespace; v != nil && (*v < 0 || *v > 1_000_000) {
 		return errors.New("maxHoldsPerNamespace must be between 0 and 1000000")

@@ -68,6 +68,8 @@ func TestDecodeArgsRejections(t *testing.T) {
 			want: `placementLabels: "ome.io/domain" cannot be copied from nodes (written by the plugin itself)`},
 		{name: "placementLabels with the placement group label", obj: rawArgs(`{"placementGroupLabel":"ome.io/placement-group","placementLabels":["ome.io/placement-group"],"gcIntervalSeconds":45}`),
 			want: `placementLabels: "ome.io/placement-group" cannot be copied from nodes (placementGroupLabel)`},
+		{name: "domainPreferences unknown", obj: rawArgs(`{"domainPreferences":"PodAffinity","gcIntervalSeconds":45}`),
+			want: `domainPreferences must be NodeAffinity or None: "PodAffinity"`},
 		{name: "placementGroupLabel equals unsupportedPlacementGroupLabel",
 			obj:  rawArgs(`{"placementGroupLabel":"ome.io/placement-group","unsupportedPlacementGroupLabel":"ome.io/placement-group","gcIntervalSeconds":45}`),
 			want: `placementGroupLabel and unsupportedPlacementGroupLabel must differ: both are "ome.io/placement-group"`},

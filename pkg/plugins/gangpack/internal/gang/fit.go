@@ -96,17 +96,22 @@ func (f *PodFit) Fits(ni fwk.NodeInfo, free topology.Resources, freePods int64) 
 // ShapeKey groups members whose fit and size are identical.
 func ShapeKey(p *v1.Pod) string {
 	var required *v1.NodeSelector
+	var preferred []v1.PreferredSchedulingTerm
 	if p.Spec.Affinity != nil && p.Spec.Affinity.NodeAffinity != nil {
 		required = p.Spec.Affinity.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution
+		preferred = p.Spec.Affinity.NodeAffinity.PreferredDuringSchedulingIgnoredDuringExecution
 	}
+	// Preferred node affinity is part of the shape: members plan each by their own terms
+	// (domain preferences, docs/design.md §4.1).
 	b, _ := json.Marshal(struct {
 		R  topology.Resources
 		S  map[string]string
 		A  *v1.NodeSelector
+		P  []v1.PreferredSchedulingTerm `json:",omitempty"`
 		T  []v1.Toleration
 		N  string
 		PO v1.ResourceList
-	}{Request(p), p.Spec.NodeSelector, required, p.Spec.Tolerations, p.Spec.NodeName, p.Spec.Overhead})
+	}{Request(p), p.Spec.NodeSelector, required, preferred, p.Spec.Tolerations, p.Spec.NodeName, p.Spec.Overhead})
 	return string(b)
 }
 

@@ -10,6 +10,7 @@ import (
 // Pin results (ome_scheduler_gang_pin_total{result}).
 const (
 	PinPinned            = "pinned"
+	PinPreferred         = "preferred"
 	PinPinnedAfterFilter = "pinned_after_filter"
 	PinNoFit             = "no_fit"
 	PinReserved          = "reserved"
@@ -87,7 +88,7 @@ func registerQualityMetrics() {
 var (
 	PinTotal = metrics.NewCounterVec(&metrics.CounterOpts{
 		Name:           "ome_scheduler_gang_pin_total",
-		Help:           "Gang domain-placement decisions by result (pinned, pinned_after_filter, no_fit, reserved, adopted, nominated, stale_replan, topology_replan).",
+		Help:           "Gang domain-placement decisions by result (pinned, preferred, pinned_after_filter, no_fit, reserved, adopted, nominated, stale_replan, topology_replan).",
 		StabilityLevel: metrics.ALPHA,
 	}, []string{"result"})
 	GateTotal = metrics.NewCounterVec(&metrics.CounterOpts{
@@ -127,7 +128,7 @@ func Register() {
 		for _, r := range []string{GroupPlaced, GroupNoFit, GroupUnwound} {
 			GroupTotal.WithLabelValues(r).Add(0)
 		}
-		for _, r := range []string{PinPinned, PinPinnedAfterFilter, PinNoFit, PinReserved, PinAdopted, PinNominated, PinStaleReplan, PinTopologyReplan} {
+		for _, r := range []string{PinPinned, PinPreferred, PinPinnedAfterFilter, PinNoFit, PinReserved, PinAdopted, PinNominated, PinStaleReplan, PinTopologyReplan} {
 			PinTotal.WithLabelValues(r).Add(0)
 		}
 		for _, r := range []string{"wait", "admit"} {

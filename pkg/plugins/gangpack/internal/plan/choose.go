@@ -85,9 +85,11 @@ func (p *cycle) narrow(cs fwk.CycleState, plans map[string]*topology.DomainPlan,
 		return nil, fwk.NewStatus(fwk.Unschedulable, msg.NoFeasibleNode(c.Domain, p.info.Key))
 	}
 	cands := sets.New(dp.Candidates...)
+	p.pinSource = source
 	cs.Write(PinStateKey, &Pin{Gang: p.info, Domain: c.Domain, ID: c.ID, SoleFit: c.SoleFit, Within: c.Within, Surplus: !c.Forming(), Candidates: cands})
 	p.logger.V(4).Info("gangpack.pinGang.result", "pod", klog.KObj(p.pod), "gang", p.info.Key, "topologyKey", c.Key,
-		"domain", c.Domain, "source", source, "need", p.need, "remaining", c.Remaining, "candidates", len(dp.Candidates))
+		"domain", c.Domain, "source", source, "need", p.need, "remaining", c.Remaining, "candidates", len(dp.Candidates),
+		"preference", p.prefs[c.Domain])
 	return &fwk.PreFilterResult{NodeNames: cands}, nil
 }
 
@@ -100,28 +102,50 @@ func (p *cycle) bestFit(cs fwk.CycleState, plans map[string]*topology.DomainPlan
 	}
 	rooms := topology.Rooms(plans)
 	failed := p.failed
-	req := placement.ChooseRequest{Gang: info.Key, Owner: info.UID, Key: info.TopologyKey, Need: p.need,
-		MinMember: info.MinMember, Reserve: p.reservation, Capacity: p.capacity()}
-	req.Rooms = topology.Without(rooms, failed)
-	req.Rank = p.softSpreadRank(req.Rooms)
+	req := p.chooseRequest(topology.Without(rooms, failed))
 	res := p.fx.Choose(req, info)
 	if !res.OK && !res.Existing && !res.Conflict && len(req.Rooms) < len(rooms) {
 		p.fx.WrapFailed(info.Owner()) // the lap wraps; resting domains stay out
 		failed = pl.read.Failed(info.Owner(), info.TopologyKey)
-		req.Rooms = topology.Without(rooms, failed)
-		req.Rank = p.softSpreadRank(req.Rooms)
+		req = p.chooseRequest(topology.Without(rooms, failed))
 		res = p.fx.Choose(req, info)
 	}
 	if res.OK {
+		source := "pinned"
 		if !res.Existing {
-			metrics.CountPin(metrics.PinPinned)
+			if p.preferredOverBestFit(req, res.Commitment.Domain) {
+				source = "preferred"
+			}
+			metrics.CountPin(source)
 		}
-		return p.narrow(cs, plans, res.Commitment, "pinned")
+		return p.narrow(cs, plans, res.Commitment, source)
 	}
 	if st := p.resting(rooms, failed); st != nil {
 		return nil, st
 	}
 	return nil, p.noFit(rooms, failed, "")
+}
+
+// chooseRequest is best fit's request over rooms (failed domains left out already): the
+// domains' preferences (prefer.go) first, soft spread's rank among the most preferred
+// domains that tie with their best fit.
+func (p *cycle) chooseRequest(rooms map[string]int) placement.ChooseRequest {
+	info := p.info
+	p.prefs = p.preferences(rooms)
+	return placement.ChooseRequest{Gang: info.Key, Owner: info.UID, Key: info.TopologyKey, Need: p.need,
+		MinMember: info.MinMember, Reserve: p.reservation, Capacity: p.capacity(), Rooms: rooms,
+		Prefer: preferOf(p.prefs), Rank: p.softSpreadRank(topPreferred(rooms, p.need, p.prefs))}
+}
+
+// preferredOverBestFit reports whether the request's preferences chose domain over the
+// domain best fit alone would have chosen (recorded in bestFitAlone).
+func (p *cycle) preferredOverBestFit(req placement.ChooseRequest, domain string) bool {
+	if req.Prefer == nil {
+		return false
+	}
+	d, ok := topology.BestFitRanked(req.Rooms, req.Need, req.Rank)
+	p.bestFitAlone = d
+	return ok && d != domain
 }
 
 // adopt pins the domain the placed members already sit in (inside their group domain, within,

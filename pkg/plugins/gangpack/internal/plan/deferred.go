@@ -30,6 +30,9 @@ type Deferred struct {
 	Reserve map[string]placement.Reservation
 	// Candidates are the nodes PreFilter narrowed the cycle to; Filter enforces them.
 	Candidates sets.Set[string]
+	// Preference is each planned domain's preference (prefer.go); nil when the members have
+	// none. PreScore orders the domains by it before best fit.
+	Preference map[string]int64
 }
 
 func (s *Deferred) Clone() fwk.StateData { return s }
@@ -75,14 +78,15 @@ func (p *cycle) deferredPlan(cs fwk.CycleState, plans map[string]*topology.Domai
 		p.logNoFit(rooms, failed, "no_candidates")
 		return nil, fwk.NewStatus(fwk.Unschedulable, msg.NoCandidates(info.Key, len(planned)))
 	}
-	cs.Write(deferredStateKey, &Deferred{Gang: info, Need: p.need, Planned: planned, Reserve: reserve, Candidates: cands})
+	p.prefs = p.preferences(topology.Rooms(planned))
+	cs.Write(deferredStateKey, &Deferred{Gang: info, Need: p.need, Planned: planned, Reserve: reserve, Candidates: cands, Preference: p.prefs})
 	if v := p.logger.V(4); v.Enabled() {
 		plannedRooms := make(map[string]int, len(planned))
 		for d, dp := range planned {
 			plannedRooms[d] = dp.Room
 		}
 		v.Info("gangpack.pinGang.deferred", "pod", klog.KObj(p.pod), "gang", info.Key, "need", p.need,
-			"planned", plannedRooms, "candidates", cands.Len())
+			"planned", plannedRooms, "candidates", cands.Len(), "preference", p.prefs)
 	}
 	return &fwk.PreFilterResult{NodeNames: cands}, nil
 }

@@ -37,12 +37,18 @@ type Explanation struct {
 	Domain string
 	// Source says how Domain was found: existing (the gang's pin), adopted (its placed
 	// members' domain), deferred (a hard-spread anchor: the filters pick among the fitting
-	// domains, best fit scored first) or best-fit.
+	// domains, the most preferred then best fit scored first), preferred (the members'
+	// preference chose it over best fit) or best-fit.
 	Source string
 	// Fitting counts the domains with room for the whole gang (outside reservations).
 	Fitting int
 	// Status is the scheduler's message for the wait when Domain is "".
 	Status *fwk.Status
+	// Preferences are the preferences of the fitting domains (docs/design.md §4.1); nil when
+	// the members have none (or every fitting domain has the same). BestFit is then the domain
+	// best fit alone would choose: when it differs from Domain, the preference decided.
+	Preferences map[string]int64
+	BestFit     string
 	// Gated is set when the gang waits before any domain is chosen (a split, missing members,
 	// a sibling or spread anchor to place first): Status says which.
 	Gated bool
@@ -74,6 +80,7 @@ func (pl *Planner) Explain(logger klog.Logger, pod *v1.Pod, info gang.Info, all 
 	d := pl.newCycle(logger, pod, info, all, r, pl.fx)
 	_, st := d.plan(cs, r.Pin)
 	ex.Domain, ex.Source, ex.Status = d.decided(cs, r.Pin, st)
+	ex.Preferences, ex.BestFit = d.prefs, d.bestFitAlone
 	return ex
 }
 
@@ -89,14 +96,18 @@ func (p *cycle) decided(cs fwk.CycleState, read *placement.Commitment, st *fwk.S
 		source = "deferred"
 	}
 	if pin := ReadPin(cs); pin != nil {
+		if p.pinSource == "preferred" {
+			source = "preferred"
+		}
 		return pin.Domain, source, nil
 	}
 	if def := ReadDeferred(cs); def != nil {
-		rooms := make(map[string]int, len(def.Planned))
-		for d, dp := range def.Planned {
-			rooms[d] = dp.Room
+		rooms := topology.Rooms(def.Planned)
+		rank := p.softSpreadRank(topPreferred(rooms, def.Need, def.Preference))
+		d, _ := topology.BestFitPreferred(rooms, def.Need, preferOf(def.Preference), rank)
+		if def.Preference != nil {
+			p.bestFitAlone, _ = topology.BestFitRanked(rooms, def.Need, rank)
 		}
-		d, _ := topology.BestFitRanked(rooms, def.Need, p.softSpreadRank(rooms))
 		return d, "deferred", nil
 	}
 	return "", source, st

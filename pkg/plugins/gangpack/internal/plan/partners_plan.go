@@ -45,9 +45,14 @@ func (p *cycle) placeGroup() (*placement.Commitment, *fwk.Status) {
 		partners[i] = topology.Partner{Gang: &q.gang, Key: i}
 	}
 	plans := topology.PlanGroup(partners, gp.nodes)
-	best, ok := topology.BestGroupFit(plans)
+	prefs := p.groupPreferences(gp, plans)
+	best, ok := topology.BestGroupFitPreferred(plans, preferOf(prefs))
 	if !ok {
 		return nil, p.noGroupFit(gp, partners, plans)
+	}
+	result := metrics.PinPinned
+	if d, _ := topology.BestGroupFit(plans); prefs != nil && d != best {
+		result = metrics.PinPreferred
 	}
 	plan := plans[best]
 	within := placement.DomainRef{Key: g.TopologyKey, Value: best}
@@ -76,13 +81,13 @@ func (p *cycle) placeGroup() (*placement.Commitment, *fwk.Status) {
 	metrics.GroupTotal.WithLabelValues(metrics.GroupPlaced).Inc()
 	var own *placement.Commitment
 	for i, c := range cs {
-		metrics.CountPin(metrics.PinPinned)
+		metrics.CountPin(result)
 		if c.Gang == p.info.Key {
 			own = &cs[i]
 		}
 	}
 	p.logger.V(4).Info("gangpack.group.pinned", "pod", klog.KObj(p.pod), "group", g.Key, "groupKey", g.TopologyKey,
-		"domain", best, "partners", len(cs), "need", plan.Need, "room", plan.Room)
+		"domain", best, "partners", len(cs), "need", plan.Need, "room", plan.Room, "preference", prefs[best])
 	if !p.groupWoken { // partners parked by an earlier no-fit plan now have their pins
 		p.fx.ActivateGroup(p.logger, gangsOf(p.partners), p.pod.Name)
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"k8s.io/component-helpers/scheduling/corev1/nodeaffinity"
 	"sort"
 	"time"
 
@@ -70,6 +71,15 @@ type cycle struct {
 	// fx carries the cycle's decisions, waits and wake-ups out: the ledger for PreFilter,
 	// NoEffects for the planning that changes nothing (LacksRoom, Resume's judgement, Explain).
 	fx Effects
+	// prefs are the preferences of the domains best fit chose among (prefer.go; nil: none);
+	// bestFitAlone is the domain best fit alone would have chosen among them.
+	prefs        map[string]int64
+	bestFitAlone string
+	// terms are the shapes' preferred node-affinity terms, read once (termsRead) per cycle.
+	terms     []*nodeaffinity.PreferredSchedulingTerms
+	termsRead bool
+	// pinSource says how narrow's pin was found (pinned, preferred, existing, adopted, ...).
+	pinSource string
 	// groupPlanned is set once placeGroup ran in this cycle: a pin it made that choose finds
 	// stale is not planned again in the same cycle.
 	groupPlanned bool

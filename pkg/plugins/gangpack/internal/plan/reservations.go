@@ -20,10 +20,15 @@ import (
 //     snapshot's free room (capacity): no two gangs ever count the same slot.
 
 // reservation is the room the gang reserves in a domain of its last planning: up to need
-// members spread over the domain's nodes by the planner's matching, packed in node order.
+// members spread over the domain's nodes by the planner's matching, packed in node order, or
+// on the nodes the members prefer first when they have preferences (prefer.go): the
+// plugin's score then agrees with NodeAffinity's on where the members go.
 func (p *cycle) reservation(domain string) placement.Reservation {
 	nodes := p.nodesIn(domain)
 	counts, _ := topology.Assign(&p.gang, nodes, p.need)
+	if score := p.nodeScores(nodes); score != nil {
+		counts = topology.PreferSlots(&p.gang, nodes, counts, score)
+	}
 	return SlotsOf(&p.gang, nodes, counts)
 }
 

@@ -49,7 +49,7 @@ func (p *cycle) buildGang() {
 		}
 	}
 	p.gang = g
-	p.classes = groups
+	p.classes, p.termsRead = groups, false
 	p.primary, p.hasPrimary = primaryResource(g.Shapes)
 }
 
