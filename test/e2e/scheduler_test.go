@@ -224,7 +224,7 @@ var pluginFamilies = []struct {
 	values []string
 }{
 	{"ome_scheduler_gang_pin_total", dto.MetricType_COUNTER, "result",
-		[]string{"pinned", "pinned_after_filter", "no_fit", "reserved", "adopted", "stale_replan", "topology_replan", "nominated"}},
+		[]string{"pinned", "preferred", "pinned_after_filter", "no_fit", "reserved", "adopted", "stale_replan", "topology_replan", "nominated"}},
 	{"ome_scheduler_gang_gate_total", dto.MetricType_COUNTER, "result", []string{"wait", "admit"}},
 	{"ome_scheduler_gang_activation_total", dto.MetricType_COUNTER, "trigger",
 		[]string{"permit", "templates_complete", "reservation_released", "podgroup_change", "domain_failed"}},
