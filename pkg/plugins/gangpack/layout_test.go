@@ -22,6 +22,7 @@ func TestLayout(t *testing.T) {
 	const self = "github.com/moirai-internal/ome-scheduler/pkg/plugins/gangpack"
 	allowed := map[string][]string{
 		"gang":    {"msg"},
+		"devices": nil,
 		"msg":     nil,
 		"metrics": nil,
 		"pace":    nil,
