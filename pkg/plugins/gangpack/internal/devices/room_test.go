@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	v1 "k8s.io/api/core/v1"
 	resourceapi "k8s.io/api/resource/v1"
 	"k8s.io/dynamic-resource-allocation/structured"
 )
@@ -85,6 +86,12 @@ func TestRoom(t *testing.T) {
 		{name: "allocated channel blocks per-member channel", claims: claims(gpus(1), channelClaim()),
 			allocated: devIDs(channelDriver, "node-a", "channel-0"), want: 0},
 		{name: "node with no slices", claims: claims(gpus(1)), node: "node-c", want: 0},
+		{name: "channel published for all nodes", claims: claims(gpus(1)), shared: claims(channelClaim()),
+			slices: concat(nodeSlices("node-a", 4, 0), sliceList(fabricChannels(nil))), want: 4},
+		{name: "channel published for other nodes", claims: claims(gpus(1)), shared: claims(channelClaim()),
+			slices: concat(nodeSlices("node-a", 4, 0), sliceList(fabricChannels(onlyNode("node-b")))), want: 0},
+		{name: "per-member channels from an all-nodes pool", claims: claims(gpus(1), channelClaim()),
+			slices: concat(nodeSlices("node-a", 4, 0), sliceList(fabricChannels(nil))), want: 3},
 		{name: "no slices at all", claims: claims(gpus(1)), slices: []*resourceapi.ResourceSlice{}, want: 0},
 		{name: "overlapping selectors, greedy", claims: claims(overlap), want: 1},
 		{name: "overlapping selectors, joint probe", claims: claims(overlap), probe: time.Second, want: 2},
@@ -185,3 +192,24 @@ func TestRoomDoesNotModifyInputs(t *testing.T) {
 		t.Fatalf("Room after concurrent calls = %d, want 3", n)
 	}
 }
+
+// fabricChannels publishes three channel devices not tied to one node: for all
+// nodes (sel nil) or for the nodes sel selects.
+func fabricChannels(sel *v1.NodeSelector) *resourceapi.ResourceSlice {
+	s := driverSlice(channelDriver, "fabric", "channel", 3)
+	s.Spec.NodeName = nil
+	if sel == nil {
+		s.Spec.AllNodes = ptrTrue()
+	} else {
+		s.Spec.NodeSelector = sel
+	}
+	return s
+}
+
+func onlyNode(name string) *v1.NodeSelector {
+	return &v1.NodeSelector{NodeSelectorTerms: []v1.NodeSelectorTerm{{
+		MatchExpressions: []v1.NodeSelectorRequirement{{Key: "kubernetes.io/hostname", Operator: v1.NodeSelectorOpIn, Values: []string{name}}},
+	}}}
+}
+
+func sliceList(s ...*resourceapi.ResourceSlice) []*resourceapi.ResourceSlice { return s }
