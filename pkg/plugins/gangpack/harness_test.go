@@ -60,7 +60,11 @@ type fakeHandle struct {
 	onIterate func()
 	activated []string
 	events    []recordedEvent
+	// dra is the framework's shared DRA manager (nil: DRA off, devices not counted).
+	dra fwk.SharedDRAManager
 }
+
+func (h *fakeHandle) SharedDRAManager() fwk.SharedDRAManager { return h.dra }
 
 // recordedEvent is one event the plugin emitted through the handle's recorder.
 type recordedEvent struct {

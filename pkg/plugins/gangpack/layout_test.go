@@ -28,7 +28,7 @@ func TestLayout(t *testing.T) {
 		"pace":    nil,
 		"ledger":  {"gang", "msg", "metrics"},
 		"quality": {"gang", "metrics"},
-		"plan":    {"gang", "msg", "metrics", "quality"},
+		"plan":    {"devices", "gang", "msg", "metrics", "quality"},
 		"preempt": {"gang", "msg", "metrics"},
 	}
 	dirs, err := os.ReadDir("internal")

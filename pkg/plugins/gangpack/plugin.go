@@ -162,7 +162,7 @@ func newPlugin(ctx context.Context, args *gang.Args, h fwk.Handle, ml *gang.Memb
 	pl.evaluator = preempt.New(ctx, h, ml, nil, preemption{pl}, pl.ledger.Now)
 	planner, err := plan.New(plan.Options{Args: args, Reader: pl.ledger, Effects: pl.ledger, Members: ml,
 		Nodes: func() fwk.NodeInfoLister { return h.SnapshotSharedLister().NodeInfos() }, NodeInformer: nodes,
-		Quality: pl.quality, PodGroups: planPodGroups{pl}, Victims: pl.evaluator})
+		Quality: pl.quality, PodGroups: planPodGroups{pl}, Victims: pl.evaluator, Devices: newDRADevices(h)})
 	if err != nil {
 		return nil, fmt.Errorf("build the planner (the domain index watches nodes): %w", err)
 	}
