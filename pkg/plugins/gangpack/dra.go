@@ -5,9 +5,9 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	resourceapi "k8s.io/api/resource/v1"
+	resourcelisters "k8s.io/client-go/listers/resource/v1"
 	"k8s.io/dynamic-resource-allocation/cel"
 	"k8s.io/dynamic-resource-allocation/structured"
-	resourcelisters "k8s.io/client-go/listers/resource/v1"
 	fwk "k8s.io/kube-scheduler/framework"
 
 	"github.com/moirai-internal/ome-scheduler/pkg/plugins/gangpack/internal/devices"

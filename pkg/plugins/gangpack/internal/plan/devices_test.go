@@ -185,4 +185,3 @@ func TestChooseByDevices(t *testing.T) {
 		})
 	}
 }
-
