@@ -11,6 +11,7 @@ package devices
 import (
 	"context"
 	"fmt"
+	"sync"
 	"time"
 
 	resourceapi "k8s.io/api/resource/v1"
@@ -49,6 +50,9 @@ type Inputs struct {
 	// allocatedByPool indexes Allocated.AllocatedDevices by pool so that a node's
 	// view copies only the devices of the pools it sees.
 	allocatedByPool map[poolKey][]structured.DeviceID
+	// classTok names the device classes and their versions (classToken), computed once.
+	classOnce sync.Once
+	classTok  string
 }
 
 type poolKey struct{ driver, pool string }

@@ -31,9 +31,11 @@ type Devices interface {
 	View(ctx context.Context) (*devices.Inputs, error)
 }
 
-// shapeClaims are the claims of one shape class's members.
+// shapeClaims are the claims of one shape class's members, and their signature for the
+// planner's room cache (devices.Signature).
 type shapeClaims struct {
 	member, shared []*resourceapi.ResourceClaim
+	sig            string
 }
 
 // gangDevices is one planning's device view: per shape class its claims (nil for a shape
@@ -65,7 +67,7 @@ func (p *cycle) readDevices() {
 		if claims == nil {
 			claims = make([]*shapeClaims, len(p.classes))
 		}
-		claims[i] = &shapeClaims{member: member, shared: shared}
+		claims[i] = &shapeClaims{member: member, shared: shared, sig: devices.Signature(member, shared, p.perNode())}
 	}
 	if claims == nil {
 		return
@@ -87,15 +89,11 @@ func (p *cycle) deviceRoom(node *v1.Node, fits []bool) (limit int, limited bool)
 	if p.dev == nil {
 		return 0, false
 	}
-	perNode := p.gang.Need
-	if p.gang.Apart {
-		perNode = 1
-	}
 	for s, sc := range p.dev.claims {
 		if sc == nil || s >= len(fits) || !fits[s] {
 			continue
 		}
-		room, err := devices.Room(p.dev.ctx, p.dev.in, node, sc.member, sc.shared, max(perNode, 1))
+		room, err := p.pl.rooms.Room(p.dev.ctx, p.dev.in, node, sc.member, sc.shared, p.perNode(), sc.sig)
 		if err != nil {
 			if p.devErr == nil {
 				p.devErr = err
@@ -145,4 +143,12 @@ func (g *gangDevices) classes() []string {
 		}
 	}
 	return slices.Sorted(maps.Keys(set))
+}
+
+// perNode is the most members of the gang one node may take: one when they stay apart.
+func (p *cycle) perNode() int {
+	if p.gang.Apart {
+		return 1
+	}
+	return max(p.gang.Need, 1)
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/moirai-internal/ome-scheduler/pkg/plugins/gangpack/internal/devices"
 	"k8s.io/component-helpers/scheduling/corev1/nodeaffinity"
 	"sort"
 	"time"
@@ -164,6 +165,7 @@ type Planner struct {
 	plans     *planCache   // per-domain plans of recent gang signatures (plancache.go)
 	domains   *domainIndex // topology key → domain → node names, from node events (nil: scan)
 	devices   Devices      // DRA devices in member room (nil: not counted)
+	rooms     *devices.RoomCache
 }
 
 // Options are the planner's dependencies, each a value: NoQuality, NoPodGroups and NoVictims
@@ -243,7 +245,7 @@ func New(o Options) (*Planner, error) {
 		return nil, errors.New("plan.New: every dependency but the node informer is required")
 	}
 	pl := &Planner{args: o.Args, read: o.Reader, fx: o.Effects, members: o.Members, nodes: o.Nodes, quality: o.Quality,
-		podGroups: o.PodGroups, victims: o.Victims, plans: newPlanCache(), devices: o.Devices}
+		podGroups: o.PodGroups, victims: o.Victims, plans: newPlanCache(), devices: o.Devices, rooms: devices.NewRoomCache()}
 	if o.NodeInformer != nil {
 		pl.domains = newDomainIndex(o.NodeInformer.Lister(), o.NodeInformer.Informer().HasSynced)
 		if err := pl.domains.watch(o.NodeInformer.Informer()); err != nil {
