@@ -2,15 +2,19 @@ package gangpack
 
 import (
 	"context"
+	"sync"
 
 	v1 "k8s.io/api/core/v1"
 	resourceapi "k8s.io/api/resource/v1"
 	resourcelisters "k8s.io/client-go/listers/resource/v1"
 	"k8s.io/dynamic-resource-allocation/cel"
 	"k8s.io/dynamic-resource-allocation/structured"
+	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
 
 	"github.com/moirai-internal/ome-scheduler/pkg/plugins/gangpack/internal/devices"
+	"github.com/moirai-internal/ome-scheduler/pkg/plugins/gangpack/internal/gang"
+	"github.com/moirai-internal/ome-scheduler/pkg/plugins/gangpack/internal/msg"
 	"github.com/moirai-internal/ome-scheduler/pkg/plugins/gangpack/internal/plan"
 )
 
@@ -46,4 +50,46 @@ func (d *draDevices) Claims(pod *v1.Pod) (member, shared []*resourceapi.Resource
 
 func (d *draDevices) View(ctx context.Context) (*devices.Inputs, error) {
 	return devices.FromManager(ctx, d.manager, d.features, d.cel)
+}
+
+// podDevices is what Filter needs to check a pod's claims against the devices other forming
+// gangs reserve: built once per cycle, on the first node that needs it (Filter runs in
+// parallel over the nodes).
+type podDevices struct {
+	once           sync.Once
+	in             *devices.Inputs
+	member, shared []*resourceapi.ResourceClaim
+	err            error
+}
+
+// filterDevices refuses a node where the pod's DRA claims do not fit the devices left once
+// the forming gangs reserving room there have their members' devices set aside (HoldsOn):
+// kube-scheduler's DynamicResources filter would otherwise give a reserved member's devices
+// to the pod. nil when the pod has no claims or no such gang holds devices there.
+func (pl *GangPack) filterDevices(ctx context.Context, cs fwk.CycleState, pod *v1.Pod, node *v1.Node, gangs []string, own string) *fwk.Status {
+	if pl.dra == nil || len(pod.Spec.ResourceClaims) == 0 {
+		return nil
+	}
+	holds := pl.planner.HoldsOn(node.Name, gangs, own)
+	if len(holds) == 0 {
+		return nil
+	}
+	s, ok := gang.ReadState[*requestState](cs, requestStateKey)
+	if !ok || s.dev == nil {
+		return nil
+	}
+	s.dev.once.Do(func() {
+		if s.dev.member, s.dev.shared, s.dev.err = pl.dra.Claims(pod); s.dev.err == nil {
+			s.dev.in, s.dev.err = pl.dra.View(ctx)
+		}
+	})
+	if s.dev.err != nil {
+		return nil // the DynamicResources filter reports bad claims; nothing reserved is at stake
+	}
+	room, err := devices.RoomWith(ctx, s.dev.in, node, holds, s.dev.member, s.dev.shared, 1)
+	if err != nil || room > 0 {
+		return nil
+	}
+	klog.FromContext(ctx).V(4).Info("gangpack.Filter.reject", "pod", klog.KObj(pod), "node", node.Name, "reason", "devices_reserved", "heldBy", gangs)
+	return fwk.NewStatus(fwk.UnschedulableAndUnresolvable, msg.NodeReserved)
 }

@@ -65,19 +65,19 @@ func Signature(claims, shared []*resourceapi.ResourceClaim, limit int) string {
 	return string(b)
 }
 
-// Room is the package's Room through the cache; sig is Signature(claims, shared, limit).
-func (c *RoomCache) Room(ctx context.Context, in *Inputs, node *v1.Node, claims, shared []*resourceapi.ResourceClaim, limit int, sig string) (int, error) {
+// Room is RoomWith through the cache; sig is Signature(claims, shared, limit).
+func (c *RoomCache) Room(ctx context.Context, in *Inputs, node *v1.Node, holds []Hold, claims, shared []*resourceapi.ResourceClaim, limit int, sig string) (int, error) {
 	if in == nil || node == nil {
-		return Room(ctx, in, node, claims, shared, limit)
+		return RoomWith(ctx, in, node, holds, claims, shared, limit)
 	}
-	tok := in.token(node)
+	tok := in.token(node) + holdsToken(holds)
 	c.mu.Lock()
 	if e, ok := c.shapes[sig][node.Name]; ok && e.token == tok {
 		c.mu.Unlock()
 		return e.room, e.err
 	}
 	c.mu.Unlock()
-	room, err := Room(ctx, in, node, claims, shared, limit)
+	room, err := RoomWith(ctx, in, node, holds, claims, shared, limit)
 	if ctx.Err() != nil {
 		return room, err // a cancelled search is not an answer
 	}
@@ -150,4 +150,13 @@ func (in *Inputs) classToken() string {
 		in.classTok = strings.Join(parts, ",")
 	})
 	return in.classTok
+}
+
+// holdsToken names the holds (their claims' specs and counts) for the cache.
+func holdsToken(holds []Hold) string {
+	if len(holds) == 0 {
+		return ""
+	}
+	b, _ := json.Marshal(holds)
+	return "|holds:" + string(b)
 }

@@ -43,6 +43,20 @@ func (e *MissingClassError) Is(target error) bool { return target == ErrMissingD
 // An error means bad input (a missing class, a CEL error, a nil claim): no node
 // would do better. Allocation failing on this node is not an error: it is room 0.
 func Room(ctx context.Context, in *Inputs, node *v1.Node, claims, shared []*resourceapi.ResourceClaim, limit int) (int, error) {
+	return RoomWith(ctx, in, node, nil, claims, shared, limit)
+}
+
+// Hold is room another gang reserves on a node: Count members, each with its own copy of
+// Claims (unallocated per-member claims).
+type Hold struct {
+	Claims []*resourceapi.ResourceClaim
+	Count  int
+}
+
+// RoomWith is Room on the devices left once the holds are allocated on the node (other
+// forming gangs' reserved members): a node whose devices cannot take the holds has room 0.
+// There is no joint probe with holds.
+func RoomWith(ctx context.Context, in *Inputs, node *v1.Node, holds []Hold, claims, shared []*resourceapi.ResourceClaim, limit int) (int, error) {
 	if in == nil || node == nil {
 		return 0, errors.New("devices.Room: nil inputs or node")
 	}
@@ -64,8 +78,11 @@ func Room(ctx context.Context, in *Inputs, node *v1.Node, claims, shared []*reso
 	if len(v.slices) == 0 {
 		return 0, nil
 	}
+	if ok, err := in.hold(ctx, node, v, holds); !ok || err != nil {
+		return 0, err
+	}
 	g, err := in.greedy(ctx, node, v, first, claims, limit)
-	if err != nil || g == 0 || g == limit || in.ProbeBudget <= 0 || !hasRequests(claims) {
+	if err != nil || g == 0 || g == limit || in.ProbeBudget <= 0 || !hasRequests(claims) || len(holds) > 0 {
 		return g, err
 	}
 	return in.probe(ctx, node, first, claims, g, limit)
@@ -87,19 +104,42 @@ func (in *Inputs) greedy(ctx context.Context, node *v1.Node, v nodeView, first, 
 		if !ok || err != nil {
 			return n, err
 		}
-		for i := range res {
-			for _, r := range res[i].Devices.Results {
-				if r.AdminAccess != nil && *r.AdminAccess {
-					continue
-				}
-				// A share of a consumable-capacity device counts as the whole device
-				// here: conservative, the next member may get less room than it has.
-				v.allocated.Insert(structured.MakeDeviceID(r.Driver, r.Pool, r.Device))
-			}
-		}
+		take(v, res)
 		batch = claims
 	}
 	return limit, nil
+}
+
+// hold allocates the holds' members on the view, one member at a time, adding their devices
+// to v's allocated set; false when they do not all fit.
+func (in *Inputs) hold(ctx context.Context, node *v1.Node, v nodeView, holds []Hold) (bool, error) {
+	for _, h := range holds {
+		if !hasRequests(h.Claims) {
+			continue
+		}
+		for n := 0; n < h.Count; n++ {
+			ok, res, err := in.allocate(ctx, node, v, h.Claims)
+			if !ok || err != nil {
+				return false, err
+			}
+			take(v, res)
+		}
+	}
+	return true, nil
+}
+
+// take counts the devices of allocation results as allocated in v.
+func take(v nodeView, res []resourceapi.AllocationResult) {
+	for i := range res {
+		for _, r := range res[i].Devices.Results {
+			if r.AdminAccess != nil && *r.AdminAccess {
+				continue
+			}
+			// A share of a consumable-capacity device counts as the whole device here:
+			// conservative, the next member may get less room than it has.
+			v.allocated.Insert(structured.MakeDeviceID(r.Driver, r.Pool, r.Device))
+		}
+	}
 }
 
 // probe tries k = g+1, g+2, ... copies of claims allocated jointly (with the

@@ -79,21 +79,65 @@ func (p *cycle) readDevices() {
 		return
 	}
 	p.dev = &gangDevices{claims: claims, in: in, ctx: ctx}
+	p.pl.rememberClaims(p.info.Key, claims)
 }
 
-// deviceRoom caps a node's fit and room by its devices: a shape whose claims cannot be
-// allocated there does not fit, and the node holds at most as many members as the devices
-// of its tightest shape with claims allow (limited false: no shape has claims). An allocator
-// error is kept in devErr (the gang waits with it).
-func (p *cycle) deviceRoom(node *v1.Node, fits []bool) (limit int, limited bool) {
+// rememberClaims records the claims of a gang's members (those of its first shape with
+// claims), so that other plannings and Filter set aside the devices its reservation holds.
+func (pl *Planner) rememberClaims(key string, claims []*shapeClaims) {
+	for _, sc := range claims {
+		if sc != nil && len(sc.member) > 0 {
+			pl.gangClaims.Store(key, sc.member)
+			return
+		}
+	}
+}
+
+// HoldsOn returns the devices the forming gangs (other than own) reserve on node: for each
+// of gangs whose members have claims, its members reserved there, each with its members'
+// claims. Planning and Filter allocate them before counting anyone else's room there.
+func (pl *Planner) HoldsOn(node string, gangs []string, own string) []devices.Hold {
+	var out []devices.Hold
+	for _, g := range gangs {
+		if g == own {
+			continue
+		}
+		v, ok := pl.gangClaims.Load(g)
+		if !ok {
+			continue
+		}
+		c, ok := pl.read.Commitment(g)
+		if !ok || !c.Forming() {
+			if !ok {
+				pl.gangClaims.Delete(g) // a gang without a pin holds nothing
+			}
+			continue
+		}
+		if k := c.Reserved[node].Count; k > 0 {
+			out = append(out, devices.Hold{Claims: v.([]*resourceapi.ResourceClaim), Count: k})
+		}
+	}
+	return out
+}
+
+// deviceRoom caps a node's fit and room by its devices, once the devices other forming gangs
+// reserve there are set aside (unless raw): a shape whose claims cannot be allocated there
+// does not fit, and the node holds at most as many members as the devices of its tightest
+// shape with claims allow (limited false: no shape has claims). An allocator error is kept
+// in devErr (the gang waits with it).
+func (p *cycle) deviceRoom(node *v1.Node, fits []bool, raw bool) (limit int, limited bool) {
 	if p.dev == nil {
 		return 0, false
+	}
+	var holds []devices.Hold
+	if r, ok := p.others[node.Name]; ok && !raw {
+		holds = p.pl.HoldsOn(node.Name, r.Gangs, p.info.Key)
 	}
 	for s, sc := range p.dev.claims {
 		if sc == nil || s >= len(fits) || !fits[s] {
 			continue
 		}
-		room, err := p.pl.rooms.Room(p.dev.ctx, p.dev.in, node, sc.member, sc.shared, p.perNode(), sc.sig)
+		room, err := p.pl.rooms.Room(p.dev.ctx, p.dev.in, node, holds, sc.member, sc.shared, p.perNode(), sc.sig)
 		if err != nil {
 			if p.devErr == nil {
 				p.devErr = err

@@ -7,6 +7,7 @@ import (
 	"github.com/moirai-internal/ome-scheduler/pkg/plugins/gangpack/internal/devices"
 	"k8s.io/component-helpers/scheduling/corev1/nodeaffinity"
 	"sort"
+	"sync"
 	"time"
 
 	coreinformers "k8s.io/client-go/informers/core/v1"
@@ -166,6 +167,8 @@ type Planner struct {
 	domains   *domainIndex // topology key → domain → node names, from node events (nil: scan)
 	devices   Devices      // DRA devices in member room (nil: not counted)
 	rooms     *devices.RoomCache
+	// gangClaims holds the member claims of gangs with DRA claims, by gang key (HoldsOn).
+	gangClaims sync.Map
 }
 
 // Options are the planner's dependencies, each a value: NoQuality, NoPodGroups and NoVictims

@@ -1,0 +1,132 @@
+package gangpack
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+
+	v1 "k8s.io/api/core/v1"
+	resourceapi "k8s.io/api/resource/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/sets"
+	"k8s.io/dynamic-resource-allocation/structured"
+	fwk "k8s.io/kube-scheduler/framework"
+	"k8s.io/utils/ptr"
+)
+
+// Forming gangs' reservations hold their members' DRA devices: another gang plans around
+// them, and a pod with claims is refused a node whose devices a reservation holds.
+
+const channelClass = "channel.example.com"
+
+type draTracker struct{}
+
+func (draTracker) List() ([]*resourceapi.ResourceClaim, error) { return nil, nil }
+func (draTracker) Get(ns, name string) (*resourceapi.ResourceClaim, error) {
+	return nil, apierrors.NewNotFound(resourceapi.Resource("resourceclaims"), name)
+}
+func (draTracker) ListAllAllocatedDevices() (sets.Set[structured.DeviceID], error) {
+	return sets.New[structured.DeviceID](), nil
+}
+func (draTracker) GatherAllocatedState() (*structured.AllocatedState, error) {
+	return &structured.AllocatedState{AllocatedDevices: sets.New[structured.DeviceID](),
+		AllocatedSharedDeviceIDs: sets.New[structured.SharedDeviceID](), AggregatedCapacity: structured.NewConsumedCapacityCollection()}, nil
+}
+func (draTracker) SignalClaimPendingAllocation(types.UID, *resourceapi.ResourceClaim) error {
+	return nil
+}
+func (draTracker) ClaimHasPendingAllocation(types.UID) bool                 { return false }
+func (draTracker) RemoveClaimPendingAllocation(types.UID) bool              { return false }
+func (draTracker) AssumeClaimAfterAPICall(*resourceapi.ResourceClaim) error { return nil }
+func (draTracker) AssumedClaimRestore(string, string)                       {}
+
+type draSlices []*resourceapi.ResourceSlice
+
+func (s draSlices) ListWithDeviceTaintRules() ([]*resourceapi.ResourceSlice, error) { return s, nil }
+
+type draClasses map[string]*resourceapi.DeviceClass
+
+func (c draClasses) List() ([]*resourceapi.DeviceClass, error) {
+	var out []*resourceapi.DeviceClass
+	for _, dc := range c {
+		out = append(out, dc)
+	}
+	return out, nil
+}
+func (c draClasses) Get(name string) (*resourceapi.DeviceClass, error) {
+	if dc, ok := c[name]; ok {
+		return dc, nil
+	}
+	return nil, apierrors.NewNotFound(resourceapi.Resource("deviceclasses"), name)
+}
+
+// draManager is the framework's shared DRA manager over fixed slices and classes, nothing
+// allocated.
+type draManager struct {
+	slices  draSlices
+	classes draClasses
+}
+
+func (m *draManager) ResourceClaims() fwk.ResourceClaimTracker     { return draTracker{} }
+func (m *draManager) ResourceSlices() fwk.ResourceSliceLister      { return m.slices }
+func (m *draManager) DeviceClasses() fwk.DeviceClassLister         { return m.classes }
+func (m *draManager) DeviceClassResolver() fwk.DeviceClassResolver { return nil }
+
+// channelManager publishes one channel device per node.
+func channelManager(nodes []*v1.Node) *draManager {
+	m := &draManager{classes: draClasses{channelClass: {ObjectMeta: metav1.ObjectMeta{Name: channelClass},
+		Spec: resourceapi.DeviceClassSpec{Selectors: []resourceapi.DeviceSelector{{CEL: &resourceapi.CELDeviceSelector{
+			Expression: fmt.Sprintf("device.driver == %q", channelClass)}}}}}}}
+	for _, n := range nodes {
+		m.slices = append(m.slices, &resourceapi.ResourceSlice{ObjectMeta: metav1.ObjectMeta{Name: n.Name + "-channel"},
+			Spec: resourceapi.ResourceSliceSpec{Driver: channelClass, NodeName: ptr.To(n.Name),
+				Pool:    resourceapi.ResourcePool{Name: n.Name, Generation: 1, ResourceSliceCount: 1},
+				Devices: []resourceapi.Device{{Name: "channel-0"}}}})
+	}
+	return m
+}
+
+// withChannel gives p a claim from the "channel" template (one channel device).
+func withChannel(p *v1.Pod) *v1.Pod {
+	p.Spec.ResourceClaims = []v1.PodResourceClaim{{Name: "channel", ResourceClaimTemplateName: ptr.To("channel")}}
+	return p
+}
+
+func TestReservationsHoldDevices(t *testing.T) {
+	nodes := []*v1.Node{testNode("a0", "a", 8), testNode("a1", "a", 8), testNode("b0", "b", 8), testNode("b1", "b", 8), testNode("b2", "b", 8)}
+	g := []*v1.Pod{withChannel(gangMember("g-0", "g", 1)), withChannel(gangMember("g-1", "g", 1))}
+	h := []*v1.Pod{withChannel(gangMember("h-0", "h", 1)), withChannel(gangMember("h-1", "h", 1))}
+	solo := withChannel(standalone("solo"))
+	w := newWorldWith(t, channelManager(nodes), nil, nodes, append(append(g, h...), solo), podGroup("g", 2), podGroup("h", 2))
+	tmpl := &resourceapi.ResourceClaimTemplate{ObjectMeta: metav1.ObjectMeta{Namespace: testNS, Name: "channel"},
+		Spec: resourceapi.ResourceClaimTemplateSpec{Spec: resourceapi.ResourceClaimSpec{Devices: resourceapi.DeviceClaim{Requests: []resourceapi.DeviceRequest{{
+			Name: "channel", Exactly: &resourceapi.ExactDeviceRequest{DeviceClassName: channelClass, AllocationMode: resourceapi.DeviceAllocationModeExactCount, Count: 1}}}}}}}
+	if err := w.h.factory.Resource().V1().ResourceClaimTemplates().Informer().GetIndexer().Add(tmpl); err != nil {
+		t.Fatal(err)
+	}
+
+	// g: one channel per node, two members: a (two nodes) is the tightest fit.
+	w.mustPin(g[0])
+	if c, _ := w.pl.ledger.Commitment("ns/g"); c.Domain != "a" || c.Reserved.Members() != 2 {
+		t.Fatalf("g pinned %+v, want a reserving two members", c)
+	}
+	// h: by GPUs a would still fit it (8 per node), but a's channels are g's: h goes to b.
+	w.mustPin(h[0])
+	if c, _ := w.pl.ledger.Commitment("ns/h"); c.Domain != "b" {
+		t.Fatalf("h pinned %s, want b: a's channel devices are held by g's reservation", c.Domain)
+	}
+	// A standalone pod with a channel claim: refused a0 and a1 (held by g), not b2.
+	c, _ := w.preFilter(solo)
+	for _, n := range []string{"a0", "a1"} {
+		ni, _ := w.h.snapshot.NodeInfos().Get(n)
+		if st := w.pl.Filter(w.ctx, c.cs, solo, ni); st.IsSuccess() || !strings.Contains(st.Message(), "reserved") {
+			t.Errorf("Filter(solo on %s) = %v, want refused: its channel is reserved for g", n, st)
+		}
+	}
+	ni, _ := w.h.snapshot.NodeInfos().Get("b2")
+	if st := w.pl.Filter(w.ctx, c.cs, solo, ni); !st.IsSuccess() {
+		t.Errorf("Filter(solo on b2) = %v, want allowed", st)
+	}
+}
