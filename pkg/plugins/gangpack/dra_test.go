@@ -12,8 +12,13 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/dynamic-resource-allocation/structured"
+	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
+	"k8s.io/kubernetes/pkg/scheduler/framework"
 	"k8s.io/utils/ptr"
+
+	"github.com/moirai-internal/ome-scheduler/pkg/placement"
+	"github.com/moirai-internal/ome-scheduler/pkg/plugins/gangpack/internal/gang"
 )
 
 // Forming gangs' reservations hold their members' DRA devices: another gang plans around
@@ -100,12 +105,7 @@ func TestReservationsHoldDevices(t *testing.T) {
 	h := []*v1.Pod{withChannel(gangMember("h-0", "h", 1)), withChannel(gangMember("h-1", "h", 1))}
 	solo := withChannel(standalone("solo"))
 	w := newWorldWith(t, channelManager(nodes), nil, nodes, append(append(g, h...), solo), podGroup("g", 2), podGroup("h", 2))
-	tmpl := &resourceapi.ResourceClaimTemplate{ObjectMeta: metav1.ObjectMeta{Namespace: testNS, Name: "channel"},
-		Spec: resourceapi.ResourceClaimTemplateSpec{Spec: resourceapi.ResourceClaimSpec{Devices: resourceapi.DeviceClaim{Requests: []resourceapi.DeviceRequest{{
-			Name: "channel", Exactly: &resourceapi.ExactDeviceRequest{DeviceClassName: channelClass, AllocationMode: resourceapi.DeviceAllocationModeExactCount, Count: 1}}}}}}}
-	if err := w.h.factory.Resource().V1().ResourceClaimTemplates().Informer().GetIndexer().Add(tmpl); err != nil {
-		t.Fatal(err)
-	}
+	addTemplate(t, w, "channel", channelClass)
 
 	// g: one channel per node, two members: a (two nodes) is the tightest fit.
 	w.mustPin(g[0])
@@ -128,5 +128,64 @@ func TestReservationsHoldDevices(t *testing.T) {
 	ni, _ := w.h.snapshot.NodeInfos().Get("b2")
 	if st := w.pl.Filter(w.ctx, c.cs, solo, ni); !st.IsSuccess() {
 		t.Errorf("Filter(solo on b2) = %v, want allowed", st)
+	}
+}
+
+// BenchmarkPreFilterDRA is PreFilter of a gang of 4 whose members each take a GPU device and
+// a channel (one per node) through claim templates, on 1,000 and 5,000 nodes in cliques of 8
+// (each node publishing 8 GPU devices and a channel): unpinned, every node's device room
+// asked (from the room cache after the first call, as between two plannings where no
+// device changed).
+func BenchmarkPreFilterDRA(b *testing.B) {
+	for _, size := range []int{1000, 5000} {
+		b.Run(fmt.Sprintf("nodes=%d", size), func(b *testing.B) {
+			var nodes []*v1.Node
+			for i := 0; i < size; i++ {
+				nodes = append(nodes, testNode(fmt.Sprintf("c%d-%d", i/8, i%8), fmt.Sprintf("c%d", i/8), 8))
+			}
+			m := channelManager(nodes)
+			gpuClass := "gpu.example.com"
+			m.classes[gpuClass] = &resourceapi.DeviceClass{ObjectMeta: metav1.ObjectMeta{Name: gpuClass},
+				Spec: resourceapi.DeviceClassSpec{Selectors: []resourceapi.DeviceSelector{{CEL: &resourceapi.CELDeviceSelector{
+					Expression: fmt.Sprintf("device.driver == %q", gpuClass)}}}}}
+			for _, n := range nodes {
+				s := &resourceapi.ResourceSlice{ObjectMeta: metav1.ObjectMeta{Name: n.Name + "-gpu"},
+					Spec: resourceapi.ResourceSliceSpec{Driver: gpuClass, NodeName: ptr.To(n.Name),
+						Pool: resourceapi.ResourcePool{Name: n.Name, Generation: 1, ResourceSliceCount: 1}}}
+				for d := 0; d < 8; d++ {
+					s.Spec.Devices = append(s.Spec.Devices, resourceapi.Device{Name: fmt.Sprintf("gpu-%d", d)})
+				}
+				m.slices = append(m.slices, s)
+			}
+			var members []*v1.Pod
+			for i := 0; i < 4; i++ {
+				p := withChannel(gangMember(fmt.Sprintf("g-%d", i), "g", 0))
+				p.Spec.ResourceClaims = append(p.Spec.ResourceClaims, v1.PodResourceClaim{Name: "gpu", ResourceClaimTemplateName: ptr.To("gpu")})
+				members = append(members, p)
+			}
+			w := newWorldWith(b, m, nil, nodes, members, podGroup("g", 4))
+			w.ctx = klog.NewContext(w.ctx, klog.Background())
+			addTemplate(b, w, "channel", channelClass)
+			addTemplate(b, w, "gpu", gpuClass)
+			infos := w.nodeInfos()
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				if _, st := w.pl.PreFilter(w.ctx, framework.NewCycleState(), members[0], infos); !st.IsSuccess() {
+					b.Fatal(st)
+				}
+				w.pl.ledger.Unwind(klog.Background(), "ns/g", placement.AnyID, gang.CauseUnreserve, false)
+			}
+		})
+	}
+}
+
+// addTemplate serves a ResourceClaimTemplate of one device of class from w's informer.
+func addTemplate(t testing.TB, w *world, name, class string) {
+	t.Helper()
+	tmpl := &resourceapi.ResourceClaimTemplate{ObjectMeta: metav1.ObjectMeta{Namespace: testNS, Name: name},
+		Spec: resourceapi.ResourceClaimTemplateSpec{Spec: resourceapi.ResourceClaimSpec{Devices: resourceapi.DeviceClaim{Requests: []resourceapi.DeviceRequest{{
+			Name: name, Exactly: &resourceapi.ExactDeviceRequest{DeviceClassName: class, AllocationMode: resourceapi.DeviceAllocationModeExactCount, Count: 1}}}}}}}
+	if err := w.h.factory.Resource().V1().ResourceClaimTemplates().Informer().GetIndexer().Add(tmpl); err != nil {
+		t.Fatal(err)
 	}
 }

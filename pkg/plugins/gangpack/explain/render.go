@@ -19,7 +19,7 @@ func (r *Result) WriteTable(w io.Writer) error {
 	if len(r.Domains) > 0 {
 		fmt.Fprintln(tw, "DOMAIN\tNODES\tFREE\tMEMBER ROOM\tRESERVED\tFITS\tREASON")
 		for _, d := range r.Domains {
-			fmt.Fprintf(tw, "%s\t%d\t%s\t%d\t%s\t%s\t%s\n", d.Name, d.Nodes, freeText(d.Free), d.MemberRoom,
+			fmt.Fprintf(tw, "%s\t%d\t%s\t%d\t%s\t%s\t%s\n", d.Name, d.Nodes, freeText(d.Free)+devicesText(d.Devices), d.MemberRoom,
 				r.reservedText(d.Reserved), yesNo(d.Fits), d.Reason)
 		}
 	}
@@ -85,4 +85,22 @@ func yesNo(b bool) string {
 		return "yes"
 	}
 	return "no"
+}
+
+// devicesText is a domain's free DRA devices per driver, as " devices: driver=n,…" ("" for
+// none).
+func devicesText(m map[string]int) string {
+	if len(m) == 0 {
+		return ""
+	}
+	names := make([]string, 0, len(m))
+	for n := range m {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	parts := make([]string, len(names))
+	for i, n := range names {
+		parts[i] = fmt.Sprintf("%s=%d", n, m[n])
+	}
+	return " devices: " + strings.Join(parts, ",")
 }
