@@ -75,4 +75,3 @@ func TestWhatIfClaimTemplate(t *testing.T) {
 		})
 	}
 }
-
