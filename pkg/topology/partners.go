@@ -74,6 +74,10 @@ type GroupNode struct {
 	// Fits is, per partner (index in the partner list) and per shape of that partner, whether
 	// a member of that shape passes the node's hard constraints and resource fit.
 	Fits [][]bool
+	// Limits is, per partner, the most of its members the node's DRA devices allow (Node's
+	// Limit); 0 or missing: no device limit. Partners sharing a node share its resources in
+	// the model, not its devices: each partner's limit counts the node's devices for itself.
+	Limits []int
 }
 
 // GroupPlan is the outcome for one group domain.

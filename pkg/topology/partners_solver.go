@@ -50,6 +50,9 @@ func newGroupSolver(partners []Partner, nodes []*GroupNode) *groupSolver {
 		for i, n := range ns {
 			fits := partnerFits(n, p)
 			nn := Node{Name: n.Name, Free: n.Free, FreePods: n.FreePods, Fits: fits}
+			if p < len(n.Limits) && n.Limits[p] > 0 {
+				nn.Limited, nn.Limit = true, n.Limits[p]
+			}
 			s.alone[p][i] = NodeRoom(g, &nn)
 			if pc, ok := PerCopy(g, &nn); ok {
 				s.perCopy[p][i] = pc
