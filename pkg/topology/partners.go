@@ -75,8 +75,9 @@ type GroupNode struct {
 	// a member of that shape passes the node's hard constraints and resource fit.
 	Fits [][]bool
 	// Limits is, per partner, the most of its members the node's DRA devices allow (Node's
-	// Limit); 0 or missing: no device limit. Partners sharing a node share its resources in
-	// the model, not its devices: each partner's limit counts the node's devices for itself.
+	// Limit); 0 or missing: no device limit. The model shares a node's resources among
+	// partners, not its devices: a node one device-limited partner uses takes no other
+	// device-limited partner (conservative when they use different devices).
 	Limits []int
 }
 

@@ -8,6 +8,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	resourceapi "k8s.io/api/resource/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/sets"
@@ -187,5 +188,33 @@ func addTemplate(t testing.TB, w *world, name, class string) {
 			Name: name, Exactly: &resourceapi.ExactDeviceRequest{DeviceClassName: class, AllocationMode: resourceapi.DeviceAllocationModeExactCount, Count: 1}}}}}}}
 	if err := w.h.factory.Resource().V1().ResourceClaimTemplates().Informer().GetIndexer().Add(tmpl); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// A placement group whose partners' members each take a channel (one per node) is placed
+// where the group's channels are: c4's four nodes, not c2, which by GPUs alone fits best.
+func TestPartnerGroupByDevices(t *testing.T) {
+	nodes := append(cliqueNodes("c4", "", 4), cliqueNodes("c2", "", 2)...)
+	for _, n := range nodes { // 8 GPUs each: by GPUs c2 takes the whole group
+		n.Status.Capacity[testGPU] = resource.MustParse("8")
+		n.Status.Allocatable[testGPU] = resource.MustParse("8")
+	}
+	a, b := members("a", 2), members("b", 2)
+	for _, p := range append(a, b...) {
+		withChannel(p)
+	}
+	w := newWorldWith(t, channelManager(nodes), groupArgs(), nodes, append(a, b...),
+		partnerPG("a", 2, "grp", "2", ""), partnerPG("b", 2, "grp", "2", ""))
+	addTemplate(t, w, "channel", channelClass)
+	w.mustPin(a[0])
+	pa, _ := w.pl.ledger.Commitment("ns/a")
+	pb, _ := w.pl.ledger.Commitment("ns/b")
+	if pa.Domain != "c4" || pb.Domain != "c4" {
+		t.Fatalf("pins a=%s b=%s, want both in c4: c2 has channels for two members, the group needs four", pa.Domain, pb.Domain)
+	}
+	for n := range pa.Reserved {
+		if _, shared := pb.Reserved[n]; shared {
+			t.Errorf("node %s reserved by both partners: one channel", n)
+		}
 	}
 }
