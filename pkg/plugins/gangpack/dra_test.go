@@ -226,3 +226,21 @@ func TestPartnerGroupByDevices(t *testing.T) {
 		}
 	}
 }
+
+// A gang whose members take DRA devices does not preempt: the preemption arithmetic counts
+// resources, and could evict pods whose devices the gang does not need.
+func TestDRAGangDoesNotPreempt(t *testing.T) {
+	nodes := []*v1.Node{testNode("a0", "a", 1), testNode("a1", "a", 1)}
+	low := []*v1.Pod{standalone("low-0"), standalone("low-1")} // every GPU taken at priority 0
+	low[0].Spec.NodeName, low[1].Spec.NodeName = "a0", "a1"
+	g := []*v1.Pod{withChannel(gangMember("g-0", "g", 1)), withChannel(gangMember("g-1", "g", 1))}
+	for _, p := range g {
+		p.Spec.Priority = ptr.To[int32](1000)
+	}
+	w := newWorldWith(t, channelManager(nodes), nil, nodes, append(low, g...), podGroup("g", 2))
+	addTemplate(t, w, "channel", channelClass)
+	short, coming := preemption{w.pl}.Shortfall(klog.Background(), g[0], w.nodeInfos())
+	if short != nil || coming != nil {
+		t.Fatalf("LacksRoom = %+v, %+v; want nothing: a DRA gang does not preempt", short, coming)
+	}
+}
