@@ -28,17 +28,19 @@ import (
 
 const channelClass = "channel.example.com"
 
-type draTracker struct{}
+// draTracker reports allocated as the allocated devices (the claims holding them are not
+// served).
+type draTracker struct{ allocated sets.Set[structured.DeviceID] }
 
 func (draTracker) List() ([]*resourceapi.ResourceClaim, error) { return nil, nil }
 func (draTracker) Get(ns, name string) (*resourceapi.ResourceClaim, error) {
 	return nil, apierrors.NewNotFound(resourceapi.Resource("resourceclaims"), name)
 }
-func (draTracker) ListAllAllocatedDevices() (sets.Set[structured.DeviceID], error) {
-	return sets.New[structured.DeviceID](), nil
+func (t draTracker) ListAllAllocatedDevices() (sets.Set[structured.DeviceID], error) {
+	return t.allocated.Clone(), nil
 }
-func (draTracker) GatherAllocatedState() (*structured.AllocatedState, error) {
-	return &structured.AllocatedState{AllocatedDevices: sets.New[structured.DeviceID](),
+func (t draTracker) GatherAllocatedState() (*structured.AllocatedState, error) {
+	return &structured.AllocatedState{AllocatedDevices: t.allocated.Clone(),
 		AllocatedSharedDeviceIDs: sets.New[structured.SharedDeviceID](), AggregatedCapacity: structured.NewConsumedCapacityCollection()}, nil
 }
 func (draTracker) SignalClaimPendingAllocation(types.UID, *resourceapi.ResourceClaim) error {
@@ -72,11 +74,17 @@ func (c draClasses) Get(name string) (*resourceapi.DeviceClass, error) {
 // draManager is the framework's shared DRA manager over fixed slices and classes, nothing
 // allocated.
 type draManager struct {
-	slices  draSlices
-	classes draClasses
+	slices    draSlices
+	classes   draClasses
+	allocated sets.Set[structured.DeviceID]
 }
 
-func (m *draManager) ResourceClaims() fwk.ResourceClaimTracker     { return draTracker{} }
+func (m *draManager) ResourceClaims() fwk.ResourceClaimTracker {
+	if m.allocated == nil {
+		m.allocated = sets.New[structured.DeviceID]()
+	}
+	return draTracker{allocated: m.allocated}
+}
 func (m *draManager) ResourceSlices() fwk.ResourceSliceLister      { return m.slices }
 func (m *draManager) DeviceClasses() fwk.DeviceClassLister         { return m.classes }
 func (m *draManager) DeviceClassResolver() fwk.DeviceClassResolver { return nil }
