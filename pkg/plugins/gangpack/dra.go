@@ -12,6 +12,8 @@ import (
 	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
 
+	"k8s.io/kubernetes/pkg/scheduler/util"
+
 	"github.com/moirai-internal/ome-scheduler/pkg/plugins/gangpack/internal/devices"
 	"github.com/moirai-internal/ome-scheduler/pkg/plugins/gangpack/internal/gang"
 	"github.com/moirai-internal/ome-scheduler/pkg/plugins/gangpack/internal/msg"
@@ -92,4 +94,41 @@ func (pl *GangPack) filterDevices(ctx context.Context, cs fwk.CycleState, pod *v
 	}
 	klog.FromContext(ctx).V(4).Info("gangpack.Filter.reject", "pod", klog.KObj(pod), "node", node.Name, "reason", "devices_reserved", "heldBy", gangs)
 	return fwk.NewStatus(fwk.UnschedulableAndUnresolvable, msg.NodeReserved)
+}
+
+// draEvents are the DRA events that can give a pod with claims that OMEGangPack parked room it
+// lacked (docs/design.md §3.1, "Devices"): a claim deallocated or deleted frees its devices
+// (the pod deletion that precedes it is hinted too, but the resourceclaim controller
+// deallocates the claim after the pod is gone), a driver publishes or changes devices, a
+// device class is created or fixed.
+func draEvents() []fwk.ClusterEventWithHint {
+	return []fwk.ClusterEventWithHint{
+		{Event: fwk.ClusterEvent{Resource: fwk.ResourceClaim, ActionType: fwk.Update | fwk.Delete}, QueueingHintFn: hintClaimFreed},
+		{Event: fwk.ClusterEvent{Resource: fwk.ResourceSlice, ActionType: fwk.Add | fwk.Update}, QueueingHintFn: hintWithClaims},
+		{Event: fwk.ClusterEvent{Resource: fwk.DeviceClass, ActionType: fwk.Add | fwk.Update}, QueueingHintFn: hintWithClaims},
+	}
+}
+
+// hintWithClaims queues a pod that has claims.
+func hintWithClaims(_ klog.Logger, target *v1.Pod, _, _ any) (fwk.QueueingHint, error) {
+	if len(target.Spec.ResourceClaims) == 0 {
+		return fwk.QueueSkip, nil
+	}
+	return fwk.Queue, nil
+}
+
+// hintClaimFreed queues a pod with claims when a claim's devices were given back: its
+// allocation removed, or the allocated claim deleted.
+func hintClaimFreed(_ klog.Logger, target *v1.Pod, oldObj, newObj any) (fwk.QueueingHint, error) {
+	if len(target.Spec.ResourceClaims) == 0 {
+		return fwk.QueueSkip, nil
+	}
+	o, n, err := util.As[*resourceapi.ResourceClaim](oldObj, newObj)
+	if err != nil {
+		return fwk.Queue, err
+	}
+	if o != nil && o.Status.Allocation != nil && (n == nil || n.Status.Allocation == nil) {
+		return fwk.Queue, nil
+	}
+	return fwk.QueueSkip, nil
 }

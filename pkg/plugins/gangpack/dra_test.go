@@ -1,6 +1,7 @@
 package gangpack
 
 import (
+	"context"
 	"fmt"
 	"strings"
 	"testing"
@@ -250,5 +251,57 @@ func TestDRAGangDoesNotPreempt(t *testing.T) {
 	short, coming := preemption{w.pl}.Shortfall(klog.Background(), g[0], w.nodeInfos())
 	if short != nil || coming != nil {
 		t.Fatalf("LacksRoom = %+v, %+v; want nothing: a DRA gang does not preempt", short, coming)
+	}
+}
+
+// A pod with claims parked by OMEGangPack is queued again when devices come back: a claim's
+// allocation removed or an allocated claim deleted, a slice published, a class created. Pods
+// without claims are not, and the plugin registers these events only when DRA is counted.
+func TestDRAQueueingHints(t *testing.T) {
+	withClaims, without := withChannel(gangMember("g-0", "g", 1)), gangMember("h-0", "h", 1)
+	allocated := &resourceapi.ResourceClaim{ObjectMeta: metav1.ObjectMeta{Namespace: testNS, Name: "c"},
+		Status: resourceapi.ResourceClaimStatus{Allocation: &resourceapi.AllocationResult{}}}
+	free := &resourceapi.ResourceClaim{ObjectMeta: metav1.ObjectMeta{Namespace: testNS, Name: "c"}}
+	for _, tc := range []struct {
+		name     string
+		fn       fwk.QueueingHintFn
+		pod      *v1.Pod
+		old, new any
+		want     fwk.QueueingHint
+	}{
+		{"claim deallocated", hintClaimFreed, withClaims, allocated, free, fwk.Queue},
+		{"allocated claim deleted", hintClaimFreed, withClaims, allocated, nil, fwk.Queue},
+		{"claim allocated", hintClaimFreed, withClaims, free, allocated, fwk.QueueSkip},
+		{"claim deallocated, pod without claims", hintClaimFreed, without, allocated, free, fwk.QueueSkip},
+		{"slice published", hintWithClaims, withClaims, nil, &resourceapi.ResourceSlice{}, fwk.Queue},
+		{"slice published, pod without claims", hintWithClaims, without, nil, &resourceapi.ResourceSlice{}, fwk.QueueSkip},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got, err := tc.fn(klog.Background(), tc.pod, tc.old, tc.new); got != tc.want || err != nil {
+				t.Fatalf("hint = %v, %v; want %v", got, err, tc.want)
+			}
+		})
+	}
+	on := newWorldWith(t, channelManager(nil), nil, nil, nil)
+	off := newWorld(t, nil, nil, nil)
+	count := func(w *world) int {
+		events, err := w.pl.EventsToRegister(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		n := 0
+		for _, e := range events {
+			switch e.Event.Resource {
+			case fwk.ResourceClaim, fwk.ResourceSlice, fwk.DeviceClass:
+				n++
+			}
+		}
+		return n
+	}
+	if got := count(on); got != 3 {
+		t.Errorf("with DRA: %d DRA events registered, want 3", got)
+	}
+	if got := count(off); got != 0 {
+		t.Errorf("without DRA: %d DRA events registered, want 0", got)
 	}
 }
