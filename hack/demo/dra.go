@@ -32,8 +32,9 @@ const (
 // draDevices is how many devices each clique's nodes publish.
 var draDevices = map[string]int{"clique-a": 4, "clique-b": 2, "clique-c": 1}
 
-func draAct(ctx context.Context, cp *devenv.ControlPlane, kubectl func(...string) (string, error)) error {
+func draAct(ctx context.Context, cp *devenv.ControlPlane, kubectl func(...string) (string, error), port int) error {
 	step("Act: a gang whose GPUs come through DRA (ResourceSlices, a DeviceClass, ResourceClaimTemplates)")
+	unwindsBefore := counter(ctx, cp, port, unwinds)
 	if err := draPublish(ctx, cp); err != nil {
 		return err
 	}
@@ -84,7 +85,32 @@ func draAct(ctx context.Context, cp *devenv.ControlPlane, kubectl func(...string
 		return fmt.Errorf("the DRA gang landed on %v (clique %q), want %s: the tightest fit by devices", where, d, draClique)
 	}
 	fmt.Printf("The gang is whole in %s, the tightest fit by devices (4 free), though by CPU clique-a was the tightest.\n", draClique)
+	after := counter(ctx, cp, port, unwinds)
+	fmt.Printf("%s: %g before the act, %g after: no attempt was unwound\n", unwinds, unwindsBefore, after)
+	if after != unwindsBefore {
+		return fmt.Errorf("%s moved from %g to %g: the gang churned", unwinds, unwindsBefore, after)
+	}
 	return nil
+}
+
+const unwinds = "ome_scheduler_gang_unwind_total"
+
+// counter reads one unlabelled series from the scheduler's /metrics (0 when absent or
+// unreadable).
+func counter(ctx context.Context, cp *devenv.ControlPlane, port int, name string) float64 {
+	m, err := pluginMetrics(ctx, cp, port)
+	if err != nil {
+		return 0
+	}
+	for _, l := range strings.Split(m, "\n") {
+		if v, ok := strings.CutPrefix(l, name+" "); ok {
+			var f float64
+			if _, err := fmt.Sscanf(v, "%g", &f); err == nil {
+				return f
+			}
+		}
+	}
+	return 0
 }
 
 // draPublish creates the DeviceClass and, as a node-local DRA driver would, one ResourceSlice

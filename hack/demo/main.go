@@ -198,7 +198,7 @@ func run(ctx context.Context) (err error) {
 		}
 	}
 	if *dra {
-		if err := draAct(ctx, cp, kubectl); err != nil {
+		if err := draAct(ctx, cp, kubectl, port); err != nil {
 			return err
 		}
 	}
