@@ -1,17 +1,23 @@
 package integration
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	authorizationv1 "k8s.io/api/authorization/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	resourceapi "k8s.io/api/resource/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"k8s.io/component-helpers/scheduling/corev1/nodeaffinity"
 	"k8s.io/utils/ptr"
 
@@ -329,5 +335,115 @@ func TestDRAUncountableClaims(t *testing.T) {
 	}
 	if d := metric(t, "ome_scheduler_gang_unwind_total", nil) - unwinds; d != 0 {
 		t.Errorf("gang_unwind_total grew by %v, want 0", d)
+	}
+}
+
+// The chart's RBAC on a real API server: the scheduler's ServiceAccount reads what counting
+// DRA devices needs. system:kube-scheduler alone grants ResourceClaims, ResourceSlices and
+// DeviceClasses but not ResourceClaimTemplates (without them the scheduler's template
+// informer never syncs); the chart's {name}-extras ClusterRole adds get, list and watch on
+// them, and nothing more.
+func TestChartRBACReadsClaimTemplates(t *testing.T) {
+	e := newEnv(t)
+	out, err := devenv.HelmTemplate(e.ctx, devenv.HelmRender{Namespace: e.ns, Args: []string{"--show-only", "templates/rbac.yaml"}})
+	if err != nil {
+		t.Fatalf("render the chart's RBAC: %v", err)
+	}
+	var user string
+	can := func(verb, resource string) bool {
+		t.Helper()
+		sar := &authorizationv1.SubjectAccessReview{Spec: authorizationv1.SubjectAccessReviewSpec{User: user,
+			Groups:             []string{"system:serviceaccounts", "system:serviceaccounts:" + e.ns, "system:authenticated"},
+			ResourceAttributes: &authorizationv1.ResourceAttributes{Group: "resource.k8s.io", Version: "v1", Resource: resource, Verb: verb}}}
+		got, err := e.cp.Client.AuthorizationV1().SubjectAccessReviews().Create(e.ctx, sar, metav1.CreateOptions{})
+		if err != nil {
+			t.Fatalf("SubjectAccessReview: %v", err)
+		}
+		return got.Status.Allowed
+	}
+	var roles []string
+	var bindings []*rbacv1.ClusterRoleBinding
+	dec := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(out), 4096)
+	for {
+		var obj map[string]any
+		if err := dec.Decode(&obj); err == io.EOF {
+			break
+		} else if err != nil {
+			t.Fatalf("decode the chart's RBAC: %v", err)
+		}
+		b, _ := json.Marshal(obj)
+		switch obj["kind"] {
+		case "ClusterRole":
+			cr := &rbacv1.ClusterRole{}
+			if err := json.Unmarshal(b, cr); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := e.cp.Client.RbacV1().ClusterRoles().Create(e.ctx, cr, metav1.CreateOptions{}); err != nil {
+				t.Fatalf("create ClusterRole %s: %v", cr.Name, err)
+			}
+			roles = append(roles, cr.Name)
+		case "ClusterRoleBinding":
+			crb := &rbacv1.ClusterRoleBinding{}
+			if err := json.Unmarshal(b, crb); err != nil {
+				t.Fatal(err)
+			}
+			bindings = append(bindings, crb)
+		}
+	}
+	if len(bindings) == 0 || len(bindings[0].Subjects) != 1 {
+		t.Fatalf("the chart's RBAC has no ClusterRoleBinding with one subject: %+v", bindings)
+	}
+	sa := bindings[0].Subjects[0]
+	user = "system:serviceaccount:" + sa.Namespace + ":" + sa.Name
+	t.Cleanup(func() {
+		bg := context.Background()
+		for _, b := range bindings {
+			_ = e.cp.Client.RbacV1().ClusterRoleBindings().Delete(bg, b.Name, metav1.DeleteOptions{})
+		}
+		for _, r := range roles {
+			_ = e.cp.Client.RbacV1().ClusterRoles().Delete(bg, r, metav1.DeleteOptions{})
+		}
+	})
+	bind := func(keep func(*rbacv1.ClusterRoleBinding) bool) {
+		t.Helper()
+		for _, b := range bindings {
+			if !keep(b) {
+				continue
+			}
+			if _, err := e.cp.Client.RbacV1().ClusterRoleBindings().Create(e.ctx, b, metav1.CreateOptions{}); err != nil {
+				t.Fatalf("create ClusterRoleBinding %s: %v", b.Name, err)
+			}
+		}
+	}
+	extras := func(b *rbacv1.ClusterRoleBinding) bool { return strings.HasSuffix(b.RoleRef.Name, "-extras") }
+	// The RBAC authorizer answers from its informers: wait for a grant to show.
+	waitCan := func(verb, resource string, want bool) {
+		t.Helper()
+		deadline := time.Now().Add(10 * time.Second)
+		for can(verb, resource) != want {
+			if time.Now().After(deadline) {
+				t.Fatalf("%s %s on resource.k8s.io %s: allowed=%v, want %v", user, verb, resource, !want, want)
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+	}
+
+	bind(func(b *rbacv1.ClusterRoleBinding) bool { return !extras(b) })
+	for _, r := range []string{"resourceclaims", "resourceslices", "deviceclasses"} {
+		for _, v := range []string{"get", "list", "watch"} {
+			waitCan(v, r, true)
+		}
+	}
+	if can("list", "resourceclaimtemplates") {
+		t.Fatalf("%s lists resourceclaimtemplates without the chart's extras role: system:kube-scheduler grants it now, the extras rule may go", user)
+	}
+	bind(extras)
+	for _, v := range []string{"get", "list", "watch"} {
+		waitCan(v, "resourceclaimtemplates", true)
+	}
+	for _, v := range []string{"create", "update", "patch", "delete"} {
+		if can(v, "resourceclaimtemplates") {
+			t.Errorf("%s may %s resourceclaimtemplates", user, v)
+		}
 	}
 }
