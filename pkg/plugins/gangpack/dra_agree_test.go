@@ -15,8 +15,7 @@ import (
 	schedv1alpha1 "sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
 
 	"github.com/moirai-internal/ome-scheduler/pkg/plugins/gangpack/explain"
-	"github.com/moirai-internal/ome-scheduler/pkg/plugins/gangpack/explain/wire"
-	"github.com/moirai-internal/ome-scheduler/pkg/plugins/gangpack/internal/plan"
+	"github.com/moirai-internal/ome-scheduler/pkg/plugins/gangpack/internal/devices"
 )
 
 const gpuClass = "gpu.example.com"
@@ -39,20 +38,8 @@ func TestExplainMatchesPreFilterDRA(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		doc := explain.Reservations(wire.Wire(w.pl.ledger.Holds(), w.pl.ledger.AssumedMembers(), w.pl.ledger.Active(), w.pl.args))
-		c := &explain.Cluster{Nodes: w.nodes, Pods: w.pods, Reservations: &doc, Args: w.pl.args, DRA: dra}
-		got, err := explain.Explain(c, explain.Request{PodGroup: pg, Pod: members[0]})
-		if err != nil {
-			t.Fatal(err)
-		}
-		cyc, st := w.preFilter(members[0])
-		want := ""
-		if st.IsSuccess() {
-			want = plan.ReadPin(cyc.cs).Domain
+		if _, want := w.explainAgrees(t, pg, members[0], dra, fmt.Sprintf("seed %d (%s)", seed, desc)); want != "" {
 			decided++
-		}
-		if got.ChosenDomain != want || (want == "" && !strings.HasPrefix(got.Reason, st.Message())) {
-			t.Errorf("seed %d (%s): explain %q (%s), PreFilter %q (%v)", seed, desc, got.ChosenDomain, got.Reason, want, st)
 		}
 	}
 	if decided < seeds/4 || decided > seeds*3/4 {
@@ -73,9 +60,7 @@ func randomDRAWorld(rng *rand.Rand) ([]*v1.Node, *draManager, *explain.DRA, stri
 		}
 	}
 	m := channelManager(nil)
-	m.classes[gpuClass] = &resourceapi.DeviceClass{ObjectMeta: metav1.ObjectMeta{Name: gpuClass},
-		Spec: resourceapi.DeviceClassSpec{Selectors: []resourceapi.DeviceSelector{{CEL: &resourceapi.CELDeviceSelector{
-			Expression: fmt.Sprintf("device.driver == %q", gpuClass)}}}}}
+	m.classes[gpuClass] = devices.DriverClass(gpuClass)
 	m.allocated = sets.New[structured.DeviceID]()
 	dra := &explain.DRA{}
 	for _, n := range nodes {

@@ -21,6 +21,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/moirai-internal/ome-scheduler/pkg/placement"
+	"github.com/moirai-internal/ome-scheduler/pkg/plugins/gangpack/internal/devices"
 	"github.com/moirai-internal/ome-scheduler/pkg/plugins/gangpack/internal/gang"
 )
 
@@ -56,27 +57,11 @@ type draSlices []*resourceapi.ResourceSlice
 
 func (s draSlices) ListWithDeviceTaintRules() ([]*resourceapi.ResourceSlice, error) { return s, nil }
 
-type draClasses map[string]*resourceapi.DeviceClass
-
-func (c draClasses) List() ([]*resourceapi.DeviceClass, error) {
-	var out []*resourceapi.DeviceClass
-	for _, dc := range c {
-		out = append(out, dc)
-	}
-	return out, nil
-}
-func (c draClasses) Get(name string) (*resourceapi.DeviceClass, error) {
-	if dc, ok := c[name]; ok {
-		return dc, nil
-	}
-	return nil, apierrors.NewNotFound(resourceapi.Resource("deviceclasses"), name)
-}
-
 // draManager is the framework's shared DRA manager over fixed slices and classes, nothing
 // allocated.
 type draManager struct {
 	slices    draSlices
-	classes   draClasses
+	classes   devices.Classes
 	allocated sets.Set[structured.DeviceID]
 }
 
@@ -92,9 +77,7 @@ func (m *draManager) DeviceClassResolver() fwk.DeviceClassResolver { return nil 
 
 // channelManager publishes one channel device per node.
 func channelManager(nodes []*v1.Node) *draManager {
-	m := &draManager{classes: draClasses{channelClass: {ObjectMeta: metav1.ObjectMeta{Name: channelClass},
-		Spec: resourceapi.DeviceClassSpec{Selectors: []resourceapi.DeviceSelector{{CEL: &resourceapi.CELDeviceSelector{
-			Expression: fmt.Sprintf("device.driver == %q", channelClass)}}}}}}}
+	m := &draManager{classes: devices.Classes{channelClass: devices.DriverClass(channelClass)}}
 	for _, n := range nodes {
 		m.slices = append(m.slices, &resourceapi.ResourceSlice{ObjectMeta: metav1.ObjectMeta{Name: n.Name + "-channel"},
 			Spec: resourceapi.ResourceSliceSpec{Driver: channelClass, NodeName: ptr.To(n.Name),
@@ -156,9 +139,7 @@ func BenchmarkPreFilterDRA(b *testing.B) {
 			}
 			m := channelManager(nodes)
 			gpuClass := "gpu.example.com"
-			m.classes[gpuClass] = &resourceapi.DeviceClass{ObjectMeta: metav1.ObjectMeta{Name: gpuClass},
-				Spec: resourceapi.DeviceClassSpec{Selectors: []resourceapi.DeviceSelector{{CEL: &resourceapi.CELDeviceSelector{
-					Expression: fmt.Sprintf("device.driver == %q", gpuClass)}}}}}
+			m.classes[gpuClass] = devices.DriverClass(gpuClass)
 			for _, n := range nodes {
 				s := &resourceapi.ResourceSlice{ObjectMeta: metav1.ObjectMeta{Name: n.Name + "-gpu"},
 					Spec: resourceapi.ResourceSliceSpec{Driver: gpuClass, NodeName: ptr.To(n.Name),

@@ -45,8 +45,7 @@ func devicesOf(d *DRA) plan.Devices {
 	}
 	state := structured.AllocatedState{AllocatedDevices: allocated, AllocatedSharedDeviceIDs: sets.New[structured.SharedDeviceID](),
 		AggregatedCapacity: structured.NewConsumedCapacityCollection()}
-	classes := classList(d.Classes)
-	return &clusterDevices{d: d, in: devices.NewInputs(f, state, classes, d.Slices, devices.NewCELCache(f))}
+	return &clusterDevices{d: d, in: devices.NewInputs(f, state, devices.ClassesOf(d.Classes), d.Slices, devices.NewCELCache(f))}
 }
 
 type clusterDevices struct {
@@ -73,20 +72,6 @@ func (c *clusterDevices) Claims(pod *v1.Pod) (member, shared []*resourceapi.Reso
 }
 
 func (c *clusterDevices) View(context.Context) (*devices.Inputs, error) { return c.in, nil }
-
-// classList serves DeviceClasses from a list.
-type classList []*resourceapi.DeviceClass
-
-func (l classList) List() ([]*resourceapi.DeviceClass, error) { return l, nil }
-
-func (l classList) Get(name string) (*resourceapi.DeviceClass, error) {
-	for _, c := range l {
-		if c.Name == name {
-			return c, nil
-		}
-	}
-	return nil, apierrors.NewNotFound(resourceapi.Resource("deviceclasses"), name)
-}
 
 // freeDevices counts the devices d's node-local slices publish on nodes, less those allocated,
 // per driver; nil when there are none.

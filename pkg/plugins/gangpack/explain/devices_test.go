@@ -9,6 +9,8 @@ import (
 	resourceapi "k8s.io/api/resource/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
+
+	"github.com/moirai-internal/ome-scheduler/pkg/plugins/gangpack/internal/devices"
 )
 
 const gpuDRA = "gpu.example.com"
@@ -17,9 +19,7 @@ const gpuDRA = "gpu.example.com"
 // in c (the cluster's nvidia.com/gpu extended resources are not what the claims ask for).
 func draCluster() *Cluster {
 	c := cluster()
-	c.DRA = &DRA{Classes: []*resourceapi.DeviceClass{{ObjectMeta: metav1.ObjectMeta{Name: gpuDRA},
-		Spec: resourceapi.DeviceClassSpec{Selectors: []resourceapi.DeviceSelector{{CEL: &resourceapi.CELDeviceSelector{
-			Expression: fmt.Sprintf("device.driver == %q", gpuDRA)}}}}}}}
+	c.DRA = &DRA{Classes: []*resourceapi.DeviceClass{devices.DriverClass(gpuDRA)}}
 	per := map[string]int{"a": 1, "b": 4, "c": 2}
 	for _, n := range c.Nodes {
 		s := &resourceapi.ResourceSlice{ObjectMeta: metav1.ObjectMeta{Name: n.Name}, Spec: resourceapi.ResourceSliceSpec{

@@ -5,7 +5,6 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	resourceapi "k8s.io/api/resource/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/dynamic-resource-allocation/structured"
@@ -20,24 +19,8 @@ const (
 	ns            = "team"
 )
 
-// classes is a DeviceClassLister over a map; a missing name is a NotFound error,
-// as from an informer lister.
-type classes map[string]*resourceapi.DeviceClass
-
-func (c classes) List() ([]*resourceapi.DeviceClass, error) {
-	out := make([]*resourceapi.DeviceClass, 0, len(c))
-	for _, dc := range c {
-		out = append(out, dc)
-	}
-	return out, nil
-}
-
-func (c classes) Get(name string) (*resourceapi.DeviceClass, error) {
-	if dc, ok := c[name]; ok {
-		return dc, nil
-	}
-	return nil, apierrors.NewNotFound(resourceapi.Resource("deviceclasses"), name)
-}
+// classes is the DeviceClassLister the tests use.
+type classes = Classes
 
 func class(name, expr string) *resourceapi.DeviceClass {
 	return &resourceapi.DeviceClass{

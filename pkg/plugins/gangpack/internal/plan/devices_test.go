@@ -29,28 +29,6 @@ const (
 	channelClass = "channel.example.com"
 )
 
-type classLister map[string]*resourceapi.DeviceClass
-
-func (c classLister) List() ([]*resourceapi.DeviceClass, error) {
-	var out []*resourceapi.DeviceClass
-	for _, dc := range c {
-		out = append(out, dc)
-	}
-	return out, nil
-}
-
-func (c classLister) Get(name string) (*resourceapi.DeviceClass, error) {
-	if dc, ok := c[name]; ok {
-		return dc, nil
-	}
-	return nil, apierrors.NewNotFound(resourceapi.Resource("deviceclasses"), name)
-}
-
-func deviceClass(name string) *resourceapi.DeviceClass {
-	return &resourceapi.DeviceClass{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: resourceapi.DeviceClassSpec{
-		Selectors: []resourceapi.DeviceSelector{{CEL: &resourceapi.CELDeviceSelector{Expression: fmt.Sprintf("device.driver == %q", name)}}}}}
-}
-
 // slice is what driver publishes for node: n devices prefix-0…
 func slice(driver, node, prefix string, n int) *resourceapi.ResourceSlice {
 	s := &resourceapi.ResourceSlice{ObjectMeta: metav1.ObjectMeta{Name: node + "-" + driver}, Spec: resourceapi.ResourceSliceSpec{
@@ -146,7 +124,7 @@ func TestChooseByDevices(t *testing.T) {
 			`gang ns/g waits: its members' devices cannot be counted: claim`},
 	}
 	nodes, slices := draNodes()
-	classes := classLister{gpuClass: deviceClass(gpuClass), channelClass: deviceClass(channelClass)}
+	classes := devices.ClassesOf([]*resourceapi.DeviceClass{devices.DriverClass(gpuClass), devices.DriverClass(channelClass)})
 	f := devices.DefaultFeatures()
 	for _, tt := range cases {
 		t.Run(tt.name, func(t *testing.T) {
