@@ -2,10 +2,14 @@ package gangpack
 
 import (
 	"context"
+	"errors"
 	"sync"
+	"time"
 
 	v1 "k8s.io/api/core/v1"
 	resourceapi "k8s.io/api/resource/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/informers"
 	resourcelisters "k8s.io/client-go/listers/resource/v1"
 	"k8s.io/dynamic-resource-allocation/cel"
 	"k8s.io/dynamic-resource-allocation/structured"
@@ -21,31 +25,65 @@ import (
 )
 
 // draDevices is what planning reads of DRA (plan.Devices): the claims of a template pod's
-// members, from the ResourceClaimTemplates the scheduler watches and the claims the
-// framework's shared DRA manager tracks, and a view of the devices as the DynamicResources
-// plugin sees them (slices, classes, allocated devices and allocations in flight).
+// members, from the ResourceClaimTemplates the plugin watches and the claims the framework's
+// shared DRA manager tracks, and a view of the devices as the DynamicResources plugin sees
+// them (slices, classes, allocated devices and allocations in flight).
 type draDevices struct {
 	manager   fwk.SharedDRAManager
 	templates resourcelisters.ResourceClaimTemplateLister
+	synced    func() bool // the template informer has listed once
+	// firstWait lets the first planning that needs templates wait for the informer's first
+	// list (at most templateSyncWait), so that gangs created as the scheduler starts do not
+	// park for want of it; later plannings do not wait.
+	firstWait sync.Once
 	features  structured.Features
 	cel       *cel.Cache
 }
 
 // newDRADevices returns the plugin's plan.Devices, nil when the framework has no shared DRA
-// manager (the DynamicResourceAllocation feature off): device room is then not counted. It
-// registers the ResourceClaimTemplate informer, so it runs before the informers start.
-func newDRADevices(h fwk.Handle) plan.Devices {
+// manager (the DynamicResourceAllocation feature off): device room is then not counted.
+//
+// The templates come from an informer of the plugin's own, started here, not from the
+// scheduler's shared factory: kube-scheduler waits for every informer of that factory to
+// sync before it schedules anything, so a scheduler without read access to
+// resourceclaimtemplates (RBAC not updated) would schedule nothing at all. With its own
+// informer only the gangs whose members use claim templates wait, with a reason that says so.
+// Without a client configuration (unit tests) the shared factory's informer is used.
+func newDRADevices(ctx context.Context, h fwk.Handle) plan.Devices {
 	m := h.SharedDRAManager()
 	if m == nil {
 		return nil
 	}
 	f := devices.DefaultFeatures()
-	return &draDevices{manager: m, templates: h.SharedInformerFactory().Resource().V1().ResourceClaimTemplates().Lister(),
-		features: f, cel: devices.NewCELCache(f)}
+	d := &draDevices{manager: m, features: f, cel: devices.NewCELCache(f)}
+	if h.KubeConfig() != nil && h.ClientSet() != nil {
+		factory := informers.NewSharedInformerFactory(h.ClientSet(), 0)
+		inf := factory.Resource().V1().ResourceClaimTemplates()
+		d.templates, d.synced = inf.Lister(), inf.Informer().HasSynced
+		factory.Start(ctx.Done())
+		return d
+	}
+	inf := h.SharedInformerFactory().Resource().V1().ResourceClaimTemplates()
+	d.templates, d.synced = inf.Lister(), func() bool { return true }
+	return d
 }
+
+// templateSyncWait bounds the first planning's wait for the template informer.
+const templateSyncWait = 5 * time.Second
+
+// errTemplatesUnread is the reason a gang whose members use claim templates waits while the
+// template informer has not listed them.
+var errTemplatesUnread = errors.New("ResourceClaimTemplates are not readable yet: the scheduler needs get, list and watch on resource.k8s.io resourceclaimtemplates")
 
 func (d *draDevices) Claims(pod *v1.Pod) (member, shared []*resourceapi.ResourceClaim, err error) {
 	return devices.MemberClaims(pod, func(ns, name string) (*resourceapi.ResourceClaimTemplate, error) {
+		d.firstWait.Do(func() {
+			_ = wait.PollUntilContextTimeout(context.Background(), 20*time.Millisecond, templateSyncWait, true,
+				func(context.Context) (bool, error) { return d.synced(), nil })
+		})
+		if !d.synced() {
+			return nil, errTemplatesUnread
+		}
 		return d.templates.ResourceClaimTemplates(ns).Get(name)
 	}, d.manager.ResourceClaims().Get)
 }

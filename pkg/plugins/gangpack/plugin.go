@@ -162,7 +162,7 @@ func newPlugin(ctx context.Context, args *gang.Args, h fwk.Handle, ml *gang.Memb
 	}
 	pl.ledger = ledger.New(ctx, h, ml, pl.quality.HeldChanged, lo)
 	pl.evaluator = preempt.New(ctx, h, ml, nil, preemption{pl}, pl.ledger.Now)
-	if d := newDRADevices(h); d != nil {
+	if d := newDRADevices(ctx, h); d != nil {
 		pl.dra = d
 	}
 	planner, err := plan.New(plan.Options{Args: args, Reader: pl.ledger, Effects: pl.ledger, Members: ml,
