@@ -4,6 +4,7 @@
 // runs bin/ome-scheduler with the Helm chart's
 // default configuration, applies the demo gang of manifests/demo and shows where it landed.
 // Optional acts follow: -partners (DEMO_PARTNERS=1, partners.go) a partner placement group,
+// -dra (DEMO_DRA=1, dra.go) a gang whose GPUs come through DRA claims,
 // then -preempt (DEMO_PREEMPT=1, preempt.go) preemption. It stops everything it started, also
 // on Ctrl-C.
 package main
@@ -39,6 +40,11 @@ var preempt = flag.Bool("preempt", os.Getenv("DEMO_PREEMPT") == "1",
 // gang of one placement group placed together in one clique.
 var partners = flag.Bool("partners", os.Getenv("DEMO_PARTNERS") == "1",
 	"show a partner placement group (prefill + decode gangs of 2) placed whole in one clique")
+
+// dra runs the DRA act (flag -dra, or DEMO_DRA=1): a gang whose GPUs come through DRA claims
+// lands in the tightest clique by devices.
+var dra = flag.Bool("dra", os.Getenv("DEMO_DRA") == "1",
+	"show a gang of 4 whose members take a GPU each through a ResourceClaimTemplate placed in the tightest clique by devices")
 
 func main() {
 	flag.Parse()
@@ -92,7 +98,7 @@ func run(ctx context.Context) (err error) {
 		cp.Kwok.Cmd.Process.Pid, devenv.KwokNodeAnnotation, devenv.KwokNodeValue, devenv.DefaultMaxGrace)
 
 	kcm, err := devenv.StartProcess(cp.Dir, "kube-controller-manager", "kube-controller-manager",
-		"--kubeconfig="+cp.KubeConfigPath, "--controllers=deployment,replicaset,namespace,garbagecollector",
+		"--kubeconfig="+cp.KubeConfigPath, "--controllers=deployment,replicaset,namespace,garbagecollector,resourceclaim-controller",
 		"--leader-elect=false", "--secure-port=0", "--v=1")
 	if err != nil {
 		return err
@@ -188,6 +194,11 @@ func run(ctx context.Context) (err error) {
 	}
 	if *partners {
 		if err := partnersAct(ctx, cp, kubectl, port, sched.LogPath); err != nil {
+			return err
+		}
+	}
+	if *dra {
+		if err := draAct(ctx, cp, kubectl, port); err != nil {
 			return err
 		}
 	}

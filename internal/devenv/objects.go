@@ -154,6 +154,8 @@ type PodSpec struct {
 	SchedulerName string // default ome-scheduler
 	Gates         []string
 	CPU           string
+	// Claims are the pod's DRA resource claims, each used by its container.
+	Claims []PodClaim
 }
 
 // NewPod builds a pod that requests GPUs (requests = limits) and runs on ome-scheduler.
@@ -198,6 +200,16 @@ func NewPod(s PodSpec) *v1.Pod {
 				TopologyKey:   v1.LabelHostname,
 			}},
 		}
+	}
+	for _, c := range s.Claims {
+		pc := v1.PodResourceClaim{Name: c.Name}
+		if c.Template != "" {
+			pc.ResourceClaimTemplateName = ptr.To(c.Template)
+		} else {
+			pc.ResourceClaimName = ptr.To(c.Claim)
+		}
+		pod.Spec.ResourceClaims = append(pod.Spec.ResourceClaims, pc)
+		pod.Spec.Containers[0].Resources.Claims = append(pod.Spec.Containers[0].Resources.Claims, v1.ResourceClaim{Name: c.Name})
 	}
 	for _, g := range s.Gates {
 		pod.Spec.SchedulingGates = append(pod.Spec.SchedulingGates, v1.PodSchedulingGate{Name: g})

@@ -5,10 +5,12 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"os"
 	"strings"
 
 	"github.com/spf13/cobra"
 	v1 "k8s.io/api/core/v1"
+	resourceapi "k8s.io/api/resource/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/yaml"
@@ -71,11 +73,12 @@ func (o *options) runExplain(ctx context.Context, name, podName string) error {
 
 // shapeFlags are the flags that describe a hypothetical gang's members.
 type shapeFlags struct {
-	minMember   int
-	requests    string
-	topologyKey string
-	apart       bool
-	priority    int32
+	minMember     int
+	requests      string
+	topologyKey   string
+	apart         bool
+	priority      int32
+	claimTemplate string
 }
 
 func (f *shapeFlags) add(cmd *cobra.Command, withSize bool, defaultRequests string) {
@@ -86,6 +89,7 @@ func (f *shapeFlags) add(cmd *cobra.Command, withSize bool, defaultRequests stri
 	fs.StringVar(&f.requests, "requests", defaultRequests, "One member's requests, e.g. nvidia.com/gpu=8,cpu=16,memory=64Gi")
 	fs.StringVar(&f.topologyKey, "topology-key", "", "The node label key that defines domains (default: the scheduler's topologyKey argument, else "+DefaultTopologyKey+")")
 	fs.BoolVar(&f.apart, "anti-affinity-per-node", false, "Members carry a required anti-affinity among themselves on kubernetes.io/hostname (one per node)")
+	fs.StringVar(&f.claimTemplate, "claim-template", "", "A ResourceClaimTemplate YAML or JSON file: every member takes a claim from it (DRA devices)")
 }
 
 func (f *shapeFlags) shape(ns string, args *explain.Args) (explain.Shape, error) {
@@ -98,6 +102,11 @@ func (f *shapeFlags) shape(ns string, args *explain.Args) (explain.Shape, error)
 		key = DefaultTopologyKey
 	}
 	s := explain.Shape{Namespace: ns, MinMember: f.minMember, Requests: reqs, TopologyKey: key, AntiAffinityPerNode: f.apart}
+	if f.claimTemplate != "" {
+		if s.ClaimTemplate, err = readClaimTemplate(f.claimTemplate); err != nil {
+			return explain.Shape{}, err
+		}
+	}
 	if f.priority != 0 {
 		p := f.priority
 		s.Priority = &p
@@ -147,8 +156,8 @@ func (o *options) domainsCommand() *cobra.Command {
 }
 
 func (o *options) runShape(ctx context.Context, f *shapeFlags, run func(*explain.Cluster, explain.Shape) (interface{ WriteTable(io.Writer) error }, error)) error {
-	if f.requests == "" {
-		return usagef("--requests is required, e.g. --requests nvidia.com/gpu=8")
+	if f.requests == "" && f.claimTemplate == "" {
+		return usagef("--requests is required, e.g. --requests nvidia.com/gpu=8 (or --claim-template FILE)")
 	}
 	ns, _, err := o.config.ToRawKubeConfigLoader().Namespace()
 	if err != nil {
@@ -199,4 +208,26 @@ func writeYAML(w io.Writer, v any) error {
 	}
 	_, err = w.Write(b)
 	return err
+}
+
+// readClaimTemplate reads a ResourceClaimTemplate from a YAML or JSON file.
+func readClaimTemplate(path string) (*resourceapi.ResourceClaimTemplate, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("--claim-template: %w", err)
+	}
+	t := &resourceapi.ResourceClaimTemplate{}
+	if err := yaml.UnmarshalStrict(b, t); err != nil {
+		return nil, fmt.Errorf("--claim-template %s: %w", path, err)
+	}
+	if t.Kind != "" && t.Kind != "ResourceClaimTemplate" {
+		return nil, fmt.Errorf("--claim-template %s: kind %q, want ResourceClaimTemplate", path, t.Kind)
+	}
+	if t.Name == "" {
+		t.Name = "whatif"
+	}
+	if len(t.Spec.Spec.Devices.Requests) == 0 {
+		return nil, fmt.Errorf("--claim-template %s: no device requests (spec.spec.devices.requests)", path)
+	}
+	return t, nil
 }

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
@@ -57,12 +58,15 @@ func (o *options) readCluster(ctx context.Context) (*explain.Cluster, string, er
 		c.Pods = append(c.Pods, &pods.Items[i])
 	}
 	note := ""
+	if c.DRA, err = readDRA(ctx, cs); err != nil {
+		note = "DRA devices not counted: " + err.Error()
+	}
 	if r, err := o.reservations(ctx, cfg); err != nil {
-		note = err.Error()
+		note = joinNotes(note, err.Error())
 	} else {
 		c.Reservations = r
 		if !r.Leader {
-			note = fmt.Sprintf("%s has run no scheduling cycle yet: a standby replica holds no reservations (ask the leader)", o.schedulerURL)
+			note = joinNotes(note, fmt.Sprintf("%s has run no scheduling cycle yet: a standby replica holds no reservations (ask the leader)", o.schedulerURL))
 		}
 		if r.Args != nil {
 			c.Args = r.Args
@@ -152,4 +156,51 @@ func (o *options) podGroupClient() (pgclientset.Interface, error) {
 		return nil, err
 	}
 	return pgclientset.NewForConfig(cfg)
+}
+
+// readDRA lists the cluster's DRA objects (resource.k8s.io/v1); nil, nil when the API server
+// does not serve them (no DRA: nothing to count).
+func readDRA(ctx context.Context, cs kubernetes.Interface) (*explain.DRA, error) {
+	r := cs.ResourceV1()
+	slices, err := r.ResourceSlices().List(ctx, metav1.ListOptions{})
+	if apierrors.IsNotFound(err) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("list resourceslices: %w", err)
+	}
+	classes, err := r.DeviceClasses().List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return nil, fmt.Errorf("list deviceclasses: %w", err)
+	}
+	claims, err := r.ResourceClaims(metav1.NamespaceAll).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return nil, fmt.Errorf("list resourceclaims: %w", err)
+	}
+	templates, err := r.ResourceClaimTemplates(metav1.NamespaceAll).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return nil, fmt.Errorf("list resourceclaimtemplates: %w", err)
+	}
+	d := &explain.DRA{}
+	for i := range slices.Items {
+		d.Slices = append(d.Slices, &slices.Items[i])
+	}
+	for i := range classes.Items {
+		d.Classes = append(d.Classes, &classes.Items[i])
+	}
+	for i := range claims.Items {
+		d.Claims = append(d.Claims, &claims.Items[i])
+	}
+	for i := range templates.Items {
+		d.Templates = append(d.Templates, &templates.Items[i])
+	}
+	return d, nil
+}
+
+// joinNotes joins two notes with "; " (either may be empty).
+func joinNotes(a, b string) string {
+	if a == "" || b == "" {
+		return a + b
+	}
+	return a + "; " + b
 }

@@ -74,6 +74,11 @@ type GroupNode struct {
 	// Fits is, per partner (index in the partner list) and per shape of that partner, whether
 	// a member of that shape passes the node's hard constraints and resource fit.
 	Fits [][]bool
+	// Limits is, per partner, the most of its members the node's DRA devices allow (Node's
+	// Limit); 0 or missing: no device limit. The model shares a node's resources among
+	// partners, not its devices: a node one device-limited partner uses takes no other
+	// device-limited partner (conservative when they use different devices).
+	Limits []int
 }
 
 // GroupPlan is the outcome for one group domain.

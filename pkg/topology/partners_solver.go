@@ -50,6 +50,9 @@ func newGroupSolver(partners []Partner, nodes []*GroupNode) *groupSolver {
 		for i, n := range ns {
 			fits := partnerFits(n, p)
 			nn := Node{Name: n.Name, Free: n.Free, FreePods: n.FreePods, Fits: fits}
+			if p < len(n.Limits) && n.Limits[p] > 0 {
+				nn.Limited, nn.Limit = true, n.Limits[p]
+			}
 			s.alone[p][i] = NodeRoom(g, &nn)
 			if pc, ok := PerCopy(g, &nn); ok {
 				s.perCopy[p][i] = pc
@@ -93,6 +96,10 @@ type residual map[int]*nodeLeft
 type nodeLeft struct {
 	free Resources
 	pods int64
+	// devices is set once a partner with a device limit there took the node: partners share
+	// a node's resources in the model, not its devices, so no other device-limited partner
+	// may join it.
+	devices bool
 	// over is set when a partner alone took more than the counts rule allows for a shared
 	// node (NodeRoom's one member on a node without a whole spare copy): nobody else may
 	// join it then.
@@ -106,7 +113,8 @@ func (s *groupSolver) room(p, i int, st residual) int {
 		return s.alone[p][i]
 	}
 	pc := s.perCopy[p][i]
-	if pc == nil || left.over {
+	limit := s.limit(p, i)
+	if pc == nil || left.over || (limit > 0 && left.devices) {
 		return 0
 	}
 	copies := left.pods
@@ -117,7 +125,19 @@ func (s *groupSolver) room(p, i int, st residual) int {
 		f := max(left.free[r], 0)
 		copies = min(copies, f/q)
 	}
-	return int(max(min(copies, int64(s.perNode[p])), 0))
+	room := int(max(min(copies, int64(s.perNode[p])), 0))
+	if limit > 0 {
+		room = min(room, limit)
+	}
+	return room
+}
+
+// limit is partner p's device limit on node i (GroupNode.Limits; 0: none).
+func (s *groupSolver) limit(p, i int) int {
+	if l := s.nodes[i].Limits; p < len(l) {
+		return l[p]
+	}
+	return 0
 }
 
 // take records k members of partner p on node i.
@@ -145,6 +165,9 @@ func (s *groupSolver) take(p, i, k int, st residual) {
 	left.pods -= int64(k)
 	if left.pods < 0 {
 		left.over = true
+	}
+	if s.limit(p, i) > 0 {
+		left.devices = true
 	}
 }
 

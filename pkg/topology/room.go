@@ -39,11 +39,15 @@ type Node struct {
 	// Fits reports, per shape, whether a member of that shape passes the node's hard
 	// constraints and resource fit (the plugin's fits(pod, node)).
 	Fits []bool
+	// Limited caps the node's member room at Limit: what its DRA devices allow (the
+	// plugin's device room); unset, only resources and pods count.
+	Limited bool
+	Limit   int
 }
 
 // NodeRoom returns how many members of the gang the node can hold at once: copies of the
 // largest fitting shape that its free resources allow, capped at one when members stay
-// apart and at Need otherwise; 0 when no shape fits.
+// apart, at Need otherwise, and at the node's device limit (Limited); 0 when no shape fits.
 func NodeRoom(g *Gang, n *Node) int {
 	perNode := g.Need
 	if g.Apart {
@@ -75,6 +79,9 @@ func NodeRoom(g *Gang, n *Node) int {
 	}
 	if room < 1 {
 		room = 1
+	}
+	if n.Limited && int64(n.Limit) < room {
+		room = int64(max(n.Limit, 0))
 	}
 	return int(room)
 }

@@ -92,6 +92,9 @@ ports:
 - apiGroups: ["scheduling.x-k8s.io"]
   resources: ["podgroups"]
   verbs: ["get", "list", "watch"]
+- apiGroups: ["resource.k8s.io"]
+  resources: ["resourceclaimtemplates"]
+  verbs: ["get", "list", "watch"]
 `)
 		wantYAML(t, "leader-election rules", r.get(t, "Role", name+"-leader-election").obj["rules"], `
 - apiGroups: ["coordination.k8s.io"]

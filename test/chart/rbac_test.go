@@ -15,8 +15,13 @@ var forbiddenResources = map[string]bool{
 	"persistentvolumes": true, "persistentvolumeclaims": true, "events": true,
 	"configmaps": true, "secrets": true, "podgroups/status": true,
 	"resourceclaims": true, "resourceclaims/status": true, "resourceslices": true,
-	"deviceclasses": true, "resourceclaimtemplates": true,
+	"deviceclasses": true,
 }
+
+// readOnlyResources may be granted get, list and watch only, and none of their subresources:
+// PodGroups, and ResourceClaimTemplates, which OMEGangPack reads to count a gang's DRA devices
+// and system:kube-scheduler does not grant.
+var readOnlyResources = []string{"podgroups", "resourceclaimtemplates"}
 
 func strList(v any) []string {
 	items, _ := v.([]any)
@@ -29,8 +34,8 @@ func strList(v any) []string {
 }
 
 // rbacViolations lists every grant the chart must never make in the rules of one role:
-// wildcards, forbiddenResources, podgroups beyond read-only, and leases other than create or
-// get/update of the scheduler's own Lease.
+// wildcards, forbiddenResources, readOnlyResources beyond read-only, and leases other than
+// create or get/update of the scheduler's own Lease.
 func rbacViolations(role string, rules []any, name string) []string {
 	var v []string
 	for i, ri := range rules {
@@ -52,13 +57,16 @@ func rbacViolations(role string, rules []any, name string) []string {
 			if forbiddenResources[res] {
 				v = append(v, where+": grants "+res)
 			}
-			if strings.HasPrefix(res, "podgroups") {
-				if res != "podgroups" {
+			for _, ro := range readOnlyResources {
+				if !strings.HasPrefix(res, ro) {
+					continue
+				}
+				if res != ro {
 					v = append(v, where+": grants "+res)
 				}
 				for _, verb := range verbs {
 					if verb != "get" && verb != "list" && verb != "watch" {
-						v = append(v, where+": verb "+verb+" on podgroups")
+						v = append(v, where+": verb "+verb+" on "+ro)
 					}
 				}
 			}
@@ -120,6 +128,9 @@ func TestRBAC(t *testing.T) {
 - apiGroups: ["scheduling.x-k8s.io"]
   resources: ["podgroups"]
   verbs: ["get", "list", "watch"]
+- apiGroups: ["resource.k8s.io"]
+  resources: ["resourceclaimtemplates"]
+  verbs: ["get", "list", "watch"]
 `)
 			le := r.get(t, "Role", tc.sub+"-leader-election")
 			wantEq(t, "leader-election Role namespace", le.namespace(), releaseNS)
@@ -152,6 +163,7 @@ func TestRBAC(t *testing.T) {
 				"name: system:volume-scheduler",
 				"name: " + tc.sub + "-extras",
 				`resources: ["podgroups"]`,
+				`resources: ["resourceclaimtemplates"]`,
 				"name: system:auth-delegator",
 				"name: " + tc.sub + "-metrics-reader",
 				`nonResourceURLs: ["/metrics"]`,
@@ -168,6 +180,8 @@ func TestRBAC(t *testing.T) {
 				`  - apiGroups: ["scheduling.x-k8s.io"]`,
 				`    resources: ["podgroups"]`,
 				`    verbs: ["get", "list", "watch"]`,
+				`  - apiGroups: ["resource.k8s.io"]`,
+				`    resources: ["resourceclaimtemplates"]`,
 				`  - nonResourceURLs: ["/metrics"]`,
 				`    verbs: ["get"]`,
 			} {
@@ -197,6 +211,9 @@ func TestRBACCheckerDetectsViolations(t *testing.T) {
 		{"configmaps", `[{apiGroups: [""], resources: ["configmaps"], verbs: ["get"]}]`},
 		{"secrets", `[{apiGroups: [""], resources: ["secrets"], verbs: ["get"]}]`},
 		{"DRA", `[{apiGroups: ["resource.k8s.io"], resources: ["resourceclaims"], verbs: ["get"]}]`},
+		{"DRA slices", `[{apiGroups: ["resource.k8s.io"], resources: ["resourceslices"], verbs: ["list"]}]`},
+		{"claim templates create", `[{apiGroups: ["resource.k8s.io"], resources: ["resourceclaimtemplates"], verbs: ["get", "create"]}]`},
+		{"claim templates subresource", `[{apiGroups: ["resource.k8s.io"], resources: ["resourceclaimtemplates/status"], verbs: ["get"]}]`},
 		{"podgroups update", `[{apiGroups: ["scheduling.x-k8s.io"], resources: ["podgroups"], verbs: ["update"]}]`},
 		{"podgroups/status", `[{apiGroups: ["scheduling.x-k8s.io"], resources: ["podgroups/status"], verbs: ["get"]}]`},
 		{"lease update unrestricted", `[{apiGroups: ["coordination.k8s.io"], resources: ["leases"], verbs: ["get", "update"]}]`},
@@ -219,6 +236,7 @@ func TestRBACCheckerDetectsViolations(t *testing.T) {
 - {apiGroups: ["coordination.k8s.io"], resources: ["leases"], verbs: ["create"]}
 - {apiGroups: ["coordination.k8s.io"], resources: ["leases"], resourceNames: ["ome-scheduler"], verbs: ["get", "update"]}
 - {apiGroups: ["scheduling.x-k8s.io"], resources: ["podgroups"], verbs: ["get", "list", "watch"]}
+- {apiGroups: ["resource.k8s.io"], resources: ["resourceclaimtemplates"], verbs: ["get", "list", "watch"]}
 - {nonResourceURLs: ["/metrics"], verbs: ["get"]}
 `).([]any)
 		if v := rbacViolations("test", rules, "ome-scheduler"); len(v) != 0 {

@@ -176,6 +176,7 @@ func (c *checker) step(label string) {
 		}
 	}
 	c.checkRoom(label)
+	c.checkDevicesHeld(label)
 	c.checkNominations(label)
 	c.checkHolds(label)
 	c.checkPreemption(label)

@@ -29,6 +29,9 @@ func (s *sim) apply(e composeEvent) {
 		s.addGang(e)
 	case "pod":
 		p := standalone(fmt.Sprintf("s%d", len(s.pods)))
+		if s.dra && e.b%2 == 1 {
+			withChannel(p)
+		}
 		s.addPod(prio(p, int32(e.a%3*10)))
 	case "sched":
 		if sp := s.nextActive(e.a); sp != nil {
@@ -94,6 +97,9 @@ func (s *sim) addGang(e composeEvent) {
 		}
 		for i := 0; i < size; i++ {
 			p := prio(gangMember(fmt.Sprintf("%s-%d", name, i), name, 1), int32(e.c%3*10))
+			if s.dra && e.b%2 == 1 {
+				withChannel(p)
+			}
 			if group != "" {
 				p.Labels[testGroupLabel] = group
 			}
@@ -246,7 +252,7 @@ func (s *sim) defaultFilters(sp *simPod, ni fwk.NodeInfo) *fwk.Status {
 	if free < gang.Request(sp.pod)[testGPU] {
 		return fwk.NewStatus(fwk.Unschedulable, "Insufficient "+testGPU)
 	}
-	return nil
+	return s.channelFilter(sp, n.Name)
 }
 
 // bind binds an admitted pod, or fails its binding (then it is unreserved and retried).

@@ -76,7 +76,13 @@ func generate(seed int64, steps int) []composeEvent {
 
 // run plays the events, then the liveness check; it returns the first violation (nil: none).
 func runCompose(t testing.TB, events []composeEvent) *violation {
-	s := newSim(t, 0)
+	return runComposeWith(t, events, false)
+}
+
+// runComposeWith is runCompose in a cluster with DRA channel devices when dra is set
+// (compose_dra_test.go).
+func runComposeWith(t testing.TB, events []composeEvent, dra bool) *violation {
+	s := newSimWith(t, 0, dra)
 	defer s.cancel()
 	if os.Getenv("OME_COMPOSE_TRACE") != "" { // what happened, printed when an invariant fails
 		s.trace = []string{}
@@ -150,11 +156,16 @@ func (s *sim) liveness() {
 
 // shrink drops events while the same invariant still fails.
 func shrink(t testing.TB, events []composeEvent, inv string) []composeEvent {
+	return shrinkWith(t, events, inv, false)
+}
+
+// shrinkWith is shrink for runComposeWith.
+func shrinkWith(t testing.TB, events []composeEvent, inv string, dra bool) []composeEvent {
 	for changed := true; changed; {
 		changed = false
 		for i := len(events) - 1; i >= 0; i-- {
 			cand := append(append([]composeEvent{}, events[:i]...), events[i+1:]...)
-			if v := runCompose(t, cand); v != nil && v.inv == inv {
+			if v := runComposeWith(t, cand, dra); v != nil && v.inv == inv {
 				events, changed = cand, true
 			}
 		}

@@ -93,7 +93,9 @@ type simTimer struct {
 
 // sim is one simulated cluster with one plugin instance at a time.
 type sim struct {
-	t      testing.TB
+	t testing.TB
+	// dra: the nodes publish a DRA channel each, and some pods take one (compose_dra_test.go).
+	dra    bool
 	rng    *rand.Rand
 	now    time.Time
 	nodes  []*v1.Node
@@ -159,8 +161,12 @@ func composeArgs() *gang.Args {
 	return a
 }
 
-func newSim(t testing.TB, seed int64) *sim {
-	s := &sim{t: t, rng: rand.New(rand.NewSource(seed)), now: time.Unix(1_000_000, 0)}
+func newSim(t testing.TB, seed int64) *sim { return newSimWith(t, seed, false) }
+
+// newSimWith is newSim whose nodes publish a DRA channel each when dra is set
+// (compose_dra_test.go).
+func newSimWith(t testing.TB, seed int64, dra bool) *sim {
+	s := &sim{t: t, rng: rand.New(rand.NewSource(seed)), now: time.Unix(1_000_000, 0), dra: dra}
 	// The API client only takes the preemption's status patches and deletions (the
 	// simulator applies them from the Preempted events): a tracker per sequence costs more
 	// than the whole sequence.
@@ -172,6 +178,11 @@ func newSim(t testing.TB, seed int64) *sim {
 	s.podInf = factory.Core().V1().Pods().Informer()
 	s.pgIdx = cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc})
 	s.chk = newChecker(s)
+	if dra {
+		if err := factory.Resource().V1().ResourceClaimTemplates().Informer().GetIndexer().Add(channelTemplate()); err != nil {
+			t.Fatal(err)
+		}
+	}
 	s.start(factory)
 	return s
 }
@@ -184,6 +195,9 @@ func (s *sim) start(factory informers.SharedInformerFactory) {
 	s.gen++
 	s.ctx, s.cancel = context.WithCancel(klog.NewContext(context.Background(), logr.Discard()))
 	s.h = &fakeHandle{client: s.client, factory: factory, waiting: map[types.UID]*fakeWaiter{}}
+	if s.dra {
+		s.h.dra = simDRA{s}
+	}
 	ml, err := gang.NewMembers(factory.Core().V1().Pods())
 	if err != nil {
 		s.t.Fatal(err)

@@ -26,6 +26,9 @@ func (pl *GangPack) EventsToRegister(_ context.Context) ([]fwk.ClusterEventWithH
 		{Event: fwk.ClusterEvent{Resource: fwk.Pod, ActionType: fwk.Delete | fwk.UpdatePodScaleDown}, QueueingHintFn: podHint(true, pl.freesRoomFor)},
 		{Event: fwk.ClusterEvent{Resource: fwk.Node, ActionType: nodeUpdates | fwk.Delete}, QueueingHintFn: pl.hintNodeChange},
 	}
+	if pl.dra != nil {
+		events = append(events, draEvents()...)
+	}
 	if pl.registerPodGroupEvents {
 		events = append(events, fwk.ClusterEventWithHint{
 			Event:          fwk.ClusterEvent{Resource: podGroupResource, ActionType: fwk.Add | fwk.Update | fwk.Delete},

@@ -31,20 +31,7 @@ func TestExplainMatchesPreFilter(t *testing.T) {
 			w.addPod(m)
 		}
 		w.resnap(waiting...)
-		doc := explain.Reservations(wire.Wire(w.pl.ledger.Holds(), w.pl.ledger.AssumedMembers(), w.pl.ledger.Active(), w.pl.args))
-		c := &explain.Cluster{Nodes: w.nodes, Pods: w.pods, Reservations: &doc, Args: w.pl.args}
-		got, err := explain.Explain(c, explain.Request{PodGroup: pg, Pod: members[0]})
-		if err != nil {
-			t.Fatal(err)
-		}
-		cyc, st := w.preFilter(members[0])
-		want := ""
-		if st.IsSuccess() {
-			want = plan.ReadPin(cyc.cs).Domain
-		}
-		if got.ChosenDomain != want || (want == "" && !strings.HasPrefix(got.Reason, st.Message())) {
-			t.Errorf("seed %d (%s): explain %q (%s), PreFilter %q (%v)", seed, desc, got.ChosenDomain, got.Reason, want, st)
-		}
+		got, _ := w.explainAgrees(t, pg, members[0], nil, fmt.Sprintf("seed %d (%s)", seed, desc))
 		if strings.HasPrefix(got.Reason, "preferred:") {
 			preferred++
 		}
@@ -134,4 +121,27 @@ func newGang(rng *rand.Rand, nodes []*v1.Node) (*schedv1alpha1.PodGroup, []*v1.P
 func preferredHosts(weight int32, hosts ...string) v1.PreferredSchedulingTerm {
 	return v1.PreferredSchedulingTerm{Weight: weight, Preference: v1.NodeSelectorTerm{MatchExpressions: []v1.NodeSelectorRequirement{
 		{Key: v1.LabelHostname, Operator: v1.NodeSelectorOpIn, Values: hosts}}}}
+}
+
+// explainAgrees explains the gang of member as kubectl ome would (from the API objects, the
+// ledger's served reservations and dra) and runs PreFilter for it; it reports a disagreement
+// (not the same domain, or not the same wait) and returns explain's answer and PreFilter's
+// domain ("" when it waits).
+func (w *world) explainAgrees(t *testing.T, pg *schedv1alpha1.PodGroup, member *v1.Pod, dra *explain.DRA, label string) (*explain.Result, string) {
+	t.Helper()
+	doc := explain.Reservations(wire.Wire(w.pl.ledger.Holds(), w.pl.ledger.AssumedMembers(), w.pl.ledger.Active(), w.pl.args))
+	c := &explain.Cluster{Nodes: w.nodes, Pods: w.pods, Reservations: &doc, Args: w.pl.args, DRA: dra}
+	got, err := explain.Explain(c, explain.Request{PodGroup: pg, Pod: member})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cyc, st := w.preFilter(member)
+	want := ""
+	if st.IsSuccess() {
+		want = plan.ReadPin(cyc.cs).Domain
+	}
+	if got.ChosenDomain != want || (want == "" && !strings.HasPrefix(got.Reason, st.Message())) {
+		t.Errorf("%s: explain %q (%s), PreFilter %q (%v)", label, got.ChosenDomain, got.Reason, want, st)
+	}
+	return got, want
 }

@@ -36,7 +36,7 @@ func (pl *GangPack) Filter(ctx context.Context, cs fwk.CycleState, pod *v1.Pod, 
 		logger.V(4).Info("gangpack.Filter.reject", "pod", klog.KObj(pod), "node", node.Name, "reason", "outside_group_domain", "domain", w.Value)
 		return fwk.NewStatus(fwk.UnschedulableAndUnresolvable, msg.OutsideGroupDomain(w.Value))
 	}
-	if st := pl.filterRoom(logger, cs, pod, pin, ni); !st.IsSuccess() {
+	if st := pl.filterRoom(ctx, logger, cs, pod, pin, ni); !st.IsSuccess() {
 		return st
 	}
 	if !plannedCandidate(cs, pin, node.Name) {
@@ -48,7 +48,7 @@ func (pl *GangPack) Filter(ctx context.Context, cs fwk.CycleState, pod *v1.Pod, 
 
 // filterRoom refuses nodes with a binding in doubt and nodes where the pod does not fit the
 // room left outside other forming gangs' reservations.
-func (pl *GangPack) filterRoom(logger klog.Logger, cs fwk.CycleState, pod *v1.Pod, pin *plan.Pin, ni fwk.NodeInfo) *fwk.Status {
+func (pl *GangPack) filterRoom(ctx context.Context, logger klog.Logger, cs fwk.CycleState, pod *v1.Pod, pin *plan.Pin, ni fwk.NodeInfo) *fwk.Status {
 	node := ni.Node()
 	own := ""
 	if pin != nil {
@@ -65,7 +65,7 @@ func (pl *GangPack) filterRoom(logger klog.Logger, cs fwk.CycleState, pod *v1.Po
 	}
 	free, freePods := withNominatedReserved(ni, reserved)
 	if reserved.Leaves(free, freePods, requestOf(cs, pod)) {
-		return nil
+		return pl.filterDevices(ctx, cs, pod, node, reserved.Gangs, own)
 	}
 	// The pod is parked once, by PostFilter, if no node takes it: parking here, once per
 	// refused node, woke every parked pod again whenever room had been given back meanwhile.
@@ -130,6 +130,8 @@ const requestStateKey fwk.StateKey = "gangpack.request"
 type requestState struct {
 	request    topology.Resources
 	generation uint64
+	// dev is set for a pod with DRA claims when devices are counted (filterDevices).
+	dev *podDevices
 }
 
 func (s *requestState) Clone() fwk.StateData { return s }

@@ -60,7 +60,11 @@ type fakeHandle struct {
 	onIterate func()
 	activated []string
 	events    []recordedEvent
+	// dra is the framework's shared DRA manager (nil: DRA off, devices not counted).
+	dra fwk.SharedDRAManager
 }
+
+func (h *fakeHandle) SharedDRAManager() fwk.SharedDRAManager { return h.dra }
 
 // recordedEvent is one event the plugin emitted through the handle's recorder.
 type recordedEvent struct {
@@ -213,6 +217,13 @@ func (w *world) ledgerOptions() ledger.Options {
 // node in the snapshot) and the PodGroups.
 func newWorld(t testing.TB, args *gang.Args, nodes []*v1.Node, pods []*v1.Pod, pgs ...*schedv1alpha1.PodGroup) *world {
 	t.Helper()
+	return newWorldWith(t, nil, args, nodes, pods, pgs...)
+}
+
+// newWorldWith is newWorld whose framework has dra as its shared DRA manager (nil: DRA off);
+// ResourceClaimTemplates are served from w.h.factory's informer (addTemplate).
+func newWorldWith(t testing.TB, dra fwk.SharedDRAManager, args *gang.Args, nodes []*v1.Node, pods []*v1.Pod, pgs ...*schedv1alpha1.PodGroup) *world {
+	t.Helper()
 	_, ctx := ktesting.NewTestContext(t)
 	ctx, cancel := context.WithCancel(ctx)
 	t.Cleanup(cancel)
@@ -223,7 +234,7 @@ func newWorld(t testing.TB, args *gang.Args, nodes []*v1.Node, pods []*v1.Pod, p
 	if err != nil {
 		t.Fatal(err)
 	}
-	h := &fakeHandle{client: client, factory: factory, waiting: map[types.UID]*fakeWaiter{}}
+	h := &fakeHandle{client: client, factory: factory, waiting: map[types.UID]*fakeWaiter{}, dra: dra}
 	if args == nil {
 		args = testArgs()
 	}

@@ -22,12 +22,13 @@ func TestLayout(t *testing.T) {
 	const self = "github.com/moirai-internal/ome-scheduler/pkg/plugins/gangpack"
 	allowed := map[string][]string{
 		"gang":    {"msg"},
+		"devices": nil,
 		"msg":     nil,
 		"metrics": nil,
 		"pace":    nil,
 		"ledger":  {"gang", "msg", "metrics"},
 		"quality": {"gang", "metrics"},
-		"plan":    {"gang", "msg", "metrics", "quality"},
+		"plan":    {"devices", "gang", "msg", "metrics", "quality"},
 		"preempt": {"gang", "msg", "metrics"},
 	}
 	dirs, err := os.ReadDir("internal")

@@ -43,6 +43,8 @@ type GangPack struct {
 	registerPodGroupEvents bool
 	// ledger is the one owner of the state that lives across scheduling cycles.
 	ledger *ledger.Ledger
+	// dra reads DRA claims and devices (dra.go); nil when devices are not counted.
+	dra plan.Devices
 	// members lists a gang's pods from the scheduler's shared pod informer.
 	members *gang.Members
 	// nodes reads node labels outside scheduling cycles (Bind's placement annotations).
@@ -160,9 +162,12 @@ func newPlugin(ctx context.Context, args *gang.Args, h fwk.Handle, ml *gang.Memb
 	}
 	pl.ledger = ledger.New(ctx, h, ml, pl.quality.HeldChanged, lo)
 	pl.evaluator = preempt.New(ctx, h, ml, nil, preemption{pl}, pl.ledger.Now)
+	if d := newDRADevices(ctx, h); d != nil {
+		pl.dra = d
+	}
 	planner, err := plan.New(plan.Options{Args: args, Reader: pl.ledger, Effects: pl.ledger, Members: ml,
 		Nodes: func() fwk.NodeInfoLister { return h.SnapshotSharedLister().NodeInfos() }, NodeInformer: nodes,
-		Quality: pl.quality, PodGroups: planPodGroups{pl}, Victims: pl.evaluator})
+		Quality: pl.quality, PodGroups: planPodGroups{pl}, Victims: pl.evaluator, Devices: pl.dra})
 	if err != nil {
 		return nil, fmt.Errorf("build the planner (the domain index watches nodes): %w", err)
 	}

@@ -17,7 +17,11 @@ import (
 // nodes the wait did not change only (the snapshot was taken before it).
 func (pl *GangPack) PreFilter(ctx context.Context, cs fwk.CycleState, pod *v1.Pod, nodes []fwk.NodeInfo) (*fwk.PreFilterResult, *fwk.Status) {
 	fresh := pl.paceLoop(ctx, pod, nodes)
-	cs.Write(requestStateKey, &requestState{request: gang.Request(pod), generation: pl.ledger.StartCycle()})
+	rs := &requestState{request: gang.Request(pod), generation: pl.ledger.StartCycle()}
+	if pl.dra != nil && len(pod.Spec.ResourceClaims) > 0 {
+		rs.dev = &podDevices{}
+	}
+	cs.Write(requestStateKey, rs)
 	logger := klog.FromContext(ctx)
 	// The first PreFilter of a new leader pins the gangs the previous one left forming
 	// (resume.go), before this pod, gang member or not, is planned or filtered.

@@ -34,7 +34,9 @@ type Cluster struct {
 	Reservations *Reservations
 	// Args are the plugin's arguments (Reservations.Args when served).
 	Args *Args
-	Now  time.Time
+	// DRA are the cluster's DRA objects; nil plans without devices.
+	DRA *DRA
+	Now time.Time
 	// assumed are the pods withAssumed put on their nodes (UIDs): the snapshot has them there,
 	// the API server (what the planner's member lister reads, as the scheduler's does) not.
 	assumed map[string]struct{}
@@ -75,8 +77,11 @@ type Domain struct {
 	// NodeRoom is how many members of the gang's shape the nodes can take one by one.
 	NodeRoom int `json:"nodeRoom"`
 	// Reserved is how many members other forming gangs reserve room for on its nodes.
-	Reserved int  `json:"reserved"`
-	Fits     bool `json:"fits"`
+	Reserved int `json:"reserved"`
+	// Devices is the domain's free DRA devices per driver (published minus allocated); set
+	// when the cluster publishes devices on its nodes.
+	Devices map[string]int `json:"devices,omitempty"`
+	Fits    bool           `json:"fits"`
 	// Preference is what the members would score there by their preferred node affinity
 	// (docs/design.md §4.1): set on the domains that fit when the members have preferences.
 	Preference *int64 `json:"preference,omitempty"`
@@ -118,6 +123,9 @@ func Explain(c *Cluster, r Request) (*Result, error) {
 		res.Reason = fmt.Sprintf("the gang is placed: %d members on nodes of %s; planned again without them, %s", len(placedOn), res.ChosenDomain, res.Reason)
 	}
 	res.Domains = domainsOf(ex, info, c.Reservations)
+	for i := range res.Domains {
+		res.Domains[i].Devices = freeDevices(c.DRA, ex.Plans[res.Domains[i].Name].Nodes)
+	}
 	return res, nil
 }
 
@@ -155,7 +163,7 @@ func (c *Cluster) planner(pod *v1.Pod, extra []*v1.Pod) (*plan.Planner, []fwk.No
 		return nil, nil, err
 	}
 	pl, err := plan.New(plan.Options{Args: c.Args, Reader: l, Effects: &scratch{store: l.store}, Members: members, Nodes: snap.NodeInfos,
-		Quality: plan.NoQuality{}, PodGroups: plan.NoPodGroups{}, Victims: plan.NoVictims{}})
+		Quality: plan.NoQuality{}, PodGroups: plan.NoPodGroups{}, Victims: plan.NoVictims{}, Devices: devicesOf(c.DRA)})
 	if err != nil {
 		return nil, nil, err
 	}

@@ -3,7 +3,8 @@ package explain
 import (
 	"fmt"
 	"io"
-	"sort"
+	"maps"
+	"slices"
 	"strings"
 	"text/tabwriter"
 )
@@ -19,7 +20,7 @@ func (r *Result) WriteTable(w io.Writer) error {
 	if len(r.Domains) > 0 {
 		fmt.Fprintln(tw, "DOMAIN\tNODES\tFREE\tMEMBER ROOM\tRESERVED\tFITS\tREASON")
 		for _, d := range r.Domains {
-			fmt.Fprintf(tw, "%s\t%d\t%s\t%d\t%s\t%s\t%s\n", d.Name, d.Nodes, freeText(d.Free), d.MemberRoom,
+			fmt.Fprintf(tw, "%s\t%d\t%s\t%d\t%s\t%s\t%s\n", d.Name, d.Nodes, freeText(d.Free)+devicesText(d.Devices), d.MemberRoom,
 				r.reservedText(d.Reserved), yesNo(d.Fits), d.Reason)
 		}
 	}
@@ -62,20 +63,22 @@ func (r *DomainsResult) WriteTable(w io.Writer) error {
 }
 
 func freeText(m map[string]int64) string {
-	names := make([]string, 0, len(m))
-	for n := range m {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	parts := make([]string, len(names))
-	for i, n := range names {
-		parts[i] = fmt.Sprintf("%s=%d", n, m[n])
-		if n == "cpu" {
-			parts[i] = fmt.Sprintf("cpu=%dm", m[n])
-		}
-	}
-	if len(parts) == 0 {
+	if len(m) == 0 {
 		return "-"
+	}
+	return pairs(m, func(n string, v int64) string {
+		if n == "cpu" {
+			return fmt.Sprintf("cpu=%dm", v)
+		}
+		return fmt.Sprintf("%s=%d", n, v)
+	})
+}
+
+// pairs formats a map's entries with f, by key, comma-separated.
+func pairs[V any](m map[string]V, f func(string, V) string) string {
+	parts := make([]string, 0, len(m))
+	for _, n := range slices.Sorted(maps.Keys(m)) {
+		parts = append(parts, f(n, m[n]))
 	}
 	return strings.Join(parts, ",")
 }
@@ -85,4 +88,13 @@ func yesNo(b bool) string {
 		return "yes"
 	}
 	return "no"
+}
+
+// devicesText is a domain's free DRA devices per driver, as " devices: driver=n,…" ("" for
+// none).
+func devicesText(m map[string]int) string {
+	if len(m) == 0 {
+		return ""
+	}
+	return " devices: " + pairs(m, func(n string, v int) string { return fmt.Sprintf("%s=%d", n, v) })
 }

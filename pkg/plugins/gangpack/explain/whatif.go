@@ -2,8 +2,10 @@ package explain
 
 import (
 	"fmt"
+	"slices"
 
 	v1 "k8s.io/api/core/v1"
+	resourceapi "k8s.io/api/resource/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	schedv1alpha1 "sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
@@ -25,6 +27,9 @@ type Shape struct {
 	// kubernetes.io/hostname: one member per node.
 	AntiAffinityPerNode bool
 	Priority            *int32
+	// ClaimTemplate, when set, gives every member a claim from it (DRA devices; its
+	// namespace is the gang's).
+	ClaimTemplate *resourceapi.ResourceClaimTemplate
 }
 
 // WhatIf explains a gang of the shape that does not exist: nothing is created.
@@ -58,6 +63,16 @@ func (c *Cluster) hypothetical(s Shape) (*Cluster, *schedv1alpha1.PodGroup, []*v
 			cc.Args = &args
 		}
 	}
+	if s.ClaimTemplate != nil {
+		t := s.ClaimTemplate.DeepCopy()
+		t.Namespace = ns
+		dra := DRA{}
+		if c.DRA != nil {
+			dra = *c.DRA
+		}
+		dra.Templates = append(slices.Clone(dra.Templates), t)
+		cc.DRA = &dra
+	}
 	labels := map[string]string{gang.Label: WhatIfName, "app.kubernetes.io/name": WhatIfName}
 	pods := make([]*v1.Pod, s.MinMember)
 	for i := range pods {
@@ -65,6 +80,10 @@ func (c *Cluster) hypothetical(s Shape) (*Cluster, *schedv1alpha1.PodGroup, []*v
 			UID: types.UID(fmt.Sprintf("whatif-%d", i)), Labels: labels},
 			Spec: v1.PodSpec{SchedulerName: "ome-scheduler", Priority: s.Priority,
 				Containers: []v1.Container{{Name: "member", Resources: v1.ResourceRequirements{Requests: s.Requests}}}}}
+		if t := s.ClaimTemplate; t != nil {
+			p.Spec.ResourceClaims = []v1.PodResourceClaim{{Name: "whatif", ResourceClaimTemplateName: &t.Name}}
+			p.Spec.Containers[0].Resources.Claims = []v1.ResourceClaim{{Name: "whatif"}}
+		}
 		if s.AntiAffinityPerNode {
 			p.Spec.Affinity = &v1.Affinity{PodAntiAffinity: &v1.PodAntiAffinity{
 				RequiredDuringSchedulingIgnoredDuringExecution: []v1.PodAffinityTerm{{

@@ -111,7 +111,8 @@ func ShapeKey(p *v1.Pod) string {
 		T  []v1.Toleration
 		N  string
 		PO v1.ResourceList
-	}{Request(p), p.Spec.NodeSelector, required, preferred, p.Spec.Tolerations, p.Spec.NodeName, p.Spec.Overhead})
+		C  []v1.PodResourceClaim `json:",omitempty"`
+	}{Request(p), p.Spec.NodeSelector, required, preferred, p.Spec.Tolerations, p.Spec.NodeName, p.Spec.Overhead, p.Spec.ResourceClaims})
 	return string(b)
 }
 

@@ -124,6 +124,18 @@ func NoRoomBest(key, domain string, room, need int) string {
 	return fmt.Sprintf("%s: the best domain %s has room for %d of %d members", NoRoomPrefix(key), domain, room, need)
 }
 
+// NoRoomDevices: the gang would fit domain by resources, but not by the DRA devices its
+// members request (classes, comma-separated).
+func NoRoomDevices(key, classes, domain string, room, need int) string {
+	return fmt.Sprintf("%s: insufficient devices of class %s in domain %s: room for %d of %d members (its resources alone would take them)", NoRoomPrefix(key), classes, domain, room, need)
+}
+
+// DevicesUnknown: the members' DRA claims cannot be counted (a missing claim template or
+// device class, a claim that cannot be read).
+func DevicesUnknown(key string, err error) string {
+	return fmt.Sprintf("gang %s waits: its members' devices cannot be counted: %v", key, err)
+}
+
 func NoRoomNoLabel(key, topologyKey string) string {
 	return fmt.Sprintf("%s: no node has label %s", NoRoomPrefix(key), topologyKey)
 }

@@ -17,6 +17,9 @@ import (
 // the candidates of the chosen domain.
 func (p *cycle) choose(cs fwk.CycleState, c *placement.Commitment) (*fwk.PreFilterResult, *fwk.Status) {
 	p.buildGang()
+	if st := p.deviceStatus(); st != nil {
+		return nil, st
+	}
 	for c != nil {
 		plans := p.planOver(inside(p.nodesOfDomain(c.Key, c.Domain), c.Within))
 		p.logEnter(plans, c.Domain)
@@ -53,6 +56,9 @@ func (p *cycle) choose(cs fwk.CycleState, c *placement.Commitment) (*fwk.PreFilt
 	}
 	plans := p.planAll()
 	p.logEnter(plans, "")
+	if st := p.deviceStatus(); st != nil {
+		return nil, st
+	}
 	if gang.HardSpread(p.pod) {
 		return p.deferredPlan(cs, plans)
 	}

@@ -55,6 +55,13 @@ func (pl *Planner) LacksRoom(logger klog.Logger, pod *v1.Pod, info gang.Info, al
 		return nil, nil
 	}
 	p.buildGang()
+	if p.dev != nil || p.devErr != nil {
+		// The preemption arithmetic counts resources, not devices: for a gang whose members
+		// take DRA devices it could evict pods whose devices the gang does not need. Such a
+		// gang does not preempt (yet); it waits for devices.
+		logger.V(4).Info("gangpack.preempt.skip", "gang", info.Key, "reason", "dra_claims")
+		return nil, nil
+	}
 	set := p.all
 	if len(p.placed) > 0 { // placed members never move: only their domain can be freed
 		set = p.nodesOfDomain(info.TopologyKey, p.placed[0].Domain)
@@ -131,6 +138,9 @@ func (pl *Planner) groupLacksRoom(p *cycle, now time.Time) (*gang.Shortfall, *ga
 	partners := make([]topology.Partner, len(gp.todo))
 	need := 0
 	for i, q := range gp.todo {
+		if q.dev != nil || q.devErr != nil {
+			return nil, nil // DRA devices: no preemption (yet), as for a gang (LacksRoom)
+		}
 		partners[i] = topology.Partner{Gang: &q.gang, Key: i}
 		need += q.need
 	}

@@ -45,7 +45,8 @@ func (p *cycle) topologyNodes(set []fwk.NodeInfo, raw bool, back map[string]gang
 		for s, f := range p.shapeFits {
 			fits[s] = f.Fits(ni, free, freePods)
 		}
-		tn = append(tn, topology.Node{Name: node.Name, Domain: d, Free: free, FreePods: freePods, Fits: fits})
+		limit, limited := p.deviceRoom(node, fits, raw)
+		tn = append(tn, topology.Node{Name: node.Name, Domain: d, Free: free, FreePods: freePods, Fits: fits, Limited: limited, Limit: limit})
 	}
 	return tn
 }

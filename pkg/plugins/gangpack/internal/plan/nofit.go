@@ -1,6 +1,8 @@
 package plan
 
 import (
+	"strings"
+
 	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
@@ -45,6 +47,9 @@ func (p *cycle) noFitVerdict(rooms map[string]int) (map[string]int, bool, *fwk.S
 	}
 	if _, ok := topology.BestFit(rooms, p.need); ok {
 		return rooms, true, fwk.NewStatus(fwk.Unschedulable, msg.NoRoomReserved(key))
+	}
+	if d, classes, ok := p.deviceShort(); ok {
+		return rooms, false, fwk.NewStatus(fwk.Unschedulable, msg.NoRoomDevices(key, classes, d, rooms[d], p.need))
 	}
 	if d, room, ok := topology.Largest(rooms); ok {
 		return rooms, false, fwk.NewStatus(fwk.Unschedulable, msg.NoRoomBest(key, d, room, p.need))
@@ -111,4 +116,19 @@ func (p *cycle) shortOnReserved(domain string) {
 // between the decision and the record (the store's generation moved) wakes it at once.
 func (p *cycle) waitForRoom() {
 	p.fx.ParkBlocked(p.logger, p.pod, p.generation)
+}
+
+// deviceShort reports, when no domain fits the gang, whether one would by resources alone:
+// then its DRA devices are what is short there. It returns that domain (the best fit by
+// resources) and the device classes the members request.
+func (p *cycle) deviceShort() (string, string, bool) {
+	if p.dev == nil {
+		return "", "", false
+	}
+	dev := p.dev
+	p.dev = nil
+	rooms := topology.Rooms(topology.Plan(&p.gang, p.topologyNodes(p.all, false, nil)))
+	p.dev = dev
+	d, ok := topology.BestFit(rooms, p.need)
+	return d, strings.Join(dev.classes(), ","), ok
 }

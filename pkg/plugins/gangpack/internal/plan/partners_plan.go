@@ -40,6 +40,11 @@ func (p *cycle) placeGroup() (*placement.Commitment, *fwk.Status) {
 		return nil, st
 	}
 	gp.build(p, false, nil)
+	for _, q := range gp.todo {
+		if st := q.deviceStatus(); st != nil {
+			return nil, st
+		}
+	}
 	partners := make([]topology.Partner, len(gp.todo))
 	for i, q := range gp.todo {
 		partners[i] = topology.Partner{Gang: &q.gang, Key: i}
@@ -185,7 +190,7 @@ func (gp *groupPlanning) build(p *cycle, raw bool, back map[string]gang.Returnin
 		free, freePods := gang.NodeFree(ni, resources)
 		freePods = p.setAsideReserved(node.Name, free, freePods, raw, back)
 		n := topology.GroupNode{Name: node.Name, Group: v, Free: free, FreePods: freePods,
-			Sub: make([]string, len(gp.todo)), Fits: make([][]bool, len(gp.todo))}
+			Sub: make([]string, len(gp.todo)), Fits: make([][]bool, len(gp.todo)), Limits: make([]int, len(gp.todo))}
 		for i, q := range gp.todo {
 			n.Sub[i] = node.Labels[q.info.TopologyKey]
 			n.Fits[i] = make([]bool, len(q.shapeFits))
@@ -195,6 +200,9 @@ func (gp *groupPlanning) build(p *cycle, raw bool, back map[string]gang.Returnin
 				} else {
 					n.Fits[i][s] = f.Fits(ni, free, freePods)
 				}
+			}
+			if limit, limited := q.deviceRoom(node, n.Fits[i], raw); limited {
+				n.Limits[i] = limit
 			}
 		}
 		gp.byName[node.Name] = len(gp.nodes)

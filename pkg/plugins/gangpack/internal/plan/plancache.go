@@ -161,6 +161,9 @@ func signatureOf(key string, g topology.Gang, groups []shapeClass) string {
 // planAllCached is planAll through the plan cache; ok is false when the domain index cannot
 // answer yet (the caller then plans every node).
 func (p *cycle) planAllCached() (map[string]*topology.DomainPlan, bool) {
+	if p.dev != nil { // device room changes with allocations the cache does not see
+		return nil, false
+	}
 	domains, version, ok := p.pl.domains.domainsOf(p.info.TopologyKey)
 	if !ok || p.pl.plans == nil {
 		return nil, false

@@ -4,8 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/moirai-internal/ome-scheduler/pkg/plugins/gangpack/internal/devices"
 	"k8s.io/component-helpers/scheduling/corev1/nodeaffinity"
 	"sort"
+	"sync"
 	"time"
 
 	coreinformers "k8s.io/client-go/informers/core/v1"
@@ -78,6 +80,10 @@ type cycle struct {
 	// terms are the shapes' preferred node-affinity terms, read once (termsRead) per cycle.
 	terms     []*nodeaffinity.PreferredSchedulingTerms
 	termsRead bool
+	// dev is the gang's device view (devices.go; nil: no member requests a device), devErr
+	// why its devices could not be counted.
+	dev    *gangDevices
+	devErr error
 	// pinSource says how narrow's pin was found (pinned, preferred, existing, adopted, ...).
 	pinSource string
 	// groupPlanned is set once placeGroup ran in this cycle: a pin it made that choose finds
@@ -159,6 +165,10 @@ type Planner struct {
 	victims   Victims
 	plans     *planCache   // per-domain plans of recent gang signatures (plancache.go)
 	domains   *domainIndex // topology key → domain → node names, from node events (nil: scan)
+	devices   Devices      // DRA devices in member room (nil: not counted)
+	rooms     *devices.RoomCache
+	// gangClaims holds the member claims of gangs with DRA claims, by gang key (HoldsOn).
+	gangClaims sync.Map
 }
 
 // Options are the planner's dependencies, each a value: NoQuality, NoPodGroups and NoVictims
@@ -179,6 +189,8 @@ type Options struct {
 	Quality      Quality
 	PodGroups    PodGroups
 	Victims      Victims
+	// Devices counts DRA devices in member room (devices.go); nil: not counted.
+	Devices Devices
 }
 
 // Quality is what planning reports to the placement quality gauges (internal/quality).
@@ -236,7 +248,7 @@ func New(o Options) (*Planner, error) {
 		return nil, errors.New("plan.New: every dependency but the node informer is required")
 	}
 	pl := &Planner{args: o.Args, read: o.Reader, fx: o.Effects, members: o.Members, nodes: o.Nodes, quality: o.Quality,
-		podGroups: o.PodGroups, victims: o.Victims, plans: newPlanCache()}
+		podGroups: o.PodGroups, victims: o.Victims, plans: newPlanCache(), devices: o.Devices, rooms: devices.NewRoomCache()}
 	if o.NodeInformer != nil {
 		pl.domains = newDomainIndex(o.NodeInformer.Lister(), o.NodeInformer.Informer().HasSynced)
 		if err := pl.domains.watch(o.NodeInformer.Informer()); err != nil {

@@ -50,6 +50,7 @@ func (p *cycle) buildGang() {
 	}
 	p.gang = g
 	p.classes, p.termsRead = groups, false
+	p.readDevices()
 	p.primary, p.hasPrimary = primaryResource(g.Shapes)
 }
 

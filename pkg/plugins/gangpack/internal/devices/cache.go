@@ -1,0 +1,162 @@
+package devices
+
+import (
+	"context"
+	"encoding/json"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+
+	v1 "k8s.io/api/core/v1"
+	resourceapi "k8s.io/api/resource/v1"
+	"k8s.io/apimachinery/pkg/labels"
+)
+
+// RoomCache remembers Room's answers per member shape and node until what the answer
+// depends on changes: the node's slices (name, resource version, pool generation, device
+// count), the allocated devices of their pools, the node-independent slices, the device
+// classes and, when node-independent slices exist, the node's labels. Planning asks every
+// node of the cluster for a gang with claims; between two plannings few nodes' devices
+// change, so most answers come from here. Safe for concurrent use.
+type RoomCache struct {
+	mu     sync.Mutex
+	shapes map[string]map[string]cachedRoom // shape signature → node → answer
+	order  []string                         // shapes in insertion order, for eviction
+}
+
+type cachedRoom struct {
+	token string
+	room  int
+	err   error
+}
+
+// maxCachedShapes bounds the member shapes remembered (the oldest is dropped first).
+const maxCachedShapes = 64
+
+// NewRoomCache returns an empty cache.
+func NewRoomCache() *RoomCache { return &RoomCache{shapes: map[string]map[string]cachedRoom{}} }
+
+// Signature identifies a member shape for the cache: its claims' specs, the shared claims'
+// allocations, and the per-node limit asked.
+func Signature(claims, shared []*resourceapi.ResourceClaim, limit int) string {
+	type sharedSig struct {
+		Name       string
+		Spec       resourceapi.ResourceClaimSpec
+		Allocation *resourceapi.AllocationResult
+	}
+	var specs []resourceapi.ResourceClaimSpec
+	for _, c := range claims {
+		if c != nil {
+			specs = append(specs, c.Spec)
+		}
+	}
+	var sh []sharedSig
+	for _, c := range shared {
+		if c != nil {
+			sh = append(sh, sharedSig{Name: c.Namespace + "/" + c.Name, Spec: c.Spec, Allocation: c.Status.Allocation})
+		}
+	}
+	b, _ := json.Marshal(struct {
+		C []resourceapi.ResourceClaimSpec
+		S []sharedSig
+		L int
+	}{specs, sh, limit})
+	return string(b)
+}
+
+// Room is RoomWith through the cache; sig is Signature(claims, shared, limit).
+func (c *RoomCache) Room(ctx context.Context, in *Inputs, node *v1.Node, holds []Hold, claims, shared []*resourceapi.ResourceClaim, limit int, sig string) (int, error) {
+	if in == nil || node == nil {
+		return RoomWith(ctx, in, node, holds, claims, shared, limit)
+	}
+	tok := in.token(node) + holdsToken(holds)
+	c.mu.Lock()
+	if e, ok := c.shapes[sig][node.Name]; ok && e.token == tok {
+		c.mu.Unlock()
+		return e.room, e.err
+	}
+	c.mu.Unlock()
+	room, err := RoomWith(ctx, in, node, holds, claims, shared, limit)
+	if ctx.Err() != nil {
+		return room, err // a cancelled search is not an answer
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	nodes, ok := c.shapes[sig]
+	if !ok {
+		if len(c.order) >= maxCachedShapes {
+			delete(c.shapes, c.order[0])
+			c.order = c.order[1:]
+		}
+		nodes = map[string]cachedRoom{}
+		c.shapes[sig], c.order = nodes, append(c.order, sig)
+	}
+	nodes[node.Name] = cachedRoom{token: tok, room: room, err: err}
+	return room, err
+}
+
+// token is what Room's answer for node depends on besides the claims (see RoomCache).
+func (in *Inputs) token(node *v1.Node) string {
+	var b strings.Builder
+	writeSlice := func(s *resourceapi.ResourceSlice) {
+		b.WriteString(s.Name)
+		b.WriteByte('@')
+		b.WriteString(s.ResourceVersion)
+		b.WriteByte('/')
+		b.WriteString(strconv.FormatInt(s.Spec.Pool.Generation, 10))
+		b.WriteByte('/')
+		b.WriteString(strconv.Itoa(len(s.Spec.Devices)))
+		b.WriteByte(';')
+	}
+	v := in.view(node.Name)
+	for _, s := range v.slices {
+		writeSlice(s)
+	}
+	b.WriteByte('|')
+	ids := make([]string, 0, v.allocated.Len())
+	for id := range v.allocated {
+		ids = append(ids, id.String())
+	}
+	slices.Sort(ids)
+	b.WriteString(strings.Join(ids, ","))
+	b.WriteByte('|')
+	b.WriteString(in.classToken())
+	if len(in.shared) > 0 {
+		b.WriteByte('|')
+		b.WriteString(labels.Set(node.Labels).String())
+	}
+	return b.String()
+}
+
+// classToken names the device classes and their versions, computed once per Inputs.
+func (in *Inputs) classToken() string {
+	in.classOnce.Do(func() {
+		if in.Classes == nil {
+			return
+		}
+		list, err := in.Classes.List()
+		if err != nil {
+			in.classTok = "error:" + err.Error()
+			return
+		}
+		parts := make([]string, 0, len(list))
+		for _, c := range list {
+			if c != nil {
+				parts = append(parts, c.Name+"@"+c.ResourceVersion+"/"+strconv.FormatInt(c.Generation, 10))
+			}
+		}
+		slices.Sort(parts)
+		in.classTok = strings.Join(parts, ",")
+	})
+	return in.classTok
+}
+
+// holdsToken names the holds (their claims' specs and counts) for the cache.
+func holdsToken(holds []Hold) string {
+	if len(holds) == 0 {
+		return ""
+	}
+	b, _ := json.Marshal(holds)
+	return "|holds:" + string(b)
+}
