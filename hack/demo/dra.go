@@ -7,11 +7,7 @@ import (
 	"strings"
 	"time"
 
-	v1 "k8s.io/api/core/v1"
-	resourceapi "k8s.io/api/resource/v1"
-	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/utils/ptr"
 
 	"github.com/moirai-internal/ome-scheduler/internal/devenv"
 )
@@ -41,9 +37,7 @@ func draAct(ctx context.Context, cp *devenv.ControlPlane, kubectl func(...string
 	if err := devenv.CreateNamespace(ctx, cp.Client, draNS); err != nil {
 		return err
 	}
-	tmpl := &resourceapi.ResourceClaimTemplate{ObjectMeta: metav1.ObjectMeta{Namespace: draNS, Name: "one-gpu"},
-		Spec: resourceapi.ResourceClaimTemplateSpec{Spec: resourceapi.ResourceClaimSpec{Devices: resourceapi.DeviceClaim{Requests: []resourceapi.DeviceRequest{{
-			Name: "gpu", Exactly: &resourceapi.ExactDeviceRequest{DeviceClassName: draClass, AllocationMode: resourceapi.DeviceAllocationModeExactCount, Count: 1}}}}}}}
+	tmpl := devenv.NewClaimTemplate(draNS, "one-gpu", devenv.ExactDevices("gpu", draClass, 1))
 	if _, err := cp.Client.ResourceV1().ResourceClaimTemplates(draNS).Create(ctx, tmpl, metav1.CreateOptions{}); err != nil {
 		return fmt.Errorf("create ResourceClaimTemplate: %w", err)
 	}
@@ -52,9 +46,8 @@ func draAct(ctx context.Context, cp *devenv.ControlPlane, kubectl func(...string
 	}
 	var pods []string
 	for i := 0; i < draSize; i++ {
-		p := devenv.NewPod(devenv.PodSpec{Namespace: draNS, Name: fmt.Sprintf("%s-%d", draGang, i), Group: draGang, CPU: "100m"})
-		p.Spec.ResourceClaims = []v1.PodResourceClaim{{Name: "gpu", ResourceClaimTemplateName: ptr.To("one-gpu")}}
-		p.Spec.Containers[0].Resources.Claims = []v1.ResourceClaim{{Name: "gpu"}}
+		p := devenv.NewPod(devenv.PodSpec{Namespace: draNS, Name: fmt.Sprintf("%s-%d", draGang, i), Group: draGang, CPU: "100m",
+			Claims: []devenv.PodClaim{{Name: "gpu", Template: "one-gpu"}}})
 		if _, err := cp.Client.CoreV1().Pods(draNS).Create(ctx, p, metav1.CreateOptions{}); err != nil {
 			return fmt.Errorf("create pod %s: %w", p.Name, err)
 		}
@@ -116,21 +109,14 @@ func counter(ctx context.Context, cp *devenv.ControlPlane, port int, name string
 // draPublish creates the DeviceClass and, as a node-local DRA driver would, one ResourceSlice
 // per node with its devices (draDevices per clique).
 func draPublish(ctx context.Context, cp *devenv.ControlPlane) error {
-	class := &resourceapi.DeviceClass{ObjectMeta: metav1.ObjectMeta{Name: draClass}, Spec: resourceapi.DeviceClassSpec{
-		Selectors: []resourceapi.DeviceSelector{{CEL: &resourceapi.CELDeviceSelector{Expression: fmt.Sprintf("device.driver == %q", draClass)}}}}}
+	class := devenv.NewDeviceClass(draClass)
 	if _, err := cp.Client.ResourceV1().DeviceClasses().Create(ctx, class, metav1.CreateOptions{}); err != nil {
 		return fmt.Errorf("create DeviceClass: %w", err)
 	}
 	var lines []string
 	for _, c := range devenv.DemoLayout {
 		for _, node := range c.Nodes {
-			s := &resourceapi.ResourceSlice{ObjectMeta: metav1.ObjectMeta{Name: node + "-" + draClass},
-				Spec: resourceapi.ResourceSliceSpec{Driver: draClass, NodeName: ptr.To(node),
-					Pool: resourceapi.ResourcePool{Name: node, Generation: 1, ResourceSliceCount: 1}}}
-			for i := 0; i < draDevices[c.Name]; i++ {
-				s.Spec.Devices = append(s.Spec.Devices, resourceapi.Device{Name: fmt.Sprintf("gpu-%d", i),
-					Capacity: map[resourceapi.QualifiedName]resourceapi.DeviceCapacity{"memory": {Value: resource.MustParse("80Gi")}}})
-			}
+			s := devenv.NewNodeSlice(draClass, node, "gpu", draDevices[c.Name], nil)
 			if _, err := cp.Client.ResourceV1().ResourceSlices().Create(ctx, s, metav1.CreateOptions{}); err != nil {
 				return fmt.Errorf("create ResourceSlice %s: %w", s.Name, err)
 			}
