@@ -125,9 +125,10 @@ func TestBindFallsBackToThePinnedDomain(t *testing.T) {
 	}
 }
 
-// Partners with group key zone, gang key clique: every member carries its clique and the
-// group's zone.
-func TestBindAnnotatesPartnerGroupDomain(t *testing.T) {
+// bindPartnerGroup places and binds a placement group of two partners of 2 members (group key
+// zone, gang key clique) and returns its members, their Bindings and nodes.
+func bindPartnerGroup(t *testing.T) ([]*v1.Pod, map[string]*v1.Binding, map[string]string) {
+	t.Helper()
 	nodes := slices.Concat(cliqueNodes("c1", "z1", 2), cliqueNodes("c2", "z2", 2), cliqueNodes("c3", "z2", 2))
 	a, b := members("a", 2), members("b", 2)
 	pods := slices.Concat(a, b)
@@ -135,7 +136,13 @@ func TestBindAnnotatesPartnerGroupDomain(t *testing.T) {
 		partnerPG("a", 2, "grp", "2", testZoneKey), partnerPG("b", 2, "grp", "2", testZoneKey))
 	w.useNodeLister()
 	states, nodeOf := w.placeAll(pods)
-	got := w.bindAll(pods, states, nodeOf)
+	return pods, w.bindAll(pods, states, nodeOf), nodeOf
+}
+
+// Partners with group key zone, gang key clique: every member carries its clique and the
+// group's zone.
+func TestBindAnnotatesPartnerGroupDomain(t *testing.T) {
+	pods, got, nodeOf := bindPartnerGroup(t)
 	for _, p := range pods {
 		clique := nodeOf[p.Name][:2]
 		want := map[string]string{DomainAnnotation: clique, DomainKeyAnnotation: testKey,

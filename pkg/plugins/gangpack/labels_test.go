@@ -2,7 +2,6 @@ package gangpack
 
 import (
 	"maps"
-	"slices"
 	"testing"
 
 	v1 "k8s.io/api/core/v1"
@@ -74,14 +73,7 @@ func TestBindLabelsGangMembers(t *testing.T) {
 }
 
 func TestBindLabelsPartnerGroupDomain(t *testing.T) {
-	nodes := slices.Concat(cliqueNodes("c1", "z1", 2), cliqueNodes("c2", "z2", 2), cliqueNodes("c3", "z2", 2))
-	a, b := members("a", 2), members("b", 2)
-	pods := slices.Concat(a, b)
-	w := newWorld(t, groupArgs(), nodes, pods,
-		partnerPG("a", 2, "grp", "2", testZoneKey), partnerPG("b", 2, "grp", "2", testZoneKey))
-	w.useNodeLister()
-	states, nodeOf := w.placeAll(pods)
-	got := w.bindAll(pods, states, nodeOf)
+	pods, got, nodeOf := bindPartnerGroup(t)
 	for _, p := range pods {
 		clique := nodeOf[p.Name][:2]
 		want := map[string]string{testKey: clique, DomainLabel: clique, GroupDomainLabel: "z2"}
