@@ -447,3 +447,40 @@ func TestChartRBACReadsClaimTemplates(t *testing.T) {
 		}
 	}
 }
+
+// A gang whose members take a channel each preempts a lower-priority gang holding the channels
+// of the only clique: the victims' pods go, the resourceclaim controller gives their devices
+// back, and the high-priority gang binds there with the channels.
+func TestDRAPreemptsLowerPriorityGang(t *testing.T) {
+	e := newDRAEnv(t)
+	c2 := e.draDomain("c2", 2, draNode{channels: 1})
+	e.claimTemplate("channel", devenv.ExactDevices("channel", channelClass, 1))
+	e.startScheduler(preemptionProfile)
+	channel := devenv.PodClaim{Name: "channel", Template: "channel"}
+	e.podGroup("low", 2, domainKey, 60)
+	for i := 0; i < 2; i++ {
+		e.prioPod(devenv.PodSpec{Name: fmt.Sprintf("low-%d", i), Group: "low", CPU: "100m", Claims: []devenv.PodClaim{channel}}, 0, false)
+	}
+	low := e.bound(30*time.Second, "low-0", "low-1")
+	if d := e.oneDomain(low, domainKey); d != "c2" {
+		t.Fatalf("low gang in %s, want c2", d)
+	}
+	before := preemptions(t, "gang", "preempted")
+	e.podGroup("hi", 2, domainKey, 60)
+	for i := 0; i < 2; i++ {
+		e.prioPod(devenv.PodSpec{Name: fmt.Sprintf("hi-%d", i), Group: "hi", CPU: "100m", Claims: []devenv.PodClaim{channel}}, 100, false)
+	}
+	got := e.bound(60*time.Second, "hi-0", "hi-1")
+	e.gone(20*time.Second, "low-0", "low-1")
+	for pod, node := range got {
+		if !slices.Contains(c2, node) {
+			t.Errorf("%s on %s, want a node of c2", pod, node)
+		}
+		if devs := e.allocatedDevices(pod, "channel", node, channelClass); len(devs) != 1 || !strings.HasSuffix(devs[0], "/channel-0") {
+			t.Errorf("%s: channel claim got %v, want its node's channel-0", pod, devs)
+		}
+	}
+	if d := preemptions(t, "gang", "preempted") - before; d != 1 {
+		t.Errorf("preemption_total{gang,preempted} grew by %v, want 1", d)
+	}
+}

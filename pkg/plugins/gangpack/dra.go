@@ -88,6 +88,10 @@ func (d *draDevices) Claims(pod *v1.Pod) (member, shared []*resourceapi.Resource
 	}, d.manager.ResourceClaims().Get)
 }
 
+func (d *draDevices) Used(pod *v1.Pod) []*resourceapi.ResourceClaim {
+	return devices.PodClaims(pod, d.manager.ResourceClaims().Get)
+}
+
 func (d *draDevices) View(ctx context.Context) (*devices.Inputs, error) {
 	return devices.FromManager(ctx, d.manager, d.features, d.cel)
 }

@@ -3,6 +3,7 @@ package gangpack
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -30,12 +31,17 @@ import (
 
 const channelClass = "channel.example.com"
 
-// draTracker reports allocated as the allocated devices (the claims holding them are not
-// served).
-type draTracker struct{ allocated sets.Set[structured.DeviceID] }
+// draTracker reports allocated as the allocated devices and serves claims by namespace/name.
+type draTracker struct {
+	allocated sets.Set[structured.DeviceID]
+	claims    map[string]*resourceapi.ResourceClaim
+}
 
 func (draTracker) List() ([]*resourceapi.ResourceClaim, error) { return nil, nil }
-func (draTracker) Get(ns, name string) (*resourceapi.ResourceClaim, error) {
+func (t draTracker) Get(ns, name string) (*resourceapi.ResourceClaim, error) {
+	if c, ok := t.claims[ns+"/"+name]; ok {
+		return c, nil
+	}
 	return nil, apierrors.NewNotFound(resourceapi.Resource("resourceclaims"), name)
 }
 func (t draTracker) ListAllAllocatedDevices() (sets.Set[structured.DeviceID], error) {
@@ -63,13 +69,14 @@ type draManager struct {
 	slices    draSlices
 	classes   devices.Classes
 	allocated sets.Set[structured.DeviceID]
+	claims    map[string]*resourceapi.ResourceClaim
 }
 
 func (m *draManager) ResourceClaims() fwk.ResourceClaimTracker {
 	if m.allocated == nil {
 		m.allocated = sets.New[structured.DeviceID]()
 	}
-	return draTracker{allocated: m.allocated}
+	return draTracker{allocated: m.allocated, claims: m.claims}
 }
 func (m *draManager) ResourceSlices() fwk.ResourceSliceLister      { return m.slices }
 func (m *draManager) DeviceClasses() fwk.DeviceClassLister         { return m.classes }
@@ -217,21 +224,39 @@ func TestPartnerGroupByDevices(t *testing.T) {
 	}
 }
 
-// A gang whose members take DRA devices does not preempt: the preemption arithmetic counts
-// resources, and could evict pods whose devices the gang does not need.
-func TestDRAGangDoesNotPreempt(t *testing.T) {
-	nodes := []*v1.Node{testNode("a0", "a", 1), testNode("a1", "a", 1)}
-	low := []*v1.Pod{standalone("low-0"), standalone("low-1")} // every GPU taken at priority 0
-	low[0].Spec.NodeName, low[1].Spec.NodeName = "a0", "a1"
-	g := []*v1.Pod{withChannel(gangMember("g-0", "g", 1)), withChannel(gangMember("g-1", "g", 1))}
-	for _, p := range g {
-		p.Spec.Priority = ptr.To[int32](1000)
+// holdChannel makes p a pod bound to node whose channel claim holds node's channel device.
+func holdChannel(m *draManager, p *v1.Pod, node string) *v1.Pod {
+	withChannel(p).Spec.NodeName = node
+	name := p.Name + "-channel"
+	p.Status.ResourceClaimStatuses = []v1.PodResourceClaimStatus{{Name: "channel", ResourceClaimName: ptr.To(name)}}
+	if m.allocated == nil {
+		m.allocated = sets.New[structured.DeviceID]()
 	}
-	w := newWorldWith(t, channelManager(nodes), nil, nodes, append(low, g...), podGroup("g", 2))
-	addTemplate(t, w, "channel", channelClass)
-	short, coming := preemption{w.pl}.Shortfall(klog.Background(), g[0], w.nodeInfos())
-	if short != nil || coming != nil {
-		t.Fatalf("LacksRoom = %+v, %+v; want nothing: a DRA gang does not preempt", short, coming)
+	if m.claims == nil {
+		m.claims = map[string]*resourceapi.ResourceClaim{}
+	}
+	m.allocated.Insert(structured.MakeDeviceID(channelClass, node, "channel-0"))
+	m.claims[testNS+"/"+name] = &resourceapi.ResourceClaim{ObjectMeta: metav1.ObjectMeta{Namespace: testNS, Name: name},
+		Status: resourceapi.ResourceClaimStatus{Allocation: &resourceapi.AllocationResult{Devices: resourceapi.DeviceAllocationResult{
+			Results: []resourceapi.DeviceRequestAllocationResult{{Request: "channel", Driver: channelClass, Pool: node, Device: "channel-0"}}}}}}
+	return p
+}
+
+// A gang whose members take a channel each preempts for channels: the lower-priority pods
+// holding a's two channels are evicted, the lower-priority pod holding GPUs only is not (its
+// eviction frees no channel), and the gang is nominated there.
+func TestDRAGangPreemptsForDevices(t *testing.T) {
+	nodes := []*v1.Node{testNode("a0", "a", 8), testNode("a1", "a", 8)}
+	m := channelManager(nodes)
+	held := []*v1.Pod{holdChannel(m, prio(standalone("low-0"), 0), "a0"), holdChannel(m, prio(standalone("low-1"), 0), "a1")}
+	gpusOnly := placedOn(prio(standalone("gpus"), 0), "a0")
+	hi := []*v1.Pod{prio(withChannel(gangMember("hi-0", "hi", 1)), 100), prio(withChannel(gangMember("hi-1", "hi", 1)), 100)}
+	w := newPreemptWorldWith(t, m, testArgs(), nodes, append(append(held, gpusOnly), hi...), podGroup("hi", 2))
+	addTemplate(t, w.world, "channel", channelClass)
+	res, st := w.postFilter(hi[0])
+	assertNominated(t, res, st, "a0", "a1")
+	if got, want := w.remaining(), []string{"gpus", "hi-0", "hi-1"}; !slices.Equal(got, want) {
+		t.Fatalf("pods left %v, want %v: the channels' holders evicted, not the GPU pod", got, want)
 	}
 }
 

@@ -47,9 +47,15 @@ func newPreemptWorld(t *testing.T, nodes []*v1.Node, pods []*v1.Pod, pgs ...*sch
 // newPreemptWorldArgs is newPreemptWorld with the given arguments (preemption turned on).
 func newPreemptWorldArgs(t *testing.T, args *gang.Args, nodes []*v1.Node, pods []*v1.Pod, pgs ...*schedv1alpha1.PodGroup) *preemptWorld {
 	t.Helper()
+	return newPreemptWorldWith(t, nil, args, nodes, pods, pgs...)
+}
+
+// newPreemptWorldWith is newPreemptWorldArgs with dra as the framework's DRA manager.
+func newPreemptWorldWith(t *testing.T, dra fwk.SharedDRAManager, args *gang.Args, nodes []*v1.Node, pods []*v1.Pod, pgs ...*schedv1alpha1.PodGroup) *preemptWorld {
+	t.Helper()
 	metrics.Register()
 	args.Preemption = true
-	w := newWorld(t, args, nodes, pods, pgs...)
+	w := newWorldWith(t, dra, args, nodes, pods, pgs...)
 	for _, p := range pods {
 		if _, err := w.h.client.CoreV1().Pods(p.Namespace).Create(w.ctx, p, metav1.CreateOptions{}); err != nil {
 			t.Fatal(err)

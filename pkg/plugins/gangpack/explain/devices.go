@@ -61,14 +61,21 @@ func (c *clusterDevices) Claims(pod *v1.Pod) (member, shared []*resourceapi.Reso
 			}
 		}
 		return nil, apierrors.NewNotFound(resourceapi.Resource("resourceclaimtemplates"), name)
-	}, func(ns, name string) (*resourceapi.ResourceClaim, error) {
-		for _, cl := range c.d.Claims {
-			if cl.Namespace == ns && cl.Name == name {
-				return cl, nil
-			}
+	}, c.claim)
+}
+
+func (c *clusterDevices) Used(pod *v1.Pod) []*resourceapi.ResourceClaim {
+	return devices.PodClaims(pod, c.claim)
+}
+
+// claim returns a claim of the cluster by namespace and name.
+func (c *clusterDevices) claim(ns, name string) (*resourceapi.ResourceClaim, error) {
+	for _, cl := range c.d.Claims {
+		if cl.Namespace == ns && cl.Name == name {
+			return cl, nil
 		}
-		return nil, apierrors.NewNotFound(resourceapi.Resource("resourceclaims"), name)
-	})
+	}
+	return nil, apierrors.NewNotFound(resourceapi.Resource("resourceclaims"), name)
 }
 
 func (c *clusterDevices) View(context.Context) (*devices.Inputs, error) { return c.in, nil }

@@ -7,6 +7,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	resourceapi "k8s.io/api/resource/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/dynamic-resource-allocation/resourceclaim"
 )
 
 // TemplateGetter returns a ResourceClaimTemplate by namespace and name. A
@@ -100,6 +101,22 @@ func copyMap(m map[string]string) map[string]string {
 	out := make(map[string]string, len(m))
 	for k, v := range m {
 		out[k] = v
+	}
+	return out
+}
+
+// PodClaims returns the ResourceClaims an existing pod uses, as the API has them (generated
+// ones named in its status): those that do not exist (yet) are left out.
+func PodClaims(pod *v1.Pod, getClaim ClaimGetter) []*resourceapi.ResourceClaim {
+	var out []*resourceapi.ResourceClaim
+	for i := range pod.Spec.ResourceClaims {
+		name, _, err := resourceclaim.Name(pod, &pod.Spec.ResourceClaims[i])
+		if err != nil || name == nil {
+			continue
+		}
+		if c, err := getClaim(pod.Namespace, *name); err == nil && c != nil {
+			out = append(out, c)
+		}
 	}
 	return out
 }

@@ -187,3 +187,39 @@ func (in *Inputs) allocator(ctx context.Context, v nodeView) (structured.Allocat
 	state.AllocatedDevices = v.allocated
 	return structured.NewAllocator(ctx, in.Features, state, in.Classes, v.slices, in.CEL)
 }
+
+// Without returns the inputs with the devices ids given back (not allocated): what the cluster
+// looks like once the pods holding them are gone. in itself is not changed.
+func (in *Inputs) Without(ids []structured.DeviceID) *Inputs {
+	if len(ids) == 0 {
+		return in
+	}
+	gone := sets.New(ids...)
+	out := &Inputs{Features: in.Features, Allocated: in.Allocated, Classes: in.Classes, CEL: in.CEL, ProbeBudget: in.ProbeBudget,
+		byNode: in.byNode, shared: in.shared, allocatedByPool: make(map[poolKey][]structured.DeviceID, len(in.allocatedByPool))}
+	for k, held := range in.allocatedByPool {
+		for _, id := range held {
+			if !gone.Has(id) {
+				out.allocatedByPool[k] = append(out.allocatedByPool[k], id)
+			}
+		}
+	}
+	return out
+}
+
+// HeldBy returns the devices the claims' allocations hold (admin-access results are not
+// held).
+func HeldBy(claims []*resourceapi.ResourceClaim) []structured.DeviceID {
+	var out []structured.DeviceID
+	for _, c := range claims {
+		if c == nil || c.Status.Allocation == nil {
+			continue
+		}
+		for _, r := range c.Status.Allocation.Devices.Results {
+			if r.AdminAccess == nil || !*r.AdminAccess {
+				out = append(out, structured.MakeDeviceID(r.Driver, r.Pool, r.Device))
+			}
+		}
+	}
+	return out
+}

@@ -66,6 +66,8 @@ func (f *fakeDevices) Claims(pod *v1.Pod) (member, shared []*resourceapi.Resourc
 
 func (f *fakeDevices) View(context.Context) (*devices.Inputs, error) { return f.in, nil }
 
+func (f *fakeDevices) Used(*v1.Pod) []*resourceapi.ResourceClaim { return nil }
+
 // draMember is a member of ns/g requesting one CPU and the claim templates named.
 func draMember(name string, templates ...string) *v1.Pod {
 	p := st.MakePod().Namespace("ns").Name(name).UID(name).Label(gang.Label, "g").Req(map[v1.ResourceName]string{v1.ResourceCPU: "1"}).Obj()

@@ -55,12 +55,8 @@ func (pl *Planner) LacksRoom(logger klog.Logger, pod *v1.Pod, info gang.Info, al
 		return nil, nil
 	}
 	p.buildGang()
-	if p.dev != nil || p.devErr != nil {
-		// The preemption arithmetic counts resources, not devices: for a gang whose members
-		// take DRA devices it could evict pods whose devices the gang does not need. Such a
-		// gang does not preempt (yet); it waits for devices.
-		logger.V(4).Info("gangpack.preempt.skip", "gang", info.Key, "reason", "dra_claims")
-		return nil, nil
+	if p.devErr != nil {
+		return nil, nil // its devices cannot be counted: it waits with that reason
 	}
 	set := p.all
 	if len(p.placed) > 0 { // placed members never move: only their domain can be freed
@@ -72,7 +68,9 @@ func (pl *Planner) LacksRoom(logger klog.Logger, pod *v1.Pod, info gang.Info, al
 	if w := p.roomComing(set, now); w != nil {
 		return nil, w
 	}
-	return &gang.Shortfall{Info: info, Gang: p.gang, Nodes: preemptNodes(p, set), Placed: len(p.placed)}, nil
+	sf := &gang.Shortfall{Info: info, Gang: p.gang, Nodes: preemptNodes(p, set), Placed: len(p.placed)}
+	p.deviceSlots(sf)
+	return sf, nil
 }
 
 // repairs reports whether a pinned gang may preempt for its missing members: its pin is the

@@ -67,7 +67,11 @@ func (e *Evaluator) Preempt(ctx context.Context, pod *v1.Pod, m fwk.NodeToStatus
 	if p := pod.Spec.PreemptionPolicy; p != nil && *p == v1.PreemptNever {
 		return e.noCandidate(logger, pr, msg.ReasonPreemptNever)
 	}
-	units := victimUnits(pr.all, pr.priority, pr.ownGang, e.listPDBs(logger), e.iface.UnitOf())
+	var gain func(string, []*v1.Pod) int64
+	if pr.shortfall != nil {
+		gain = pr.shortfall.SlotGain
+	}
+	units := victimUnits(pr.all, pr.priority, pr.ownGang, e.listPDBs(logger), e.iface.UnitOf(), gain)
 	units = slices.DeleteFunc(units, func(u victimUnit) bool { return pr.group != "" && u.unit.Name == pr.group })
 	if len(units) == 0 {
 		return e.noCandidate(logger, pr, msg.ReasonNoLowerPriority)

@@ -18,9 +18,10 @@ import (
 // victimUnit is what preemption evicts as a whole: every placed member of one gang (in any
 // domain), or one standalone pod. unit is its figures for the arithmetic.
 type victimUnit struct {
-	gangs []string // the unit's gang keys (several for a placement group); none for a standalone pod
-	pods  []*v1.Pod
-	unit  topology.VictimUnit
+	gangs  []string // the unit's gang keys (several for a placement group); none for a standalone pod
+	pods   []*v1.Pod
+	byNode map[string][]*v1.Pod
+	unit   topology.VictimUnit
 }
 
 // victimUnits groups the live pods on the snapshot's nodes (bound or assumed, any scheduler)
@@ -31,7 +32,11 @@ type victimUnit struct {
 //
 // unitOf names the unit of a gang member's gang: its placement group when it has one (the
 // partners of a group are evicted together), else "" for the gang itself.
-func victimUnits(all []fwk.NodeInfo, priority int32, ownGang string, pdbs []*policy.PodDisruptionBudget, unitOf func(*v1.Pod) string) []victimUnit {
+//
+// slotGain, when set (a preemptor whose members take DRA devices), gives each unit's
+// DeviceSlots back on every node where it has pods.
+func victimUnits(all []fwk.NodeInfo, priority int32, ownGang string, pdbs []*policy.PodDisruptionBudget, unitOf func(*v1.Pod) string,
+	slotGain func(string, []*v1.Pod) int64) []victimUnit {
 	byKey := map[string]*victimUnit{}
 	var order []string
 	for _, ni := range all {
@@ -78,6 +83,13 @@ func victimUnits(all []fwk.NodeInfo, priority int32, ownGang string, pdbs []*pol
 		}
 		u.unit.Pods = len(u.pods)
 		u.unit.PDBViolations = pdbViolations(pdbs, u.pods)
+		if slotGain != nil {
+			for node, pods := range u.byNode {
+				if k := slotGain(node, pods); k > 0 {
+					u.unit.Frees[node].Resources[gang.DeviceSlots] = k
+				}
+			}
+		}
 		out = append(out, *u)
 	}
 	return out
@@ -86,6 +98,10 @@ func victimUnits(all []fwk.NodeInfo, priority int32, ownGang string, pdbs []*pol
 // add puts a placed pod of the unit on node.
 func (u *victimUnit) add(q *v1.Pod, node string) {
 	u.pods = append(u.pods, q)
+	if u.byNode == nil {
+		u.byNode = map[string][]*v1.Pod{}
+	}
+	u.byNode[node] = append(u.byNode[node], q)
 	u.unit.Priority = max(u.unit.Priority, corev1helpers.PodPriority(q))
 	f := u.unit.Frees[node]
 	if f.Resources == nil {

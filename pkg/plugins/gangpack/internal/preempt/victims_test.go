@@ -52,7 +52,7 @@ func TestPlacementGroupIsOneVictimUnit(t *testing.T) {
 		}
 		return ""
 	}
-	units := victimUnits(infos, 100, "", nil, groupOf)
+	units := victimUnits(infos, 100, "", nil, groupOf, nil)
 	if len(units) != 2 {
 		t.Fatalf("%d units, want the group and the other gang", len(units))
 	}
@@ -66,7 +66,7 @@ func TestPlacementGroupIsOneVictimUnit(t *testing.T) {
 		t.Fatalf("other unit %+v (gangs %v)", o.unit, o.gangs)
 	}
 	// Without a group resolver each gang is its own unit.
-	if n := len(victimUnits(infos, 100, "", nil, nil)); n != 3 {
+	if n := len(victimUnits(infos, 100, "", nil, nil, nil)); n != 3 {
 		t.Fatalf("%d units without groups, want 3", n)
 	}
 }
