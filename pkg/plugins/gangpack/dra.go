@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/informers"
 	resourcelisters "k8s.io/client-go/listers/resource/v1"
+	"k8s.io/client-go/tools/cache"
 	"k8s.io/dynamic-resource-allocation/cel"
 	"k8s.io/dynamic-resource-allocation/structured"
 	"k8s.io/klog/v2"
@@ -38,6 +39,9 @@ type draDevices struct {
 	firstWait sync.Once
 	features  structured.Features
 	cel       *cel.Cache
+	// changes follows the slices, claims and classes the manager's view is built from, so
+	// that planning recounts a node's device room only when its devices changed.
+	changes *devices.Changes
 }
 
 // newDRADevices returns the plugin's plan.Devices, nil when the framework has no shared DRA
@@ -55,7 +59,8 @@ func newDRADevices(ctx context.Context, h fwk.Handle) plan.Devices {
 		return nil
 	}
 	f := devices.DefaultFeatures()
-	d := &draDevices{manager: m, features: f, cel: devices.NewCELCache(f)}
+	d := &draDevices{manager: m, features: f, cel: devices.NewCELCache(f), changes: devices.NewChanges()}
+	d.follow(h.SharedInformerFactory())
 	if h.KubeConfig() != nil && h.ClientSet() != nil {
 		factory := informers.NewSharedInformerFactory(h.ClientSet(), 0)
 		inf := factory.Resource().V1().ResourceClaimTemplates()
@@ -87,6 +92,31 @@ func (d *draDevices) Claims(pod *v1.Pod) (member, shared []*resourceapi.Resource
 		return d.templates.ResourceClaimTemplates(ns).Get(name)
 	}, d.manager.ResourceClaims().Get)
 }
+
+// follow feeds d.changes from the shared factory's informers of the objects the DRA manager
+// reads (the DynamicResources plugin has them already: no new watch).
+func (d *draDevices) follow(f informers.SharedInformerFactory) {
+	if f == nil {
+		return
+	}
+	r := f.Resource().V1()
+	for _, reg := range []struct {
+		inf interface {
+			AddEventHandler(cache.ResourceEventHandler) (cache.ResourceEventHandlerRegistration, error)
+		}
+		h cache.ResourceEventHandler
+	}{
+		{r.ResourceSlices().Informer(), d.changes.SliceHandler()},
+		{r.ResourceClaims().Informer(), d.changes.ClaimHandler()},
+		{r.DeviceClasses().Informer(), d.changes.ClassHandler()},
+	} {
+		_, _ = reg.inf.AddEventHandler(reg.h) // fails only on a stopped informer
+	}
+}
+
+func (d *draDevices) Seq() uint64 { return d.changes.Seq() }
+
+func (d *draDevices) ChangedSince(node string, s uint64) bool { return d.changes.ChangedSince(node, s) }
 
 func (d *draDevices) Used(pod *v1.Pod) []*resourceapi.ResourceClaim {
 	return devices.PodClaims(pod, d.manager.ResourceClaims().Get)

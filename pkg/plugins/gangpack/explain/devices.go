@@ -80,6 +80,11 @@ func (c *clusterDevices) claim(ns, name string) (*resourceapi.ResourceClaim, err
 
 func (c *clusterDevices) View(context.Context) (*devices.Inputs, error) { return c.in, nil }
 
+// Seq and ChangedSince: one explanation reads the devices once; nothing is cached across.
+func (c *clusterDevices) Seq() uint64 { return 0 }
+
+func (c *clusterDevices) ChangedSince(string, uint64) bool { return true }
+
 // freeDevices counts the devices d's node-local slices publish on nodes, less those allocated,
 // per driver; nil when there are none.
 func freeDevices(d *DRA, nodes []string) map[string]int {

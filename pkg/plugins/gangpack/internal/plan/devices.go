@@ -35,6 +35,11 @@ type Devices interface {
 	// Used returns the ResourceClaims an existing pod uses (their allocations are the
 	// devices it holds).
 	Used(pod *v1.Pod) []*resourceapi.ResourceClaim
+	// Seq numbers the last device change (devices.Changes): a View read after Seq returned s
+	// reflects every change up to s.
+	Seq() uint64
+	// ChangedSince reports whether node's devices may have changed after change s.
+	ChangedSince(node string, s uint64) bool
 }
 
 // shapeClaims are the claims of one shape class's members, and their signature for the
@@ -45,11 +50,32 @@ type shapeClaims struct {
 }
 
 // gangDevices is one planning's device view: per shape class its claims (nil for a shape
-// without claims) and the devices. nil when no member of the gang requests a device.
+// without claims) and the devices, read on first use (inputs): a planning whose domains all
+// come from the plan cache reads none. nil when no member of the gang requests a device.
 type gangDevices struct {
 	claims []*shapeClaims
-	in     *devices.Inputs
 	ctx    context.Context
+	read   bool
+	in     *devices.Inputs // nil until read, or when reading failed
+	seq    uint64          // the device change the view reflects (Devices.Seq before View)
+}
+
+// inputs returns the planning's device view, reading it on first use; nil when it cannot
+// be read (devErr says why: the gang waits with it).
+func (p *cycle) inputs() *devices.Inputs {
+	d := p.dev
+	if !d.read {
+		d.read, d.seq = true, p.pl.devices.Seq()
+		in, err := p.pl.devices.View(d.ctx)
+		if err != nil {
+			if p.devErr == nil {
+				p.devErr = fmt.Errorf("read the cluster's devices: %w", err)
+			}
+			in = nil
+		}
+		d.in = in
+	}
+	return d.in
 }
 
 // readDevices reads the shape classes' claims and, when any has one, the device view. An
@@ -78,13 +104,7 @@ func (p *cycle) readDevices() {
 	if claims == nil {
 		return
 	}
-	ctx := klog.NewContext(context.Background(), p.logger)
-	in, err := p.pl.devices.View(ctx)
-	if err != nil {
-		p.devErr = fmt.Errorf("read the cluster's devices: %w", err)
-		return
-	}
-	p.dev = &gangDevices{claims: claims, in: in, ctx: ctx}
+	p.dev = &gangDevices{claims: claims, ctx: klog.NewContext(context.Background(), p.logger)}
 	p.pl.rememberClaims(p.info.Key, claims)
 }
 
@@ -139,11 +159,16 @@ func (p *cycle) deviceRoom(node *v1.Node, fits []bool, raw bool) (limit int, lim
 	if r, ok := p.others[node.Name]; ok && !raw {
 		holds = p.pl.HoldsOn(node.Name, r.Gangs, p.info.Key)
 	}
+	in := p.inputs()
 	for s, sc := range p.dev.claims {
 		if sc == nil || s >= len(fits) || !fits[s] {
 			continue
 		}
-		room, err := p.pl.rooms.Room(p.dev.ctx, p.dev.in, node, holds, sc.member, sc.shared, p.perNode(), sc.sig)
+		if in == nil { // the view cannot be read: no room, devErr says why
+			fits[s] = false
+			continue
+		}
+		room, err := p.pl.rooms.Room(p.dev.ctx, in, node, holds, sc.member, sc.shared, p.perNode(), sc.sig)
 		if err != nil {
 			if p.devErr == nil {
 				p.devErr = err
@@ -213,6 +238,10 @@ func (p *cycle) deviceSlots(sf *gang.Shortfall) {
 	if p.dev == nil {
 		return
 	}
+	in := p.inputs()
+	if in == nil {
+		return // devErr: the gang waits with it
+	}
 	first := -1
 	g := sf.Gang
 	g.Shapes = slices.Clone(g.Shapes)
@@ -245,7 +274,7 @@ func (p *cycle) deviceSlots(sf *gang.Shortfall) {
 		if n.Free == nil {
 			n.Free = topology.Resources{}
 		}
-		n.Free[gang.DeviceSlots] = roomOf(p.dev.in, ni.Node())
+		n.Free[gang.DeviceSlots] = roomOf(in, ni.Node())
 	}
 	sf.SlotGain = func(name string, pods []*v1.Pod) int64 {
 		ni, err := lister.Get(name)
@@ -259,6 +288,6 @@ func (p *cycle) deviceSlots(sf *gang.Shortfall) {
 		if len(held) == 0 {
 			return 0
 		}
-		return max(roomOf(p.dev.in.Without(held), ni.Node())-roomOf(p.dev.in, ni.Node()), 0)
+		return max(roomOf(in.Without(held), ni.Node())-roomOf(in, ni.Node()), 0)
 	}
 }

@@ -68,6 +68,11 @@ func (f *fakeDevices) View(context.Context) (*devices.Inputs, error) { return f.
 
 func (f *fakeDevices) Used(*v1.Pod) []*resourceapi.ResourceClaim { return nil }
 
+// Seq and ChangedSince: the tests change f.in at will, so every device may have changed.
+func (f *fakeDevices) Seq() uint64 { return 0 }
+
+func (f *fakeDevices) ChangedSince(string, uint64) bool { return true }
+
 // draMember is a member of ns/g requesting one CPU and the claim templates named.
 func draMember(name string, templates ...string) *v1.Pod {
 	p := st.MakePod().Namespace("ns").Name(name).UID(name).Label(gang.Label, "g").Req(map[v1.ResourceName]string{v1.ResourceCPU: "1"}).Obj()

@@ -2,6 +2,7 @@ package plan
 
 import (
 	"encoding/json"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -19,6 +20,10 @@ import (
 // node update), a node joined or left it, or what other gangs reserve on its nodes changed.
 // In a burst of similar gangs most domains are unchanged between two gangs, so an unpinned
 // PreFilter reads every node's generation instead of translating and matching every node.
+// For a gang whose members take DRA devices, an entry also records the device change its
+// device view reflected (Devices.Seq) and is planned again once one of its nodes' devices
+// changed after it (Devices.ChangedSince: slices, claim allocations, classes), or the gangs
+// reserving on its nodes (whose members' devices are set aside there) changed.
 
 // planCacheSignatures bounds the signatures kept: a burst mixes a few gang sizes and shapes.
 const planCacheSignatures = 4
@@ -74,6 +79,12 @@ func (c *planCache) get(sig string) *sigCache {
 	return c.sigs[sig]
 }
 
+// drop forgets sig's planning. Callers hold c.mu.
+func (c *planCache) drop(sig string) {
+	delete(c.sigs, sig)
+	c.order = slices.DeleteFunc(c.order, func(s string) bool { return s == sig })
+}
+
 // sameList records the snapshot's node list and reports whether it is the one of the last
 // planning. Callers hold c.mu.
 func (c *planCache) sameList(all []fwk.NodeInfo) bool {
@@ -96,15 +107,22 @@ type domainEntry struct {
 	plan     *topology.DomainPlan // nil when no node of the domain is in the snapshot
 	room     int                  // member room without the gang's size cap (quality gauges)
 	free     int64                // free units of the primary resource (quality gauges)
+	devices  bool                 // device room was counted, as of device change devSeq
+	devSeq   uint64
 }
 
+// devicesChanged reports whether a node's devices may have changed since the entry was
+// computed (never for an entry without device room).
+type devicesChanged func(e *domainEntry, node string) bool
+
 // current reports whether the entry was computed from these nodes and reservations.
-func (e *domainEntry) current(infos []fwk.NodeInfo, others map[string]placement.Reserved) bool {
+func (e *domainEntry) current(infos []fwk.NodeInfo, others map[string]placement.Reserved, changed devicesChanged) bool {
 	if len(infos) != len(e.names) {
 		return false
 	}
 	for i, ni := range infos {
-		if ni.Node().Name != e.names[i] || ni.GetGeneration() != e.gens[i] || !sameReserved(others[e.names[i]], e.reserved[i]) {
+		if ni.Node().Name != e.names[i] || ni.GetGeneration() != e.gens[i] || !sameReserved(others[e.names[i]], e.reserved[i]) ||
+			changed(e, e.names[i]) {
 			return false
 		}
 	}
@@ -117,12 +135,12 @@ func (e *domainEntry) current(infos []fwk.NodeInfo, others map[string]placement.
 // reservation changed. A node the lookup skipped (the index saw its relabel before the
 // snapshot did) is looked up again on every planning until the snapshot agrees: its NodeInfo
 // is in no entry, so no generation would reveal the change.
-func (e *domainEntry) unchanged(index []string, sameList bool, others map[string]placement.Reserved) bool {
+func (e *domainEntry) unchanged(index []string, sameList bool, others map[string]placement.Reserved, changed devicesChanged) bool {
 	if !sameList || !sameSlice(index, e.index) || len(e.infos) != len(index) {
 		return false
 	}
 	for i, ni := range e.infos {
-		if ni.GetGeneration() != e.gens[i] || !sameReserved(others[e.names[i]], e.reserved[i]) {
+		if ni.GetGeneration() != e.gens[i] || !sameReserved(others[e.names[i]], e.reserved[i]) || changed(e, e.names[i]) {
 			return false
 		}
 	}
@@ -135,7 +153,7 @@ func sameSlice(a, b []string) bool {
 }
 
 func sameReserved(a, b placement.Reserved) bool {
-	if a.Pods != b.Pods || len(a.Resources) != len(b.Resources) {
+	if a.Pods != b.Pods || len(a.Resources) != len(b.Resources) || !slices.Equal(a.Gangs, b.Gangs) {
 		return false
 	}
 	for r, q := range a.Resources {
@@ -146,8 +164,9 @@ func sameReserved(a, b placement.Reserved) bool {
 	return true
 }
 
-// signatureOf is what a domain's plan depends on besides the domain's nodes.
-func signatureOf(key string, g topology.Gang, groups []shapeClass) string {
+// signatureOf is what a domain's plan depends on besides the domain's nodes (and, for a gang
+// with devices, the device view).
+func signatureOf(key string, g topology.Gang, groups []shapeClass, dev *gangDevices) string {
 	var b strings.Builder
 	b.WriteString(key)
 	b.WriteString("\x00" + strconv.Itoa(g.Need) + "\x00" + strconv.FormatBool(g.Apart) + "\x00" + strconv.Itoa(g.Current))
@@ -155,15 +174,20 @@ func signatureOf(key string, g topology.Gang, groups []shapeClass) string {
 		req, _ := json.Marshal(sg.request)
 		b.WriteString("\x00" + sg.key + "\x00" + string(req) + "\x00" + strconv.Itoa(sg.count))
 	}
+	if dev != nil {
+		for _, sc := range dev.claims {
+			b.WriteString("\x00devices\x00")
+			if sc != nil {
+				b.WriteString(sc.sig)
+			}
+		}
+	}
 	return b.String()
 }
 
 // planAllCached is planAll through the plan cache; ok is false when the domain index cannot
 // answer yet (the caller then plans every node).
 func (p *cycle) planAllCached() (map[string]*topology.DomainPlan, bool) {
-	if p.dev != nil { // device room changes with allocations the cache does not see
-		return nil, false
-	}
 	domains, version, ok := p.pl.domains.domainsOf(p.info.TopologyKey)
 	if !ok || p.pl.plans == nil {
 		return nil, false
@@ -172,9 +196,13 @@ func (p *cycle) planAllCached() (map[string]*topology.DomainPlan, bool) {
 	c := p.pl.plans
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	sc := c.get(signatureOf(p.info.TopologyKey, p.gang, p.classes))
+	sig := signatureOf(p.info.TopologyKey, p.gang, p.classes, p.dev)
+	sc := c.get(sig)
 	if p.refresh(sc, domains, c.sameList(p.all), resource) || sc.version != version || sc.out == nil {
 		sc.out, sc.version = assemble(sc.domains), version
+	}
+	if p.devErr != nil { // planned without some node's devices: keep none of it
+		c.drop(sig)
 	}
 	p.byDomain = sc.out.byDomain
 	p.recordQualityOf(sc.out.rooms, sc.out.free, resource, hasResource)
@@ -187,9 +215,12 @@ func (p *cycle) refresh(sc *sigCache, domains map[string][]string, sameList bool
 	key := p.info.TopologyKey
 	lister := p.pl.nodes()
 	changed := false
+	devChanged := func(e *domainEntry, node string) bool {
+		return e.devices && p.pl.devices.ChangedSince(node, e.devSeq)
+	}
 	for d, names := range domains {
 		e := sc.domains[d]
-		if e != nil && e.unchanged(names, sameList, p.others) {
+		if e != nil && e.unchanged(names, sameList, p.others, devChanged) {
 			continue
 		}
 		infos := make([]fwk.NodeInfo, 0, len(names))
@@ -198,7 +229,7 @@ func (p *cycle) refresh(sc *sigCache, domains map[string][]string, sameList bool
 				infos = append(infos, ni)
 			}
 		}
-		if e == nil || !e.current(infos, p.others) {
+		if e == nil || !e.current(infos, p.others, devChanged) {
 			e, changed = p.planDomain(d, infos, resource), true
 			sc.domains[d] = e
 		}
@@ -244,6 +275,9 @@ func (p *cycle) planDomain(d string, infos []fwk.NodeInfo, resource string) *dom
 		return e
 	}
 	e.nodes = p.topologyNodes(infos, false, nil)
+	if p.dev != nil {
+		e.devices, e.devSeq = true, p.dev.seq
+	}
 	e.plan = topology.Plan(&p.gang, e.nodes)[d]
 	e.room, e.free = domainStats(&p.gang, e.nodes, d, resource)
 	return e

@@ -44,7 +44,7 @@ func TestMergedShapeSignatureNamesConstraints(t *testing.T) {
 		if groups[15].rep.Name != "g-039" {
 			t.Fatalf("merged shape represented by %s, want g-039", groups[15].rep.Name)
 		}
-		return signatureOf(testKey, topology.Gang{Need: 40}, groups)
+		return signatureOf(testKey, topology.Gang{Need: 40}, groups, nil)
 	}
 	if sig(nil) == sig(map[string]string{"pool": "x"}) {
 		t.Fatal("gangs with different node constraints share a plan cache signature")
