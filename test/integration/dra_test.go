@@ -484,3 +484,39 @@ func TestDRAPreemptsLowerPriorityGang(t *testing.T) {
 		t.Errorf("preemption_total{gang,preempted} grew by %v, want 1", d)
 	}
 }
+
+// A placement group whose partners take a channel per member preempts for channels as one
+// unit: the only clique with channels enough, c2, is held by a lower-priority gang with
+// channel claims; prefill and decode (one member each) evict it and bind there, each member on
+// its own node's channel.
+func TestDRAGroupPreemptsLowerPriorityGang(t *testing.T) {
+	e := newDRAEnv(t)
+	c2 := e.draDomain("c2", 2, draNode{channels: 1})
+	e.claimTemplate("channel", devenv.ExactDevices("channel", channelClass, 1))
+	e.startScheduler(preemptionProfile)
+	channel := devenv.PodClaim{Name: "channel", Template: "channel"}
+	e.podGroup("low", 2, domainKey, 60)
+	for i := 0; i < 2; i++ {
+		e.prioPod(devenv.PodSpec{Name: fmt.Sprintf("low-%d", i), Group: "low", CPU: "100m", Claims: []devenv.PodClaim{channel}}, 0, false)
+	}
+	e.bound(30*time.Second, "low-0", "low-1")
+	before := preemptions(t, "gang", "preempted")
+	for _, p := range []string{"prefill", "decode"} {
+		e.partnerGroup(p, 1, "grp", "2", "")
+		e.prioPod(devenv.PodSpec{Name: p + "-0", Group: p, CPU: "100m", Claims: []devenv.PodClaim{channel}}, 100, false)
+	}
+	got := e.bound(60*time.Second, "prefill-0", "decode-0")
+	e.gone(20*time.Second, "low-0", "low-1")
+	e.distinctNodes(got)
+	for pod, node := range got {
+		if !slices.Contains(c2, node) {
+			t.Errorf("%s on %s, want a node of c2", pod, node)
+		}
+		if devs := e.allocatedDevices(pod, "channel", node, channelClass); len(devs) != 1 || !strings.HasSuffix(devs[0], "/channel-0") {
+			t.Errorf("%s: channel claim got %v, want its node's channel-0", pod, devs)
+		}
+	}
+	if d := preemptions(t, "gang", "preempted") - before; d != 1 {
+		t.Errorf("preemption_total{gang,preempted} grew by %v, want 1 (the group preempts once)", d)
+	}
+}

@@ -8,14 +8,11 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	resourceapi "k8s.io/api/resource/v1"
-	"k8s.io/dynamic-resource-allocation/structured"
 	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
 
 	"github.com/moirai-internal/ome-scheduler/pkg/plugins/gangpack/internal/devices"
-	"github.com/moirai-internal/ome-scheduler/pkg/plugins/gangpack/internal/gang"
 	"github.com/moirai-internal/ome-scheduler/pkg/plugins/gangpack/internal/msg"
-	"github.com/moirai-internal/ome-scheduler/pkg/topology"
 )
 
 // Member room with DRA devices (docs/design.md §3.1): when a gang's members request devices
@@ -226,68 +223,4 @@ func (p *cycle) perNode() int {
 		return 1
 	}
 	return max(p.gang.Need, 1)
-}
-
-// deviceSlots puts a gang's DRA devices into the preemption arithmetic (nothing for a gang
-// without claims): each member of a shape with claims takes one gang.DeviceSlots, a node has as
-// many as its devices take members now (other gangs' reservations ignored, as preemption
-// does), and evicting pods gives back what their devices add there (SlotGain: device room
-// with their claims' devices freed, less device room now, for the gang's first shape with
-// claims).
-func (p *cycle) deviceSlots(sf *gang.Shortfall) {
-	if p.dev == nil {
-		return
-	}
-	in := p.inputs()
-	if in == nil {
-		return // devErr: the gang waits with it
-	}
-	first := -1
-	g := sf.Gang
-	g.Shapes = slices.Clone(g.Shapes)
-	for s, sc := range p.dev.claims {
-		if sc == nil {
-			continue
-		}
-		if first < 0 {
-			first = s
-		}
-		g.Shapes[s] = maps.Clone(g.Shapes[s])
-		g.Shapes[s][gang.DeviceSlots] = 1
-	}
-	sf.Gang = g
-	lister := p.pl.nodes()
-	roomOf := func(in *devices.Inputs, node *v1.Node) int64 {
-		sc := p.dev.claims[first]
-		room, err := devices.Room(p.dev.ctx, in, node, sc.member, sc.shared, p.perNode())
-		if err != nil {
-			return 0
-		}
-		return int64(room)
-	}
-	for i := range sf.Nodes {
-		n := &sf.Nodes[i]
-		ni, err := lister.Get(n.Name)
-		if err != nil || ni.Node() == nil {
-			continue
-		}
-		if n.Free == nil {
-			n.Free = topology.Resources{}
-		}
-		n.Free[gang.DeviceSlots] = roomOf(in, ni.Node())
-	}
-	sf.SlotGain = func(name string, pods []*v1.Pod) int64 {
-		ni, err := lister.Get(name)
-		if err != nil || ni.Node() == nil {
-			return 0
-		}
-		var held []structured.DeviceID
-		for _, q := range pods {
-			held = append(held, devices.HeldBy(p.pl.devices.Used(q))...)
-		}
-		if len(held) == 0 {
-			return 0
-		}
-		return max(roomOf(in.Without(held), ni.Node())-roomOf(in, ni.Node()), 0)
-	}
 }

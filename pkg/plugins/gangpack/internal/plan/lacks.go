@@ -133,12 +133,13 @@ func (pl *Planner) groupLacksRoom(p *cycle, now time.Time) (*gang.Shortfall, *ga
 	if st != nil || gp.anchor != "" || len(gp.todo) != len(pts) {
 		return nil, nil // a partner is pinned or placed: the group's domain is decided
 	}
+	slots, ok := groupSlots(gp.todo)
+	if !ok {
+		return nil, nil // partners' devices that cannot be counted as one kind: the group waits
+	}
 	partners := make([]topology.Partner, len(gp.todo))
 	need := 0
 	for i, q := range gp.todo {
-		if q.dev != nil || q.devErr != nil {
-			return nil, nil // DRA devices: no preemption (yet), as for a gang (LacksRoom)
-		}
 		partners[i] = topology.Partner{Gang: &q.gang, Key: i}
 		need += q.need
 	}
@@ -153,7 +154,22 @@ func (pl *Planner) groupLacksRoom(p *cycle, now time.Time) (*gang.Shortfall, *ga
 	}
 	gp.forPreemption = true
 	gp.build(p, true, nil)
-	return &gang.Shortfall{Info: info, Gang: topology.Gang{Need: need}, Placed: len(p.placed), Partners: partners, GroupNodes: gp.nodes}, nil
+	sf := &gang.Shortfall{Info: info, Gang: topology.Gang{Need: need}, Placed: len(p.placed), Partners: partners, GroupNodes: gp.nodes}
+	if slots != nil { // each member of a shape with claims takes a slot, as for a gang
+		sf.Partners = make([]topology.Partner, len(gp.todo))
+		for i, q := range gp.todo {
+			g := q.gang
+			if q.dev != nil {
+				g = withSlots(g, q.dev.claims)
+			}
+			sf.Partners[i] = topology.Partner{Gang: &g, Key: i}
+		}
+		for i := range sf.GroupNodes {
+			sf.GroupNodes[i].Free[gang.DeviceSlots] = slots.free(sf.GroupNodes[i].Name)
+		}
+		sf.SlotGain = slots.gain
+	}
+	return sf, nil
 }
 
 // groupReady returns the partners of the gang's placement group when every one is ready (its

@@ -19,7 +19,8 @@ import (
 // planner of its own, the current gang's first) and the group nodes they were planned over.
 type groupPlanning struct {
 	// forPreemption makes build judge only what evicting pods cannot change: shape fits
-	// ignore resources (the preemption arithmetic recomputes them from the freed room).
+	// ignore resources and devices (the preemption arithmetic recomputes them from the freed
+	// room; devices as device slots, groupSlots).
 	forPreemption bool
 	todo          []*cycle
 	anchor        string // the group domain pinned or placed partners fix; "" = any
@@ -200,6 +201,9 @@ func (gp *groupPlanning) build(p *cycle, raw bool, back map[string]gang.Returnin
 				} else {
 					n.Fits[i][s] = f.Fits(ni, free, freePods)
 				}
+			}
+			if gp.forPreemption {
+				continue // devices are device slots there (groupSlots)
 			}
 			if limit, limited := q.deviceRoom(node, n.Fits[i], raw); limited {
 				n.Limits[i] = limit
