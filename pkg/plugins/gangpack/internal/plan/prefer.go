@@ -3,6 +3,7 @@ package plan
 import (
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/component-helpers/scheduling/corev1/nodeaffinity"
+	fwk "k8s.io/kube-scheduler/framework"
 
 	"github.com/moirai-internal/ome-scheduler/pkg/topology"
 )
@@ -56,25 +57,14 @@ func (p *cycle) preferences(rooms map[string]int) map[string]int64 {
 	if terms == nil {
 		return nil
 	}
-	lister := p.pl.nodes()
+	objs := p.nodeObjects()
 	out := make(map[string]int64, len(rooms))
 	for d, r := range rooms {
 		if r < p.need {
 			continue
 		}
 		nodes := p.nodesIn(d)
-		objs := make([]*v1.Node, len(nodes))
-		for i := range nodes {
-			if ni, err := lister.Get(nodes[i].Name); err == nil {
-				objs[i] = ni.Node()
-			}
-		}
-		out[d] = topology.Preference(&p.gang, nodes, func(i, s int) int64 {
-			if s >= len(terms) || terms[s] == nil || objs[i] == nil {
-				return 0
-			}
-			return terms[s].Score(objs[i])
-		})
+		out[d] = topology.Preference(&p.gang, nodes, func(i, s int) int64 { return objs.score(terms, nodes[i].Name, s) })
 	}
 	return distinct(out)
 }
@@ -136,7 +126,7 @@ func (p *cycle) groupPreferences(gp *groupPlanning, plans map[string]*topology.G
 	if !some {
 		return nil
 	}
-	lister := p.pl.nodes()
+	objs := p.nodeObjects()
 	out := map[string]int64{}
 	for d, gpl := range plans {
 		if gpl == nil || !gpl.Feasible {
@@ -147,24 +137,12 @@ func (p *cycle) groupPreferences(gp *groupPlanning, plans map[string]*topology.G
 				continue
 			}
 			var nodes []topology.Node
-			var objs []*v1.Node
 			for _, n := range gp.nodes {
-				if n.Group != d || n.Sub[i] != gpl.Sub[i] {
-					continue
+				if n.Group == d && n.Sub[i] == gpl.Sub[i] {
+					nodes = append(nodes, topology.Node{Name: n.Name, Free: n.Free, FreePods: n.FreePods, Fits: n.Fits[i]})
 				}
-				nodes = append(nodes, topology.Node{Name: n.Name, Free: n.Free, FreePods: n.FreePods, Fits: n.Fits[i]})
-				var obj *v1.Node
-				if ni, err := lister.Get(n.Name); err == nil {
-					obj = ni.Node()
-				}
-				objs = append(objs, obj)
 			}
-			out[d] += topology.Preference(&q.gang, nodes, func(k, s int) int64 {
-				if s >= len(terms[i]) || terms[i][s] == nil || objs[k] == nil {
-					return 0
-				}
-				return terms[i][s].Score(objs[k])
-			})
+			out[d] += topology.Preference(&q.gang, nodes, func(k, s int) int64 { return objs.score(terms[i], nodes[k].Name, s) })
 		}
 	}
 	return distinct(out)
@@ -177,18 +155,45 @@ func (p *cycle) nodeScores(nodes []topology.Node) func(i int) int64 {
 	if terms == nil {
 		return nil
 	}
-	lister := p.pl.nodes()
+	objs := p.nodeObjects()
 	scores := make([]int64, len(nodes))
 	for i := range nodes {
-		ni, err := lister.Get(nodes[i].Name)
-		if err != nil || ni.Node() == nil {
-			continue
-		}
-		for _, t := range terms {
-			if t != nil {
-				scores[i] = max(scores[i], t.Score(ni.Node()))
-			}
+		for s := range terms {
+			scores[i] = max(scores[i], objs.score(terms, nodes[i].Name, s))
 		}
 	}
 	return func(i int) int64 { return scores[i] }
+}
+
+// nodeObjects looks nodes up by name in the planning's snapshot, each once per use.
+type nodeObjects struct {
+	lister fwk.NodeInfoLister
+	seen   map[string]*v1.Node // nil: not in the snapshot
+}
+
+func (p *cycle) nodeObjects() *nodeObjects {
+	return &nodeObjects{lister: p.pl.nodes(), seen: map[string]*v1.Node{}}
+}
+
+func (o *nodeObjects) get(name string) *v1.Node {
+	n, ok := o.seen[name]
+	if !ok {
+		if ni, err := o.lister.Get(name); err == nil {
+			n = ni.Node()
+		}
+		o.seen[name] = n
+	}
+	return n
+}
+
+// score is what a member of shape s scores on node name by its preferred node-affinity terms
+// (0 for a shape without terms or a node not in the snapshot).
+func (o *nodeObjects) score(terms []*nodeaffinity.PreferredSchedulingTerms, name string, s int) int64 {
+	if s >= len(terms) || terms[s] == nil {
+		return 0
+	}
+	if n := o.get(name); n != nil {
+		return terms[s].Score(n)
+	}
+	return 0
 }
