@@ -22,6 +22,8 @@ type DRA struct {
 	Classes   []*resourceapi.DeviceClass
 	Claims    []*resourceapi.ResourceClaim
 	Templates []*resourceapi.ResourceClaimTemplate
+
+	held sets.Set[structured.DeviceID] // heldDevices, computed once
 }
 
 // devicesOf returns the planner's view of d (nil for nil d). The allocated devices are those
@@ -32,17 +34,7 @@ func devicesOf(d *DRA) plan.Devices {
 		return nil
 	}
 	f := devices.DefaultFeatures()
-	allocated := sets.New[structured.DeviceID]()
-	for _, c := range d.Claims {
-		if c == nil || c.Status.Allocation == nil {
-			continue
-		}
-		for _, r := range c.Status.Allocation.Devices.Results {
-			if r.AdminAccess == nil || !*r.AdminAccess {
-				allocated.Insert(structured.MakeDeviceID(r.Driver, r.Pool, r.Device))
-			}
-		}
-	}
+	allocated := heldDevices(d)
 	state := structured.AllocatedState{AllocatedDevices: allocated, AllocatedSharedDeviceIDs: sets.New[structured.SharedDeviceID](),
 		AggregatedCapacity: structured.NewConsumedCapacityCollection()}
 	return &clusterDevices{d: d, in: devices.NewInputs(f, state, devices.ClassesOf(d.Classes), d.Slices, devices.NewCELCache(f))}
@@ -85,28 +77,33 @@ func (c *clusterDevices) Seq() uint64 { return 0 }
 
 func (c *clusterDevices) ChangedSince(string, uint64) bool { return true }
 
-// freeDevices counts the devices d's node-local slices publish on nodes, less those allocated,
-// per driver; nil when there are none.
-func freeDevices(d *DRA, nodes []string) map[string]int {
+// heldDevices is the devices d's claims' allocations hold (admin access holds none), as the
+// planner counts them, computed once per d (its claims are not changed after it is read);
+// nil for nil d.
+func heldDevices(d *DRA) sets.Set[structured.DeviceID] {
+	if d == nil {
+		return nil
+	}
+	if d.held == nil {
+		d.held = sets.New(devices.HeldBy(d.Claims)...)
+	}
+	return d.held
+}
+
+// freeDevices counts the devices d's node-local slices publish on nodes, less those held
+// (heldDevices), per driver; nil when there are none.
+func freeDevices(d *DRA, held sets.Set[structured.DeviceID], nodes []string) map[string]int {
 	if d == nil || len(d.Slices) == 0 {
 		return nil
 	}
 	in := sets.New(nodes...)
-	allocated := sets.New[structured.DeviceID]()
-	for _, c := range d.Claims {
-		if c != nil && c.Status.Allocation != nil {
-			for _, r := range c.Status.Allocation.Devices.Results {
-				allocated.Insert(structured.MakeDeviceID(r.Driver, r.Pool, r.Device))
-			}
-		}
-	}
 	var out map[string]int
 	for _, s := range d.Slices {
 		if s.Spec.NodeName == nil || !in.Has(*s.Spec.NodeName) {
 			continue
 		}
 		for _, dev := range s.Spec.Devices {
-			if allocated.Has(structured.MakeDeviceID(s.Spec.Driver, s.Spec.Pool.Name, dev.Name)) {
+			if held.Has(structured.MakeDeviceID(s.Spec.Driver, s.Spec.Pool.Name, dev.Name)) {
 				continue
 			}
 			if out == nil {

@@ -123,8 +123,9 @@ func Explain(c *Cluster, r Request) (*Result, error) {
 		res.Reason = fmt.Sprintf("the gang is placed: %d members on nodes of %s; planned again without them, %s", len(placedOn), res.ChosenDomain, res.Reason)
 	}
 	res.Domains = domainsOf(ex, info, c.Reservations)
+	held := heldDevices(c.DRA)
 	for i := range res.Domains {
-		res.Domains[i].Devices = freeDevices(c.DRA, ex.Plans[res.Domains[i].Name].Nodes)
+		res.Domains[i].Devices = freeDevices(c.DRA, held, ex.Plans[res.Domains[i].Name].Nodes)
 	}
 	return res, nil
 }
