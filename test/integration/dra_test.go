@@ -452,19 +452,7 @@ func TestChartRBACReadsClaimTemplates(t *testing.T) {
 // of the only clique: the victims' pods go, the resourceclaim controller gives their devices
 // back, and the high-priority gang binds there with the channels.
 func TestDRAPreemptsLowerPriorityGang(t *testing.T) {
-	e := newDRAEnv(t)
-	c2 := e.draDomain("c2", 2, draNode{channels: 1})
-	e.claimTemplate("channel", devenv.ExactDevices("channel", channelClass, 1))
-	e.startScheduler(preemptionProfile)
-	channel := devenv.PodClaim{Name: "channel", Template: "channel"}
-	e.podGroup("low", 2, domainKey, 60)
-	for i := 0; i < 2; i++ {
-		e.prioPod(devenv.PodSpec{Name: fmt.Sprintf("low-%d", i), Group: "low", CPU: "100m", Claims: []devenv.PodClaim{channel}}, 0, false)
-	}
-	low := e.bound(30*time.Second, "low-0", "low-1")
-	if d := e.oneDomain(low, domainKey); d != "c2" {
-		t.Fatalf("low gang in %s, want c2", d)
-	}
+	e, c2, channel := lowChannelGang(t)
 	before := preemptions(t, "gang", "preempted")
 	e.podGroup("hi", 2, domainKey, 60)
 	for i := 0; i < 2; i++ {
@@ -472,14 +460,7 @@ func TestDRAPreemptsLowerPriorityGang(t *testing.T) {
 	}
 	got := e.bound(60*time.Second, "hi-0", "hi-1")
 	e.gone(20*time.Second, "low-0", "low-1")
-	for pod, node := range got {
-		if !slices.Contains(c2, node) {
-			t.Errorf("%s on %s, want a node of c2", pod, node)
-		}
-		if devs := e.allocatedDevices(pod, "channel", node, channelClass); len(devs) != 1 || !strings.HasSuffix(devs[0], "/channel-0") {
-			t.Errorf("%s: channel claim got %v, want its node's channel-0", pod, devs)
-		}
-	}
+	e.channelsIn(got, c2)
 	if d := preemptions(t, "gang", "preempted") - before; d != 1 {
 		t.Errorf("preemption_total{gang,preempted} grew by %v, want 1", d)
 	}
@@ -490,6 +471,40 @@ func TestDRAPreemptsLowerPriorityGang(t *testing.T) {
 // channel claims; prefill and decode (one member each) evict it and bind there, each member on
 // its own node's channel.
 func TestDRAGroupPreemptsLowerPriorityGang(t *testing.T) {
+	e, c2, channel := lowChannelGang(t)
+	before := preemptions(t, "gang", "preempted")
+	for _, p := range []string{"prefill", "decode"} {
+		e.partnerGroup(p, 1, "grp", "2", "")
+		e.prioPod(devenv.PodSpec{Name: p + "-0", Group: p, CPU: "100m", Claims: []devenv.PodClaim{channel}}, 100, false)
+	}
+	got := e.bound(60*time.Second, "prefill-0", "decode-0")
+	e.gone(20*time.Second, "low-0", "low-1")
+	e.distinctNodes(got)
+	e.channelsIn(got, c2)
+	if d := preemptions(t, "gang", "preempted") - before; d != 1 {
+		t.Errorf("preemption_total{gang,preempted} grew by %v, want 1 (the group preempts once)", d)
+	}
+}
+
+// channelsIn checks that every placed pod is on a node of domain and that its channel claim
+// was allocated that node's channel.
+func (e *env) channelsIn(placed map[string]string, domain []string) {
+	e.t.Helper()
+	for pod, node := range placed {
+		if !slices.Contains(domain, node) {
+			e.t.Errorf("%s on %s, want a node of %v", pod, node, domain)
+		}
+		if devs := e.allocatedDevices(pod, "channel", node, channelClass); len(devs) != 1 || !strings.HasSuffix(devs[0], "/channel-0") {
+			e.t.Errorf("%s: channel claim got %v, want its node's channel-0", pod, devs)
+		}
+	}
+}
+
+// lowChannelGang is the preemption tests' start: clique c2 of two nodes with one channel
+// each, the scheduler with preemption on, and a priority-0 gang "low" of two members bound
+// there, each with a channel claim from the template "channel" (returned, to be reused).
+func lowChannelGang(t *testing.T) (*env, []string, devenv.PodClaim) {
+	t.Helper()
 	e := newDRAEnv(t)
 	c2 := e.draDomain("c2", 2, draNode{channels: 1})
 	e.claimTemplate("channel", devenv.ExactDevices("channel", channelClass, 1))
@@ -499,24 +514,8 @@ func TestDRAGroupPreemptsLowerPriorityGang(t *testing.T) {
 	for i := 0; i < 2; i++ {
 		e.prioPod(devenv.PodSpec{Name: fmt.Sprintf("low-%d", i), Group: "low", CPU: "100m", Claims: []devenv.PodClaim{channel}}, 0, false)
 	}
-	e.bound(30*time.Second, "low-0", "low-1")
-	before := preemptions(t, "gang", "preempted")
-	for _, p := range []string{"prefill", "decode"} {
-		e.partnerGroup(p, 1, "grp", "2", "")
-		e.prioPod(devenv.PodSpec{Name: p + "-0", Group: p, CPU: "100m", Claims: []devenv.PodClaim{channel}}, 100, false)
+	if d := e.oneDomain(e.bound(30*time.Second, "low-0", "low-1"), domainKey); d != "c2" {
+		t.Fatalf("low gang in %s, want c2", d)
 	}
-	got := e.bound(60*time.Second, "prefill-0", "decode-0")
-	e.gone(20*time.Second, "low-0", "low-1")
-	e.distinctNodes(got)
-	for pod, node := range got {
-		if !slices.Contains(c2, node) {
-			t.Errorf("%s on %s, want a node of c2", pod, node)
-		}
-		if devs := e.allocatedDevices(pod, "channel", node, channelClass); len(devs) != 1 || !strings.HasSuffix(devs[0], "/channel-0") {
-			t.Errorf("%s: channel claim got %v, want its node's channel-0", pod, devs)
-		}
-	}
-	if d := preemptions(t, "gang", "preempted") - before; d != 1 {
-		t.Errorf("preemption_total{gang,preempted} grew by %v, want 1 (the group preempts once)", d)
-	}
+	return e, c2, channel
 }

@@ -9,7 +9,6 @@ import (
 	resourceapi "k8s.io/api/resource/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/dynamic-resource-allocation/structured"
-	"k8s.io/klog/v2"
 	"k8s.io/utils/ptr"
 
 	"github.com/moirai-internal/ome-scheduler/pkg/plugins/gangpack/internal/devices"
@@ -26,28 +25,12 @@ type draCacheSim struct {
 }
 
 func newDRACacheSim(t *testing.T) *draCacheSim {
-	var nodes []*v1.Node
-	for d := 0; d < 4; d++ {
-		for i := 0; i < 3; i++ {
-			nodes = append(nodes, testNode(fmt.Sprintf("n%d-%d", d, i), fmt.Sprintf("d%d", d), int64(2+2*(i%2))))
-		}
-	}
-	probes := []*v1.Pod{gangMember("p-0", "p", 2), gangMember("p-1", "p", 2), gangMember("q-0", "q", 1),
-		gangMember("q-1", "q", 1), gangMember("q-2", "q", 1), gangMember("o-0", "o", 3), gangMember("o-1", "o", 3)}
-	for _, p := range probes {
-		withChannel(p)
-	}
 	m := channelManager(nil)
-	w := newWorldWith(t, m, nil, nodes, probes, podGroup("p", 2), podGroup("q", 3), podGroup("o", 2))
-	addTemplate(t, w, "channel", channelClass)
-	s := &draCacheSim{cacheSim: &cacheSim{t: t, w: w, logger: klog.FromContext(w.ctx), nodes: map[string]*v1.Node{},
-		probes: []*v1.Pod{probes[0], probes[2]}}, m: m, changes: w.pl.dra.(*draDevices).changes, sliced: map[string]bool{}}
-	s.cache = inPlaceSnapshot(w, nodes)
-	for _, n := range nodes {
-		s.nodes[n.Name] = n
-	}
+	_ = m.ResourceClaims() // the allocated set
+	sim := newCacheSimWith(t, m, func(p *v1.Pod) { withChannel(p) })
+	addTemplate(t, sim.w, "channel", channelClass)
+	s := &draCacheSim{cacheSim: sim, m: m, changes: sim.w.pl.dra.(*draDevices).changes, sliced: map[string]bool{}}
 	s.publish()
-	_ = m.ResourceClaims() // allocated set
 	return s
 }
 
@@ -102,24 +85,7 @@ func (s *draCacheSim) step(op, arg byte) {
 // sequence of cacheSim's events and channels allocated to other pods' claims and given back,
 // PreFilter through the cache decides what a planning from scratch decides.
 func TestPlanCacheMatchesScratchDRA(t *testing.T) {
-	for seed := 0; seed < 40; seed++ {
-		ops := make([]byte, 48)
-		x := uint32(seed*2654435761 + 7)
-		for i := range ops {
-			x ^= x << 13
-			x ^= x >> 17
-			x ^= x << 5
-			ops[i] = byte(x)
-		}
-		t.Run(fmt.Sprint(seed), func(t *testing.T) {
-			s := newDRACacheSim(t)
-			s.check(-1)
-			for i := 0; i+1 < len(ops); i += 2 {
-				s.step(ops[i], ops[i+1])
-				s.check(i / 2)
-			}
-		})
-	}
+	runCacheSims(t, 40, 7, func(t *testing.T) stepper { return newDRACacheSim(t) })
 }
 
 // Without the claim events the cache would keep a stale answer: the property above is only

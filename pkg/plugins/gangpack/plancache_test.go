@@ -31,6 +31,12 @@ type cacheSim struct {
 }
 
 func newCacheSim(t *testing.T) *cacheSim {
+	return newCacheSimWith(t, nil, func(*v1.Pod) {})
+}
+
+// newCacheSimWith is newCacheSim whose framework has dra as its DRA manager and whose gang
+// members are changed by member (before the world is built).
+func newCacheSimWith(t *testing.T, dra fwk.SharedDRAManager, member func(*v1.Pod)) *cacheSim {
 	var nodes []*v1.Node
 	for d := 0; d < 4; d++ {
 		for i := 0; i < 3; i++ {
@@ -39,7 +45,10 @@ func newCacheSim(t *testing.T) *cacheSim {
 	}
 	probes := []*v1.Pod{gangMember("p-0", "p", 2), gangMember("p-1", "p", 2), gangMember("q-0", "q", 1),
 		gangMember("q-1", "q", 1), gangMember("q-2", "q", 1), gangMember("o-0", "o", 3), gangMember("o-1", "o", 3)}
-	w := newWorld(t, nil, nodes, probes, podGroup("p", 2), podGroup("q", 3), podGroup("o", 2))
+	for _, p := range probes {
+		member(p)
+	}
+	w := newWorldWith(t, dra, nil, nodes, probes, podGroup("p", 2), podGroup("q", 3), podGroup("o", 2))
 	s := &cacheSim{t: t, w: w, logger: klog.FromContext(w.ctx), nodes: map[string]*v1.Node{},
 		probes: []*v1.Pod{probes[0], probes[2]}}
 	s.cache = inPlaceSnapshot(w, nodes)
@@ -205,9 +214,21 @@ func FuzzPlanCacheMatchesScratch(f *testing.F) {
 
 // The same property over fixed sequences, so `go test` exercises it without -fuzz.
 func TestPlanCacheMatchesScratch(t *testing.T) {
-	for seed := 0; seed < 40; seed++ {
+	runCacheSims(t, 40, 1, func(t *testing.T) stepper { return newCacheSim(t) })
+}
+
+// stepper is a simulation of events whose planning through the plan cache is checked.
+type stepper interface {
+	step(op, arg byte)
+	check(at int)
+}
+
+// runCacheSims runs n simulations of 20 random events each (seeded from seed·golden+salt),
+// checking after each event.
+func runCacheSims(t *testing.T, n int, salt uint32, sim func(*testing.T) stepper) {
+	for seed := 0; seed < n; seed++ {
 		ops := make([]byte, 40)
-		x := uint32(seed*2654435761 + 1)
+		x := uint32(seed)*2654435761 + salt
 		for i := range ops {
 			x ^= x << 13
 			x ^= x >> 17
@@ -215,7 +236,7 @@ func TestPlanCacheMatchesScratch(t *testing.T) {
 			ops[i] = byte(x)
 		}
 		t.Run(fmt.Sprint(seed), func(t *testing.T) {
-			s := newCacheSim(t)
+			s := sim(t)
 			s.check(-1)
 			for i := 0; i+1 < len(ops); i += 2 {
 				s.step(ops[i], ops[i+1])
