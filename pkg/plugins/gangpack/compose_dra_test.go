@@ -4,6 +4,8 @@ import (
 	"os"
 	"sort"
 	"strconv"
+	"strings"
+	"sync/atomic"
 	"testing"
 
 	v1 "k8s.io/api/core/v1"
@@ -11,7 +13,9 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/dynamic-resource-allocation/structured"
+	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
+	"k8s.io/utils/ptr"
 
 	"github.com/moirai-internal/ome-scheduler/pkg/plugins/gangpack/internal/metrics"
 )
@@ -29,7 +33,7 @@ const invDevicesHeld = "devices-held" // a forming gang's reserved channel is fr
 type simDRA struct{ s *sim }
 
 func (d simDRA) ResourceClaims() fwk.ResourceClaimTracker {
-	return draTracker{allocated: d.s.channelsHeld()}
+	return draTracker{allocated: d.s.channelsHeld(), claims: d.s.channelClaims()}
 }
 func (d simDRA) ResourceSlices() fwk.ResourceSliceLister {
 	m := channelManager(d.s.nodes)
@@ -60,6 +64,79 @@ func (s *sim) channelsHeld() sets.Set[structured.DeviceID] {
 		}
 	}
 	return out
+}
+
+// channelClaims is the claims of the pods holding channels, by namespace/name, each
+// allocated its node's channel, as the resourceclaim controller names them in the pod's
+// status (channelClaimName) and the DynamicResources plugin allocates them: preemption reads
+// them to know which devices a victim gives back.
+func (s *sim) channelClaims() map[string]*resourceapi.ResourceClaim {
+	out := map[string]*resourceapi.ResourceClaim{}
+	for _, sp := range s.pods {
+		if !sp.onNode() || !takesChannel(sp.pod) {
+			continue
+		}
+		out[testNS+"/"+channelClaimName(sp.pod)] = s.channelClaimOn(sp.pod, sp.node)
+	}
+	return out
+}
+
+// channelClaimName is the name of p's channel claim, set in its status when it is created.
+func channelClaimName(p *v1.Pod) string { return p.Name + "-channel" }
+
+// simChannel gives p a channel claim from the template, named in its status as the
+// resourceclaim controller names it.
+func simChannel(p *v1.Pod) *v1.Pod {
+	withChannel(p).Status.ResourceClaimStatuses = []v1.PodResourceClaimStatus{{Name: "channel", ResourceClaimName: ptr.To(channelClaimName(p))}}
+	return p
+}
+
+// claimFreed delivers the deallocation of the channel claim of a pod that left its node (the
+// resourceclaim controller deallocates it once the pod is gone) to the parked pods' hints:
+// OMEGangPack's (hintClaimFreed) for a pod it rejected, and the DynamicResources plugin's,
+// which queues every pod whose claims exist on any deallocation (isSchedulableAfterClaimChange,
+// dynamicresources.go:284-291 in v1.35.4), for a pod the filters rejected.
+func (s *sim) claimFreed(holder *simPod) {
+	if !s.dra || !takesChannel(holder.pod) {
+		return
+	}
+	allocated := s.channelClaimOn(holder.pod, holder.node)
+	freed := allocated.DeepCopy()
+	freed.Status.Allocation = nil
+	s.deliver(func(sp *simPod) bool {
+		if !takesChannel(sp.pod) {
+			return false
+		}
+		hint, err := hintClaimFreed(klog.Background(), sp.pod, allocated, freed)
+		return (sp.byGang && (err != nil || hint == fwk.Queue)) || sp.byFit
+	})
+}
+
+// channelClaimOn is p's channel claim, allocated node's channel.
+func (s *sim) channelClaimOn(p *v1.Pod, node string) *resourceapi.ResourceClaim {
+	name := channelClaimName(p)
+	return &resourceapi.ResourceClaim{ObjectMeta: metav1.ObjectMeta{Namespace: testNS, Name: name},
+		Status: resourceapi.ResourceClaimStatus{Allocation: &resourceapi.AllocationResult{Devices: resourceapi.DeviceAllocationResult{
+			Results: []resourceapi.DeviceRequestAllocationResult{{Request: "channel", Driver: channelClass, Pool: node, Device: "channel-0"}}}}}}
+}
+
+// deviceEvictions counts the channel holders that gangs taking channels evicted, over every
+// DRA sequence played (TestComposeDRA requires some: DRA preemption is exercised).
+var deviceEvictions atomic.Int64
+
+// countDeviceEviction counts victim when it held a channel and the preemption's note names a
+// gang whose members take channels.
+func (s *sim) countDeviceEviction(victim *simPod, note string) {
+	if !s.dra || !takesChannel(victim.pod) {
+		return
+	}
+	rest, ok := strings.CutPrefix(note, "Preempted by gang ")
+	if !ok {
+		return
+	}
+	if key, _, ok := strings.Cut(rest, " "); ok && s.gangTakesChannels(key) {
+		deviceEvictions.Add(1)
+	}
 }
 
 // channelFilter is the DynamicResources filter of the simulated framework: a pod with a claim
@@ -137,11 +214,17 @@ func composeDRASequences(t *testing.T) int {
 func TestComposeDRA(t *testing.T) {
 	metrics.Register()
 	n := composeDRASequences(t)
+	before := deviceEvictions.Load()
 	for seed := int64(1); seed <= int64(n); seed++ {
 		events := generate(seed, 60)
 		if v := runComposeWith(t, events, true); v != nil {
 			small := shrinkWith(t, events, v.inv, true)
 			t.Fatalf("seed %d: %s: %s\nshrunk: %s", seed, v.inv, v.msg, formatCase(seed, v, small))
 		}
+	}
+	got := deviceEvictions.Load() - before
+	t.Logf("%d sequences, %d channel holders evicted by gangs taking channels", n, got)
+	if n >= 30 && got == 0 {
+		t.Fatalf("no gang taking channels evicted a channel holder in %d sequences: DRA preemption is not exercised", n)
 	}
 }

@@ -30,7 +30,7 @@ func (s *sim) apply(e composeEvent) {
 	case "pod":
 		p := standalone(fmt.Sprintf("s%d", len(s.pods)))
 		if s.dra && e.b%2 == 1 {
-			withChannel(p)
+			simChannel(p)
 		}
 		s.addPod(prio(p, int32(e.a%3*10)))
 	case "sched":
@@ -98,7 +98,7 @@ func (s *sim) addGang(e composeEvent) {
 		for i := 0; i < size; i++ {
 			p := prio(gangMember(fmt.Sprintf("%s-%d", name, i), name, 1), int32(e.c%3*10))
 			if s.dra && e.b%2 == 1 {
-				withChannel(p)
+				simChannel(p)
 			}
 			if group != "" {
 				p.Labels[testGroupLabel] = group

@@ -39,6 +39,7 @@ func (s *sim) removePod(sp *simPod) {
 	switch {
 	case wasOn:
 		s.podEvent(sp.pod, nil, true)
+		s.claimFreed(sp)
 	case forgotten != nil:
 		s.podEvent(forgotten, nil, true)
 	case nominated: // eventhandlers.go:369-375
@@ -140,6 +141,10 @@ func (s *sim) afterPlugin() {
 		if sp := s.byKey(e.regarding); sp != nil {
 			s.tracef("%s evicted (state %d on %s): %s", sp.pod.Name, sp.state, sp.node, e.note)
 			s.chk.evicted(sp, e.note)
+			if s.flushFreed != nil {
+				s.flushFreed[sp.node] = true
+			}
+			s.countDeviceEviction(sp, e.note)
 			switch sp.state {
 			case stBound:
 				s.terminate(sp, 60)

@@ -138,12 +138,22 @@ func (s *sim) liveness() {
 		return // still retrying: liveness cannot be judged
 	}
 	parked := s.inState(stParked)
+	s.tracef("liveness: flush %d parked", len(parked))
 	for _, sp := range parked {
 		sp.state = stActive
 	}
+	// A flushed preemptor that kube-scheduler would retry only at its own flush of the
+	// unschedulable pool (a pod whose preemption found no victim is not requeued when
+	// lower-priority pods arrive later, as for DefaultPreemption) may now evict: a pod
+	// placed on the room it frees was waiting for that preemption, not lacking a requeue
+	// path of its own.
+	s.flushFreed = map[string]bool{}
 	s.quiesce(rounds)
 	var stuck []string
 	for _, sp := range parked {
+		if s.flushFreed[sp.node] {
+			continue
+		}
 		if sp.state == stBound || sp.state == stTerminating {
 			stuck = append(stuck, sp.pod.Name)
 		}

@@ -95,14 +95,17 @@ type simTimer struct {
 type sim struct {
 	t testing.TB
 	// dra: the nodes publish a DRA channel each, and some pods take one (compose_dra_test.go).
-	dra    bool
-	rng    *rand.Rand
-	now    time.Time
-	nodes  []*v1.Node
-	pods   []*simPod
-	pgs    []*schedv1alpha1.PodGroup
-	timers []simTimer
-	seq    int
+	dra bool
+	// flushFreed, once liveness has flushed the parked pods, is the nodes a preemption then
+	// evicted pods from (nil before).
+	flushFreed map[string]bool
+	rng        *rand.Rand
+	now        time.Time
+	nodes      []*v1.Node
+	pods       []*simPod
+	pgs        []*schedv1alpha1.PodGroup
+	timers     []simTimer
+	seq        int
 
 	gen    int
 	ctx    context.Context
