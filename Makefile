@@ -40,6 +40,12 @@ CRD_SRC       = $(shell $(GO) list -m -f '{{.Dir}}' sigs.k8s.io/scheduler-plugin
 CRD           := manifests/crds/scheduling.x-k8s.io_podgroups.yaml
 # The chart's copy: Helm installs it from crds/ on the first install when it is absent.
 CHART_CRD     := charts/ome-scheduler/crds/scheduling.x-k8s.io_podgroups.yaml
+# The copies are the module's file with two annotations added after the line "  annotations:"
+# of its metadata: Argo CD neither prunes the CRD nor deletes it with the Application (with it,
+# every PodGroup would go), and Helm keeps it should it ever be managed as a release object.
+CRD_ANNOTATE  = awk '{ print } /^  annotations:$$/ && !done { \
+  print "    argocd.argoproj.io/sync-options: Prune=false,Delete=false"; \
+  print "    helm.sh/resource-policy: keep"; done = 1 }'
 
 # The control plane, kwok and helm (all make demo needs), then Prometheus, ko, the registry
 # and crane for the tests.
@@ -181,11 +187,12 @@ vuln:
 ## the chart's crds/)
 crd:
 	@src=$(CRD_SRC); for f in $(CRD) $(CHART_CRD); do \
-	  mkdir -p $$(dirname $$f) && cp $$src $$f && chmod 0644 $$f && echo "$$f"; done
+	  mkdir -p $$(dirname $$f) && $(CRD_ANNOTATE) $$src > $$f && chmod 0644 $$f && echo "$$f"; done
 
+## crd-check: both copies are the module's CRD plus CRD_ANNOTATE's two annotations, byte for byte
 crd-check:
 	@src=$(CRD_SRC); for f in $(CRD) $(CHART_CRD); do \
-	  cmp -s $$src $$f || { echo "$$f differs from the scheduler-plugins module: run make crd"; exit 1; }; done
+	  $(CRD_ANNOTATE) $$src | cmp -s - $$f || { echo "$$f differs from the scheduler-plugins module's CRD plus its annotations: run make crd"; exit 1; }; done
 
 ## chart: the packaged chart bin/ome-scheduler-$(VERSION).tgz (version VERSION, appVersion
 ## vVERSION, the image tag; CHART_DIST changes the directory)

@@ -113,6 +113,14 @@ ports:
 		wantEq(t, "PrometheusRule label release", dig(pr.obj, "metadata", "labels", "release"), "kube-prometheus")
 		wantContains(t, "PrometheusRule", pr.text, `ome_scheduler_gang_unwind_total{cluster="a",job="gang-sched"}[30m]`)
 		wantNotContains(t, "PrometheusRule", pr.text, `job="gang-sched-metrics"`)
+		_, rules := alertRules(t, r, name)
+		if _, ok := rules["OMEGangFormationSlow"]; ok {
+			t.Errorf("OMEGangFormationSlow rendered with enabled: false")
+		}
+		wantEq(t, "OMEGangDegraded severity", dig(rules["OMEGangDegraded"], "labels", "severity"), "page")
+		wantEq(t, "OMEGangNoFit severity", dig(rules["OMEGangNoFit"], "labels", "severity"), "ticket")
+		wantEq(t, "OMEGangNoFit runbook_url", dig(rules["OMEGangNoFit"], "annotations", "runbook_url"),
+			"https://runbooks.example.com/ome/operations.html#omegangnofit")
 		mr := r.get(t, "ClusterRoleBinding", name+"-metrics-reader")
 		wantYAML(t, "metrics-reader roleRef", mr.obj["roleRef"], "{apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: gang-sched-metrics-reader}")
 		wantYAML(t, "metrics-reader subjects", mr.obj["subjects"], `

@@ -17,7 +17,7 @@ import (
 	"sigs.k8s.io/yaml"
 )
 
-// The chart carries the scheduler-plugins PodGroup CRD in crds/. Helm creates it on the first
+// The chart carries the scheduler-plugins PodGroup CRD in crds/, with the keep annotations. Helm creates it on the first
 // install when the cluster lacks it, skips it when it exists, never upgrades or deletes it, and
 // leaves it out with --skip-crds.
 
@@ -43,9 +43,66 @@ func moduleCRD(t *testing.T) []byte {
 	return b
 }
 
-// crds/ holds the module's CRD and nothing else, byte for byte, and so does manifests/crds/.
+// crdKeep are the annotations `make crd` adds to the module's CRD: Argo CD, which applies a
+// chart's crds/ like any other object, must neither prune it nor delete it with the
+// Application, and Helm keeps it should it ever become a release object. Deleting the CRD
+// deletes every PodGroup in the cluster.
+var crdKeep = map[string]string{
+	"argocd.argoproj.io/sync-options": "Prune=false,Delete=false",
+	"helm.sh/resource-policy":         "keep",
+}
+
+// annotatedCRD is the module's CRD with crdKeep inserted after the first line
+// "  annotations:" (the metadata's), in the order `make crd` writes them.
+func annotatedCRD(t *testing.T) []byte {
+	t.Helper()
+	const at = "\n  annotations:\n"
+	src := string(moduleCRD(t))
+	i := strings.Index(src, at)
+	if i < 0 {
+		t.Fatal("the module's CRD has no metadata.annotations line to add the keep annotations after")
+	}
+	i += len(at)
+	add := "    argocd.argoproj.io/sync-options: " + crdKeep["argocd.argoproj.io/sync-options"] + "\n" +
+		"    helm.sh/resource-policy: " + crdKeep["helm.sh/resource-policy"] + "\n"
+	return []byte(src[:i] + add + src[i:])
+}
+
+// Both copies carry the keep annotations, and without them they are the module's CRD.
+func TestCRDKeepAnnotations(t *testing.T) {
+	var module map[string]any
+	if err := yaml.Unmarshal(moduleCRD(t), &module); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []string{
+		filepath.Join(chartDir(t), "crds", crdFile),
+		filepath.Join(repoRoot(t), "manifests", "crds", crdFile),
+	} {
+		b, err := os.ReadFile(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got map[string]any
+		if err := yaml.Unmarshal(b, &got); err != nil {
+			t.Fatal(err)
+		}
+		ann, _ := dig(got, "metadata", "annotations").(map[string]any)
+		for k, v := range crdKeep {
+			if ann[k] != v {
+				t.Errorf("%s: annotation %s is %v, want %q", p, k, ann[k], v)
+			}
+			delete(ann, k)
+		}
+		if !reflect.DeepEqual(got, module) {
+			t.Errorf("%s without the keep annotations is not the module's CRD (run make crd)", p)
+		}
+	}
+}
+
+// crds/ holds the module's CRD plus the keep annotations and nothing else, byte for byte (what
+// `make crd-check` checks), and so does manifests/crds/.
 func TestChartCRDIsTheModules(t *testing.T) {
-	want := moduleCRD(t)
+	want := annotatedCRD(t)
 	entries, err := os.ReadDir(filepath.Join(chartDir(t), "crds"))
 	if err != nil {
 		t.Fatal(err)
@@ -64,14 +121,14 @@ func TestChartCRDIsTheModules(t *testing.T) {
 			t.Fatal(err)
 		}
 		if !bytes.Equal(got, want) {
-			t.Errorf("%s differs from the scheduler-plugins module's %s (run make crd)", p, crdFile)
+			t.Errorf("%s differs from the scheduler-plugins module's %s plus the keep annotations (run make crd)", p, crdFile)
 		}
 	}
 }
 
-// `helm show crds` prints the module's CRD, for the chart directory and for the package.
+// `helm show crds` prints the annotated CRD, for the chart directory and for the package.
 func TestShowCRDs(t *testing.T) {
-	want := string(moduleCRD(t)) + "\n"
+	want := string(annotatedCRD(t)) + "\n"
 	dist := t.TempDir()
 	if res := runHelm(t, "package", chartDir(t), "--destination", dist); res.err != nil {
 		t.Fatalf("helm package: %v\n%s", res.err, res.stderr)
@@ -94,7 +151,7 @@ func TestShowCRDs(t *testing.T) {
 // `helm template --include-crds` renders the CRD first and unchanged; plain `helm template`
 // renders no CRD (Helm installs crds/ apart from the release's objects).
 func TestTemplateIncludeCRDs(t *testing.T) {
-	want := "---\n# Source: ome-scheduler/crds/" + crdFile + "\n" + string(moduleCRD(t)) + "\n"
+	want := "---\n# Source: ome-scheduler/crds/" + crdFile + "\n" + string(annotatedCRD(t)) + "\n"
 	res := template(t, "--include-crds")
 	if res.err != nil {
 		t.Fatalf("helm template --include-crds: %v\n%s", res.err, res.stderr)
@@ -116,7 +173,7 @@ func TestTemplateIncludeCRDs(t *testing.T) {
 // objects, which the stand-in server cannot validate); with --skip-crds it sends no CRD.
 func TestInstallCRDs(t *testing.T) {
 	var want map[string]any
-	if err := yaml.Unmarshal(moduleCRD(t), &want); err != nil {
+	if err := yaml.Unmarshal(annotatedCRD(t), &want); err != nil {
 		t.Fatal(err)
 	}
 	const crdPath = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions"

@@ -62,6 +62,19 @@ var omeAlerts = []string{
 	"OMEGangUnwinds", "OMEGangFormationSlow", "OMEGangDegraded",
 }
 
+// defaultSeverity is each alert's severity label by default: critical where the README's
+// Alerts table says a person is woken, warning where it opens a ticket, the two severities
+// Alertmanager configurations and kube-prometheus-stack route and inhibit on.
+var defaultSeverity = map[string]string{
+	"OMESchedulerDown": "critical", "OMESchedulerNoLeader": "critical", "OMEGangSplitPlacement": "critical",
+	"OMEGangAlreadySplit": "warning", "OMEGangNoFit": "warning", "OMEStrandedCapacity": "warning",
+	"OMEGangReservedWait": "warning", "OMEGangsStuckForming": "critical", "OMEGangUnwinds": "warning",
+	"OMEGangFormationSlow": "warning", "OMEGangDegraded": "critical",
+}
+
+// runbookBase is the default runbookBaseURL: the operations guide on the project's repository.
+const runbookBase = "https://github.com/moirai-internal/ome-scheduler/blob/main/docs/operations.md"
+
 // alertRules returns the rules of the PrometheusRule by alert name.
 func alertRules(t *testing.T, r *rendered, name string) (doc, map[string]map[string]any) {
 	t.Helper()
@@ -139,12 +152,12 @@ func TestPrometheusRule(t *testing.T) {
 			if strings.Count(expr, "{") != strings.Count(expr, "{"+sel) {
 				t.Errorf("%s: a series lacks the release selector: %q", name, expr)
 			}
-			sev, _ := dig(rule, "labels", "severity").(string)
-			if sev != "page" && sev != "ticket" {
-				t.Errorf("%s: severity %q, want page or ticket", name, sev)
-			}
-			if s, _ := dig(rule, "annotations", "summary").(string); s == "" {
-				t.Errorf("%s: no summary", name)
+			wantEq(t, name+" severity", dig(rule, "labels", "severity"), defaultSeverity[name])
+			wantEq(t, name+" runbook_url", dig(rule, "annotations", "runbook_url"), runbookBase+"#"+strings.ToLower(name))
+			for _, a := range []string{"summary", "description"} {
+				if s, _ := dig(rule, "annotations", a).(string); s == "" {
+					t.Errorf("%s: no %s", name, a)
+				}
 			}
 		}
 		for name, want := range map[string]string{
@@ -165,7 +178,6 @@ func TestPrometheusRule(t *testing.T) {
 		// Prometheus templates in annotations survive Helm.
 		wantEq(t, "OMEStrandedCapacity summary", dig(rules["OMEStrandedCapacity"], "annotations", "summary"),
 			"{{ $value }} free {{ $labels.resource }} stranded in domains too small for pending gangs")
-		wantEq(t, "OMEGangSplitPlacement severity", dig(rules["OMEGangSplitPlacement"], "labels", "severity"), "page")
 		wantEq(t, "OMEGangsStuckForming for", rules["OMEGangsStuckForming"]["for"], "15m")
 		wantEq(t, "OMEGangDegraded summary", dig(rules["OMEGangDegraded"], "annotations", "summary"),
 			"{{ $value }} gangs under {{ $labels.topology_key }} have had fewer bound members than minMember for 15 minutes")
@@ -182,5 +194,49 @@ func TestPrometheusRule(t *testing.T) {
 		wantEq(t, "alert count", len(rules), len(omeAlerts)-1)
 		wantContains(t, "PrometheusRule", pr.text, `absent(up{cluster="c1",job="sched"} == 1)`)
 		wantNotContains(t, "PrometheusRule", pr.text, "gangs-metrics")
+	})
+}
+
+// Per-alert settings: a disabled alert is left out, a severity replaces the default, and an
+// empty runbookBaseURL drops runbook_url while another base is used as given.
+func TestPrometheusRuleAlertSettings(t *testing.T) {
+	const pr = "scheduler.metrics.prometheusRule."
+	t.Run("disabled, severity and runbook base", func(t *testing.T) {
+		t.Parallel()
+		r := render(t, "--set", pr+"enabled=true",
+			"--set", pr+"alerts.OMEGangUnwinds.enabled=false",
+			"--set", pr+"alerts.OMEGangDegraded.severity=page",
+			"--set", pr+"alerts.OMESchedulerDown.severity=info",
+			"--set", pr+"runbookBaseURL=https://wiki.example.com/ome/operations")
+		_, rules := alertRules(t, r, "ome-scheduler")
+		if _, ok := rules["OMEGangUnwinds"]; ok {
+			t.Errorf("OMEGangUnwinds rendered with alerts.OMEGangUnwinds.enabled=false")
+		}
+		wantEq(t, "alert count", len(rules), len(omeAlerts)-1)
+		wantEq(t, "OMEGangDegraded severity", dig(rules["OMEGangDegraded"], "labels", "severity"), "page")
+		wantEq(t, "OMESchedulerDown severity", dig(rules["OMESchedulerDown"], "labels", "severity"), "info")
+		wantEq(t, "OMEGangNoFit severity", dig(rules["OMEGangNoFit"], "labels", "severity"), "warning")
+		wantEq(t, "OMEGangNoFit runbook_url", dig(rules["OMEGangNoFit"], "annotations", "runbook_url"),
+			"https://wiki.example.com/ome/operations#omegangnofit")
+	})
+	t.Run("no runbook base", func(t *testing.T) {
+		t.Parallel()
+		r := render(t, "--set", pr+"enabled=true", "--set", pr+"runbookBaseURL=")
+		obj, rules := alertRules(t, r, "ome-scheduler")
+		wantEq(t, "alert count", len(rules), len(omeAlerts))
+		wantNotContains(t, "PrometheusRule", obj.text, "runbook_url")
+	})
+	t.Run("refused settings", func(t *testing.T) {
+		t.Parallel()
+		for _, args := range [][]string{
+			{"--set", pr + "alerts.OMEGangDegrade.severity=critical"},
+			{"--set", pr + "alerts.OMEGangDegraded.severity="},
+			{"--set-string", pr + "alerts.OMEGangDegraded.enabled=false"},
+			{"--set", pr + "runbookBaseURL=docs/operations.md"},
+		} {
+			if res := template(t, args...); res.err == nil {
+				t.Errorf("helm template %v succeeded; want a schema error", args)
+			}
+		}
 	})
 }

@@ -202,7 +202,7 @@ func TestSchemaRejectsMisspelledKeys(t *testing.T) {
 		{"scheduler.replicaCont", "scheduler:\n  replicaCont: 2\n", "/scheduler", "replicaCont"},
 		{"scheduler.plugins (plural)", "scheduler:\n  plugins:\n    topologyKey: nvidia.com/gpu.clique\n", "/scheduler", "plugins"},
 		{"top-level schedulr", "schedulr:\n  replicaCount: 1\n", "", "schedulr"},
-		{"global.hubb", "global:\n  hubb: registry.example.com/ome\n", "/global", "hubb"},
+		{"top-level enable (the condition switch is enabled)", "enable: true\n", "", "enable"},
 		{"plugin.topologykey (case)", "scheduler:\n  plugin:\n    topologykey: nvidia.com/gpu.clique\n", "/scheduler/plugin", "topologykey"},
 		{"serviceMonitor.enable", "scheduler:\n  metrics:\n    serviceMonitor:\n      enable: true\n", "/scheduler/metrics/serviceMonitor", "enable"},
 		{"probes.liveness.periodSecond", "scheduler:\n  probes:\n    liveness:\n      periodSecond: 5\n", "/scheduler/probes/liveness", "periodSecond"},
@@ -226,4 +226,20 @@ func TestSchemaRejectsMisspelledKeys(t *testing.T) {
 			wantContains(t, "stderr", res.stderr, "- at '"+tc.at+"': additional properties '"+tc.key+"' not allowed")
 		})
 	}
+}
+
+// global is open for umbrella charts: keys a parent chart passes down to every dependency
+// (global.imageRegistry, global.storageClass, ...) are accepted and ignored, while the typed
+// ones are still checked; the root key enabled, which a parent's dependency condition reads,
+// is accepted too.
+func TestSchemaAcceptsParentGlobals(t *testing.T) {
+	f := writeValues(t, "enabled: true\nglobal:\n  imageRegistry: registry.example.com\n  storageClass: fast-ssd\n  labels:\n    team: gpu\n")
+	if res := template(t, "-f", f); res.err != nil {
+		t.Fatalf("render with foreign global keys: %v\n%s", res.err, res.stderr)
+	}
+	res := template(t, "-f", f, "--set-json", `global.imagePullSecrets=[{"nme":"regcred"}]`)
+	if res.err == nil {
+		t.Fatal("global.imagePullSecrets item without name accepted")
+	}
+	wantContains(t, "stderr", res.stderr, "/global/imagePullSecrets/0")
 }

@@ -315,9 +315,9 @@ func TestValuesDefaultsAndReadme(t *testing.T) {
 		}
 		var keys []string
 		leafKeys("", vals, &keys)
-		// resources and affinity are documented as whole objects
+		// resources, affinity and the per-alert settings are documented as whole objects
 		for _, k := range keys {
-			for _, whole := range []string{"scheduler.resources", "scheduler.affinity"} {
+			for _, whole := range []string{"scheduler.resources", "scheduler.affinity", "scheduler.metrics.prometheusRule.alerts"} {
 				if strings.HasPrefix(k, whole+".") {
 					k = whole
 				}

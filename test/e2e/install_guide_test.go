@@ -339,6 +339,9 @@ func TestInstallGuide(t *testing.T) {
 		t.Errorf("namespace ome still present: %v", err)
 	}
 
+	// 10. GitOps: the Argo CD and Flux files (rendered, not applied: neither tool runs here).
+	checkGitOpsBlocks(t, g, s)
+
 	g.checkAllRan(t)
 }
 

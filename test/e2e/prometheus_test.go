@@ -355,6 +355,9 @@ func TestPrometheusScrapesChartScheduler(t *testing.T) {
 		}
 	}
 
+	// Every query of the chart's dashboard evaluates against the scraped series.
+	checkDashboardQueries(t, "ome-scheduler-metrics", query)
+
 	// Every alert of the chart's rule is evaluated without error and is inactive.
 	type ruleState struct {
 		Name, State, Health, LastError string
