@@ -118,6 +118,8 @@ func (d *draDevices) Seq() uint64 { return d.changes.Seq() }
 
 func (d *draDevices) ChangedSince(node string, s uint64) bool { return d.changes.ChangedSince(node, s) }
 
+func (d *draDevices) Last(node string) (uint64, bool) { return d.changes.Last(node) }
+
 func (d *draDevices) Used(pod *v1.Pod) []*resourceapi.ResourceClaim {
 	return devices.PodClaims(pod, d.manager.ResourceClaims().Get)
 }

@@ -134,39 +134,19 @@ func TestReservationsHoldDevices(t *testing.T) {
 
 // BenchmarkPreFilterDRA is PreFilter of a gang of 4 whose members each take a GPU device and
 // a channel (one per node) through claim templates, on 1,000 and 5,000 nodes in cliques of 8
-// (each node publishing 8 GPU devices and a channel): unpinned, every node's device room
-// asked, from the room cache (as between two plannings where no device changed); first-µs
-// is the first planning, which asks the allocator on every node.
+// (each node publishing 8 GPU devices and a channel). "unpinned" plans every node and pins
+// (released after each call), as between two plannings where no device changed; first-µs is
+// the first planning, which asks the allocator on every node. "pinned" is a later member of
+// the pinned gang (plans its domain only).
+//
+//	go test -run '^$' -bench BenchmarkPreFilterDRA -benchmem ./pkg/plugins/gangpack/
 func BenchmarkPreFilterDRA(b *testing.B) {
 	for _, size := range []int{1000, 5000} {
-		b.Run(fmt.Sprintf("nodes=%d", size), func(b *testing.B) {
-			var nodes []*v1.Node
-			for i := 0; i < size; i++ {
-				nodes = append(nodes, testNode(fmt.Sprintf("c%d-%d", i/8, i%8), fmt.Sprintf("c%d", i/8), 8))
-			}
-			m := channelManager(nodes)
-			gpuClass := "gpu.example.com"
-			m.classes[gpuClass] = devices.DriverClass(gpuClass)
-			for _, n := range nodes {
-				s := &resourceapi.ResourceSlice{ObjectMeta: metav1.ObjectMeta{Name: n.Name + "-gpu"},
-					Spec: resourceapi.ResourceSliceSpec{Driver: gpuClass, NodeName: ptr.To(n.Name),
-						Pool: resourceapi.ResourcePool{Name: n.Name, Generation: 1, ResourceSliceCount: 1}}}
-				for d := 0; d < 8; d++ {
-					s.Spec.Devices = append(s.Spec.Devices, resourceapi.Device{Name: fmt.Sprintf("gpu-%d", d)})
-				}
-				m.slices = append(m.slices, s)
-			}
-			var members []*v1.Pod
-			for i := 0; i < 4; i++ {
-				p := withChannel(gangMember(fmt.Sprintf("g-%d", i), "g", 0))
-				p.Spec.ResourceClaims = append(p.Spec.ResourceClaims, v1.PodResourceClaim{Name: "gpu", ResourceClaimTemplateName: ptr.To("gpu")})
-				members = append(members, p)
-			}
-			w := newWorldWith(b, m, nil, nodes, members, podGroup("g", 4))
-			w.ctx = klog.NewContext(w.ctx, klog.Background())
-			addTemplate(b, w, "channel", channelClass)
-			addTemplate(b, w, "gpu", gpuClass)
-			infos := w.nodeInfos()
+		w, members := draBenchWorld(b, size)
+		infos := w.nodeInfos()
+		b.Run(fmt.Sprintf("nodes=%d/unpinned", size), func(b *testing.B) {
+			w.pl.planner.ResetPlanCache()
+			w.pl.planner.ResetRoomCache()
 			start := time.Now() // the first planning asks the allocator on every node
 			if _, st := w.pl.PreFilter(w.ctx, framework.NewCycleState(), members[0], infos); !st.IsSuccess() {
 				b.Fatal(st)
@@ -182,7 +162,50 @@ func BenchmarkPreFilterDRA(b *testing.B) {
 			}
 			b.ReportMetric(float64(first.Microseconds()), "first-µs")
 		})
+		b.Run(fmt.Sprintf("nodes=%d/pinned", size), func(b *testing.B) {
+			if _, st := w.pl.PreFilter(w.ctx, framework.NewCycleState(), members[0], infos); !st.IsSuccess() {
+				b.Fatal(st)
+			}
+			defer w.pl.ledger.Unwind(klog.Background(), "ns/g", placement.AnyID, gang.CauseUnreserve, false)
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				if _, st := w.pl.PreFilter(w.ctx, framework.NewCycleState(), members[1], infos); !st.IsSuccess() {
+					b.Fatal(st)
+				}
+			}
+		})
 	}
+}
+
+// draBenchWorld is BenchmarkPreFilterDRA's cluster of size nodes and its gang's members.
+func draBenchWorld(b *testing.B, size int) (*world, []*v1.Pod) {
+	var nodes []*v1.Node
+	for i := 0; i < size; i++ {
+		nodes = append(nodes, testNode(fmt.Sprintf("c%d-%d", i/8, i%8), fmt.Sprintf("c%d", i/8), 8))
+	}
+	m := channelManager(nodes)
+	gpuClass := "gpu.example.com"
+	m.classes[gpuClass] = devices.DriverClass(gpuClass)
+	for _, n := range nodes {
+		s := &resourceapi.ResourceSlice{ObjectMeta: metav1.ObjectMeta{Name: n.Name + "-gpu"},
+			Spec: resourceapi.ResourceSliceSpec{Driver: gpuClass, NodeName: ptr.To(n.Name),
+				Pool: resourceapi.ResourcePool{Name: n.Name, Generation: 1, ResourceSliceCount: 1}}}
+		for d := 0; d < 8; d++ {
+			s.Spec.Devices = append(s.Spec.Devices, resourceapi.Device{Name: fmt.Sprintf("gpu-%d", d)})
+		}
+		m.slices = append(m.slices, s)
+	}
+	var members []*v1.Pod
+	for i := 0; i < 4; i++ {
+		p := withChannel(gangMember(fmt.Sprintf("g-%d", i), "g", 0))
+		p.Spec.ResourceClaims = append(p.Spec.ResourceClaims, v1.PodResourceClaim{Name: "gpu", ResourceClaimTemplateName: ptr.To("gpu")})
+		members = append(members, p)
+	}
+	w := newWorldWith(b, m, nil, nodes, members, podGroup("g", 4))
+	w.ctx = klog.NewContext(w.ctx, klog.Background())
+	addTemplate(b, w, "channel", channelClass)
+	addTemplate(b, w, "gpu", gpuClass)
+	return w, members
 }
 
 // addTemplate serves a ResourceClaimTemplate of one device of class from w's informer.

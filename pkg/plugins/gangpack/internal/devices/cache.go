@@ -3,6 +3,7 @@ package devices
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"slices"
 	"strconv"
 	"strings"
@@ -81,6 +82,45 @@ func (c *RoomCache) Room(ctx context.Context, in *Inputs, node *v1.Node, holds [
 	if ctx.Err() != nil {
 		return room, err // a cancelled search is not an answer
 	}
+	c.store(sig, node.Name, cachedRoom{token: tok, room: room, err: err})
+	return room, err
+}
+
+// Stamp is what a node's device room depends on besides the claims when every slice is one
+// node's (Changes.Last ok): the last device change concerning the node, the node's NodeInfo
+// generation (kube-scheduler's allocations in flight come and go with pods assumed on or
+// forgotten from the node, which move it) and the holds set aside there.
+type Stamp struct {
+	Change     uint64
+	Generation int64
+}
+
+// RoomStamped is Room keyed by stamp instead of the device view: an answer is reused while
+// the stamp and holds are the same, and in (read only on a miss) gives the view to compute
+// it; nil in makes a miss an error.
+func (c *RoomCache) RoomStamped(ctx context.Context, stamp Stamp, in func() *Inputs, node *v1.Node, holds []Hold,
+	claims, shared []*resourceapi.ResourceClaim, limit int, sig string) (int, error) {
+	tok := "stamp:" + strconv.FormatUint(stamp.Change, 10) + "/" + strconv.FormatInt(stamp.Generation, 10) + holdsToken(holds)
+	c.mu.Lock()
+	if e, ok := c.shapes[sig][node.Name]; ok && e.token == tok {
+		c.mu.Unlock()
+		return e.room, e.err
+	}
+	c.mu.Unlock()
+	view := in()
+	if view == nil {
+		return 0, errors.New("devices.RoomStamped: the device view cannot be read")
+	}
+	room, err := RoomWith(ctx, view, node, holds, claims, shared, limit)
+	if ctx.Err() != nil {
+		return room, err // a cancelled search is not an answer
+	}
+	c.store(sig, node.Name, cachedRoom{token: tok, room: room, err: err})
+	return room, err
+}
+
+// store records an answer. Callers do not hold c.mu.
+func (c *RoomCache) store(sig, node string, e cachedRoom) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	nodes, ok := c.shapes[sig]
@@ -92,8 +132,7 @@ func (c *RoomCache) Room(ctx context.Context, in *Inputs, node *v1.Node, holds [
 		nodes = map[string]cachedRoom{}
 		c.shapes[sig], c.order = nodes, append(c.order, sig)
 	}
-	nodes[node.Name] = cachedRoom{token: tok, room: room, err: err}
-	return room, err
+	nodes[node] = e
 }
 
 // token is what Room's answer for node depends on besides the claims (see RoomCache).

@@ -40,3 +40,71 @@ func TestRoomCache(t *testing.T) {
 		t.Fatalf("Room with limit 1 = %d, want 1", got)
 	}
 }
+
+// RoomStamped reads the device view only when the node's stamp (its last device change and
+// NodeInfo generation) or the holds differ from the kept answer's.
+func TestRoomStamped(t *testing.T) {
+	ctx := context.Background()
+	f := DefaultFeatures()
+	cache, cel := NewRoomCache(), NewCELCache(f)
+	n := node("n0")
+	slices := nodeSlices("n0", 4, 1)
+	claims := []*resourceapi.ResourceClaim{gpus(1)}
+	sig := Signature(claims, nil, 8)
+	view := NewInputs(f, allocatedState(), stdClasses(), slices, cel)
+	reads := 0
+	in := func() *Inputs { reads++; return view }
+	ask := func(st Stamp, holds []Hold) int {
+		t.Helper()
+		got, err := cache.RoomStamped(ctx, st, in, n, holds, claims, nil, 8, sig)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return got
+	}
+	for _, step := range []struct {
+		name      string
+		stamp     Stamp
+		holds     []Hold
+		busy      []string // GPUs allocated in the view from this step on
+		want      int
+		wantReads int
+	}{
+		{"first", Stamp{Change: 1, Generation: 10}, nil, nil, 4, 1},
+		{"same stamp: kept", Stamp{Change: 1, Generation: 10}, nil, nil, 4, 1},
+		{"an allocation no stamp reflects: kept (the stamp is the contract)", Stamp{Change: 1, Generation: 10}, nil, []string{"gpu-0"}, 4, 1},
+		{"a pod assumed there: read again", Stamp{Change: 1, Generation: 11}, nil, []string{"gpu-0"}, 3, 2},
+		{"a claim event for the node: read again", Stamp{Change: 2, Generation: 11}, nil, []string{"gpu-0", "gpu-1"}, 2, 3},
+		{"a hold set aside: read again", Stamp{Change: 2, Generation: 11}, []Hold{{Claims: claims, Count: 1}}, []string{"gpu-0", "gpu-1"}, 1, 4},
+	} {
+		if step.busy != nil {
+			view = NewInputs(f, allocatedState(devIDs(gpuDriver, "n0", step.busy...)...), stdClasses(), slices, cel)
+		}
+		if got := ask(step.stamp, step.holds); got != step.want || reads != step.wantReads {
+			t.Fatalf("%s: room %d after %d reads, want %d after %d", step.name, got, reads, step.want, step.wantReads)
+		}
+	}
+	// A view that cannot be read is an error, not room.
+	if _, err := cache.RoomStamped(ctx, Stamp{Change: 3}, func() *Inputs { return nil }, n, nil, claims, nil, 8, sig); err == nil {
+		t.Fatal("RoomStamped without a view: no error")
+	}
+}
+
+// Last tells a node's last device change only while every slice is one node's.
+func TestChangesLast(t *testing.T) {
+	c := NewChanges()
+	c.Slice(nil, nodeSlice("n1-gpu", "n1", "p1"))
+	c.Slice(nil, nodeSlice("n2-gpu", "n2", "p2"))
+	l1, ok1 := c.Last("n1")
+	c.Claim(allocatedClaim(), allocatedClaim("p2"))
+	if l, ok := c.Last("n1"); !ok1 || !ok || l != l1 {
+		t.Fatalf("n1's last change moved with n2's claim: %d → %d (ok %v %v)", l1, l, ok1, ok)
+	}
+	if l2, ok := c.Last("n2"); !ok || l2 <= l1 {
+		t.Fatalf("n2's last change %d (ok %v), want after %d", l2, ok, l1)
+	}
+	c.Slice(nil, nodeSlice("net", "", "p-net"))
+	if _, ok := c.Last("n1"); ok {
+		t.Fatal("Last ok with a slice for all nodes published")
+	}
+}

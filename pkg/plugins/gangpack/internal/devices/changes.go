@@ -29,6 +29,7 @@ type Changes struct {
 	global uint64            // the last change that may concern any node
 	nodes  map[string]uint64 // node → its last change
 	pools  map[poolID]string // a pool's node; "" for a pool that is not one node's
+	shared bool              // a slice for no single node was seen (Last)
 }
 
 type poolID struct{ driver, pool string }
@@ -51,6 +52,19 @@ func (c *Changes) ChangedSince(node string, seq uint64) bool {
 	return c.global > seq || c.nodes[node] > seq
 }
 
+// Last returns the number of the last change that concerns node's devices, and ok false when
+// some slice is for no single node (nodeSelector, allNodes, a pool on several nodes): then
+// an allocation in flight on another node may take devices node sees, which no number of
+// node's follows, and callers must read the devices themselves (RoomCache.Room).
+func (c *Changes) Last(node string) (last uint64, ok bool) {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	if c.shared {
+		return 0, false
+	}
+	return max(c.global, c.nodes[node]), true
+}
+
 // next numbers a change; callers hold c.mu.
 func (c *Changes) next() uint64 { return c.seq.Add(1) }
 
@@ -65,7 +79,7 @@ func (c *Changes) Slice(old, new *resourceapi.ResourceSlice) {
 		}
 		id := poolID{s.Spec.Driver, s.Spec.Pool.Name}
 		if s.Spec.NodeName == nil || *s.Spec.NodeName == "" {
-			c.global, c.pools[id] = n, ""
+			c.global, c.pools[id], c.shared = n, "", true
 			continue
 		}
 		node := *s.Spec.NodeName
@@ -73,7 +87,7 @@ func (c *Changes) Slice(old, new *resourceapi.ResourceSlice) {
 		if prev, ok := c.pools[id]; !ok || prev == node {
 			c.pools[id] = node
 		} else {
-			c.pools[id] = "" // one pool on several nodes: any of them
+			c.pools[id], c.shared = "", true // one pool on several nodes: any of them
 		}
 	}
 }

@@ -37,6 +37,9 @@ type Devices interface {
 	Seq() uint64
 	// ChangedSince reports whether node's devices may have changed after change s.
 	ChangedSince(node string, s uint64) bool
+	// Last returns the last change concerning node's devices; ok false when that number
+	// does not tell (devices.Changes.Last): the device view is then read to answer.
+	Last(node string) (last uint64, ok bool)
 }
 
 // shapeClaims are the claims of one shape class's members, and their signature for the
@@ -148,24 +151,28 @@ func (pl *Planner) HoldsOn(node string, gangs []string, own string) []devices.Ho
 // does not fit, and the node holds at most as many members as the devices of its tightest
 // shape with claims allow (limited false: no shape has claims). An allocator error is kept
 // in devErr (the gang waits with it).
-func (p *cycle) deviceRoom(node *v1.Node, fits []bool, raw bool) (limit int, limited bool) {
+func (p *cycle) deviceRoom(ni fwk.NodeInfo, fits []bool, raw bool) (limit int, limited bool) {
 	if p.dev == nil {
 		return 0, false
 	}
+	node := ni.Node()
 	var holds []devices.Hold
 	if r, ok := p.others[node.Name]; ok && !raw {
 		holds = p.pl.HoldsOn(node.Name, r.Gangs, p.info.Key)
 	}
-	in := p.inputs()
+	last, stamped := p.pl.devices.Last(node.Name)
 	for s, sc := range p.dev.claims {
 		if sc == nil || s >= len(fits) || !fits[s] {
 			continue
 		}
-		if in == nil { // the view cannot be read: no room, devErr says why
-			fits[s] = false
-			continue
+		var room int
+		var err error
+		if stamped { // the view is read only when the node's answer is not kept
+			room, err = p.pl.rooms.RoomStamped(p.dev.ctx, devices.Stamp{Change: last, Generation: ni.GetGeneration()}, p.inputs,
+				node, holds, sc.member, sc.shared, p.perNode(), sc.sig)
+		} else if in := p.inputs(); in != nil {
+			room, err = p.pl.rooms.Room(p.dev.ctx, in, node, holds, sc.member, sc.shared, p.perNode(), sc.sig)
 		}
-		room, err := p.pl.rooms.Room(p.dev.ctx, in, node, holds, sc.member, sc.shared, p.perNode(), sc.sig)
 		if err != nil {
 			if p.devErr == nil {
 				p.devErr = err

@@ -73,6 +73,8 @@ func (f *fakeDevices) Seq() uint64 { return 0 }
 
 func (f *fakeDevices) ChangedSince(string, uint64) bool { return true }
 
+func (f *fakeDevices) Last(string) (uint64, bool) { return 0, false }
+
 // draMember is a member of ns/g requesting one CPU and the claim templates named.
 func draMember(name string, templates ...string) *v1.Pod {
 	p := st.MakePod().Namespace("ns").Name(name).UID(name).Label(gang.Label, "g").Req(map[v1.ResourceName]string{v1.ResourceCPU: "1"}).Obj()

@@ -45,7 +45,7 @@ func (p *cycle) topologyNodes(set []fwk.NodeInfo, raw bool, back map[string]gang
 		for s, f := range p.shapeFits {
 			fits[s] = f.Fits(ni, free, freePods)
 		}
-		limit, limited := p.deviceRoom(node, fits, raw)
+		limit, limited := p.deviceRoom(ni, fits, raw)
 		tn = append(tn, topology.Node{Name: node.Name, Domain: d, Free: free, FreePods: freePods, Fits: fits, Limited: limited, Limit: limit})
 	}
 	return tn

@@ -205,7 +205,7 @@ func (gp *groupPlanning) build(p *cycle, raw bool, back map[string]gang.Returnin
 			if gp.forPreemption {
 				continue // devices are device slots there (groupSlots)
 			}
-			if limit, limited := q.deviceRoom(node, n.Fits[i], raw); limited {
+			if limit, limited := q.deviceRoom(ni, n.Fits[i], raw); limited {
 				n.Limits[i] = limit
 			}
 		}
