@@ -99,7 +99,9 @@ func getConfigz(t *testing.T, ctx context.Context, url, token string) (int, []by
 // gang placed in its clique with the reservations read (the scheduler's serving certificate
 // is self-signed: the port-forward flags skip its verification and opt in to sending the
 // credentials); without those flags the certificate is refused and the reservations are
-// unknown, as they are without --scheduler-url; a bad command line exits 2.
+// unknown, as they are without --scheduler-url when the leader cannot be reached (here the
+// Lease's holder is a process, not a pod: TestKubectlOmeFindsTheLeader gives it one); a bad
+// command line exits 2.
 func checkKubectlOme(t *testing.T, url string, g *demoGang) {
 	run := func(args ...string) (int, string, string) {
 		var out, errOut bytes.Buffer
@@ -130,7 +132,7 @@ func checkKubectlOme(t *testing.T, url string, g *demoGang) {
 		t.Errorf("kubectl ome explain: %+v; want the demo gang placed in %s, reservations known", r, n.Labels[r.TopologyKey])
 	}
 	code, out, errOut = run("domains", "--topology-key", r.TopologyKey)
-	if code != omecli.ExitOK || !strings.Contains(out, "reservations unknown") || !strings.Contains(out, "LARGEST GANG") {
+	if code != omecli.ExitOK || !strings.Contains(out, "reservations unknown: the Lease "+releaseNS+"/"+releaseName+" is held by") || !strings.Contains(out, "LARGEST GANG") {
 		t.Errorf("kubectl ome domains without --scheduler-url: exit %d, %q, %s", code, out, errOut)
 	}
 	if code, _, errOut = run("explain"); code != omecli.ExitUsage {
