@@ -34,20 +34,7 @@ func TestReservationsEndpoint(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
-	ensureServiceAccount(t, ctx, debugSA.Namespace, debugSA.Name)
-	subjects := fmt.Sprintf(`scheduler.metrics.debugReader.subjects=[{"kind":"ServiceAccount","name":%q,"namespace":%q}]`, debugSA.Name, debugSA.Namespace)
-	for _, o := range splitObjects(t, helmTemplate(t, append(readerValues(), "--set-json", subjects)...)) {
-		if o.GetName() != releaseName+"-debug-reader" {
-			continue
-		}
-		ri, err := resourceFor(dyn, o)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if _, err := ri.Apply(ctx, o.GetName(), o, metav1.ApplyOptions{FieldManager: "ome-e2e", Force: true}); err != nil {
-			t.Fatalf("apply %s: %v", objectKey(o), err)
-		}
-	}
+	applyDebugReader(t, ctx)
 	url := fmt.Sprintf("https://127.0.0.1:%d", s.port)
 	for _, tc := range []struct {
 		who, ns, name string
@@ -74,6 +61,31 @@ func TestReservationsEndpoint(t *testing.T) {
 		}
 	}
 	checkKubectlOme(t, url, g)
+}
+
+// applyDebugReader applies the chart's {name}-debug-reader ClusterRole (get on /configz) and
+// its binding, with debugSA as the subject.
+func applyDebugReader(t *testing.T, ctx context.Context) {
+	t.Helper()
+	ensureServiceAccount(t, ctx, debugSA.Namespace, debugSA.Name)
+	subjects := fmt.Sprintf(`scheduler.metrics.debugReader.subjects=[{"kind":"ServiceAccount","name":%q,"namespace":%q}]`, debugSA.Name, debugSA.Namespace)
+	applied := 0
+	for _, o := range splitObjects(t, helmTemplate(t, append(readerValues(), "--set-json", subjects)...)) {
+		if o.GetName() != releaseName+"-debug-reader" {
+			continue
+		}
+		ri, err := resourceFor(dyn, o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := ri.Apply(ctx, o.GetName(), o, metav1.ApplyOptions{FieldManager: "ome-e2e", Force: true}); err != nil {
+			t.Fatalf("apply %s: %v", objectKey(o), err)
+		}
+		applied++
+	}
+	if applied != 2 {
+		t.Fatalf("the chart rendered %d objects %s-debug-reader, want 2 (the ClusterRole and its binding)", applied, releaseName)
+	}
 }
 
 func getConfigz(t *testing.T, ctx context.Context, url, token string) (int, []byte) {

@@ -35,7 +35,8 @@ const forwardNode = "leader-forward-node"
 // kubectl port-forward does. No kubelet runs here: bin/kwok serves the node's kubelet API, its
 // PortForward for that pod and port dialling the scheduler process's secure port. The
 // scheduler's certificate is self-signed: without --scheduler-insecure-skip-tls-verify the note
-// says to pass it (or --scheduler-ca), with it explain reads the leader's reservations.
+// says to pass it (or --scheduler-ca), with it explain reads the leader's reservations, also as
+// a ServiceAccount that has only the chart's debug reader roles besides reading nodes and pods.
 func TestKubectlOmeFindsTheLeader(t *testing.T) {
 	s := getChartScheduler(t)
 	g := getDemoGang(t)
@@ -103,6 +104,7 @@ func TestKubectlOmeFindsTheLeader(t *testing.T) {
 	if r.ReservationsKnown || !strings.Contains(note, "no Lease nosuch/"+releaseName) {
 		t.Errorf("kubectl ome explain --scheduler-namespace nosuch: note %q; want the missing Lease named", note)
 	}
+	checkDebugReaderFindsLeader(t, ctx)
 }
 
 // startForwardingKwok runs bin/kwok managing no node (so its stages act on nothing), serving the kubelet API on a free port of
