@@ -73,7 +73,7 @@ func forward(ctx context.Context, cfg *rest.Config, pod *v1.Pod, port int) (*tun
 	case err := <-t.done:
 		return nil, fmt.Errorf("port-forward to pod %s/%s port %d: %w (it needs create on pods/portforward in namespace %s)", pod.Namespace, pod.Name, port, err, pod.Namespace)
 	case <-ctx.Done():
-		t.Close()
+		close(t.stop) // without waiting: a dial in progress does not see it
 		return nil, fmt.Errorf("port-forward to pod %s/%s port %d: %w", pod.Namespace, pod.Name, port, ctx.Err())
 	}
 	ports, err := fw.GetPorts()
