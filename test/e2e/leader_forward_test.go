@@ -18,6 +18,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 
 	"github.com/moirai-internal/ome-scheduler/internal/devenv"
@@ -56,6 +57,10 @@ func TestKubectlOmeFindsTheLeader(t *testing.T) {
 	podName, _, ok := strings.Cut(holder, "_")
 	if !ok {
 		t.Fatalf("Lease %s/%s holder %q: want <hostname>_<id>", releaseNS, releaseName, holder)
+	}
+	// The holder is the scheduler process's hostname, which becomes the pod's name here.
+	if msgs := validation.IsDNS1123Subdomain(podName); len(msgs) > 0 {
+		t.Fatalf("this machine's hostname %q (the Lease holder) is no valid pod name (%s): the test names the leader's pod after it", podName, msgs[0])
 	}
 
 	kwokPort := startForwardingKwok(t, podName, s.port)
