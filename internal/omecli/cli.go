@@ -31,12 +31,14 @@ func usagef(format string, a ...any) error { return usageError{fmt.Errorf(format
 
 // options are the flags every command shares.
 type options struct {
-	config             *genericclioptions.ConfigFlags
-	streams            genericiooptions.IOStreams
-	output             string
-	schedulerURL       string
-	schedulerCA        string
-	schedulerNamespace string
+	config              *genericclioptions.ConfigFlags
+	streams             genericiooptions.IOStreams
+	output              string
+	schedulerURL        string
+	schedulerCA         string
+	schedulerNamespace  string
+	schedulerName       string
+	schedulerServerName string
 	// schedulerInsecure skips the verification of the scheduler's serving certificate;
 	// schedulerSendCredentials then still sends the kubeconfig's credentials (read.go).
 	schedulerInsecure        bool
@@ -69,15 +71,23 @@ func NewCommand(streams genericiooptions.IOStreams) *cobra.Command {
 		Long: `kubectl ome runs ome-scheduler's own planning (member room, best fit, the reservations of
 forming gangs) over the cluster's nodes and pods, and prints what the scheduler would decide.
 
-The reservations of forming gangs live only in the leading scheduler's memory: pass
---scheduler-url (for example after kubectl -n ome-system port-forward deploy/ome-scheduler 10259)
-to count them; without it the output says "reservations unknown".
+The reservations of forming gangs live only in the leading scheduler's memory. kubectl ome
+finds the leader as kubectl would: the holder of the Lease --scheduler-name in
+--scheduler-namespace (the chart's scheduler.name and release namespace, default
+ome-scheduler in ome) names its pod, and kubectl ome port-forwards to that pod's secure port
+(like kubectl port-forward, through the API server, with your kubeconfig's credentials). That
+needs get on leases and pods and create on pods/portforward in that namespace, and get on
+/configz (the chart's {name}-debug-reader role). --scheduler-url names an endpoint instead.
+When the reservations cannot be read the output says "reservations unknown" and why.
 
 The scheduler's serving certificate is verified against --scheduler-ca, else the kubeconfig's
-CA, before the kubeconfig's credentials are sent. Its default certificate is self-signed: pass
---scheduler-ca, or for a port-forward on 127.0.0.1 --scheduler-insecure-skip-tls-verify
---scheduler-insecure-send-credentials (without the second flag no credentials are sent to the
-unverified endpoint, and the scheduler refuses the anonymous request).`,
+CA, before the kubeconfig's credentials are sent (through the port-forward, as the name
+--scheduler-tls-server-name, default {name}-metrics.{namespace}.svc). Its default certificate
+is self-signed and nothing can verify it: pass --scheduler-insecure-skip-tls-verify (through the
+port-forward the credentials still go to the Lease holder's pod only), or give the scheduler a
+certificate (the chart's scheduler.metrics.tls.secretName) and pass --scheduler-ca. With
+--scheduler-url and --scheduler-insecure-skip-tls-verify no credentials are sent unless
+--scheduler-insecure-send-credentials (the scheduler then refuses the anonymous request).`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
@@ -87,11 +97,13 @@ unverified endpoint, and the scheduler refuses the anonymous request).`,
 	o.config.AddFlags(root.PersistentFlags())
 	pf := root.PersistentFlags()
 	pf.StringVarP(&o.output, "output", "o", "table", "Output format: table, json or yaml")
-	pf.StringVar(&o.schedulerURL, "scheduler-url", "", "The leading ome-scheduler's secure port, e.g. https://127.0.0.1:10259 (reservations of forming gangs are read from its /configz)")
+	pf.StringVar(&o.schedulerURL, "scheduler-url", "", "The leading ome-scheduler's secure port, e.g. https://127.0.0.1:10259 (default: port-forward to the pod that holds the leader-election Lease)")
+	pf.StringVar(&o.schedulerNamespace, "scheduler-namespace", DefaultSchedulerNamespace, "Namespace of the ome-scheduler release: where its leader-election Lease and pods are")
+	pf.StringVar(&o.schedulerName, "scheduler-name", DefaultSchedulerName, "The release's scheduler.name: the name of its leader-election Lease")
 	pf.StringVar(&o.schedulerCA, "scheduler-ca", "", "CA file that verifies the scheduler's serving certificate (default: the kubeconfig's CA)")
-	pf.BoolVar(&o.schedulerInsecure, "scheduler-insecure-skip-tls-verify", false, "Do not verify the scheduler's serving certificate (its default one is self-signed); no credentials are sent to it then, unless --scheduler-insecure-send-credentials")
+	pf.StringVar(&o.schedulerServerName, "scheduler-tls-server-name", "", "Name the scheduler's serving certificate must carry (default through the port-forward: {scheduler-name}-metrics.{scheduler-namespace}.svc; with --scheduler-url: its host)")
+	pf.BoolVar(&o.schedulerInsecure, "scheduler-insecure-skip-tls-verify", false, "Do not verify the scheduler's serving certificate (its default one is self-signed); with --scheduler-url no credentials are sent to it then, unless --scheduler-insecure-send-credentials")
 	pf.BoolVar(&o.schedulerSendCredentials, "scheduler-insecure-send-credentials", false, "With --scheduler-insecure-skip-tls-verify or an http:// --scheduler-url, still send the kubeconfig's credentials to --scheduler-url (only for an endpoint you trust, such as a kubectl port-forward on 127.0.0.1)")
-	pf.StringVar(&o.schedulerNamespace, "scheduler-namespace", "ome-system", "Namespace of the ome-scheduler release (for the port-forward hint)")
 	root.PersistentPreRunE = func(*cobra.Command, []string) error { return o.checkSchedulerFlags() }
 	root.AddCommand(o.explainCommand(), o.whatIfCommand(), o.domainsCommand())
 	return root

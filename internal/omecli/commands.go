@@ -24,7 +24,7 @@ func (o *options) explainCommand() *cobra.Command {
 		Use:   "explain podgroup NAME",
 		Short: "Every domain of an existing gang's topology key, and the domain the scheduler would choose (or why none fits)",
 		Example: `  kubectl ome explain podgroup llama -n team-a
-  kubectl ome explain podgroup llama -n team-a -o json --scheduler-url https://127.0.0.1:10259`,
+  kubectl ome explain podgroup llama -n team-a -o json --scheduler-insecure-skip-tls-verify`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if len(args) != 2 || (args[0] != "podgroup" && args[0] != "podgroups" && args[0] != "pg") {
 				return usagef("usage: kubectl ome explain podgroup NAME [-n NAMESPACE]")

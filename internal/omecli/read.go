@@ -2,18 +2,12 @@ package omecli
 
 import (
 	"context"
-	"crypto/tls"
-	"errors"
 	"fmt"
-	"io"
-	"net/http"
-	"strings"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 	pgclientset "sigs.k8s.io/scheduler-plugins/pkg/generated/clientset/versioned"
 
@@ -61,92 +55,18 @@ func (o *options) readCluster(ctx context.Context) (*explain.Cluster, string, er
 	if c.DRA, err = readDRA(ctx, cs); err != nil {
 		note = "DRA devices not counted: " + err.Error()
 	}
-	if r, err := o.reservations(ctx, cfg); err != nil {
+	if r, where, err := o.reservations(ctx, cfg); err != nil {
 		note = joinNotes(note, err.Error())
 	} else {
 		c.Reservations = r
 		if !r.Leader {
-			note = joinNotes(note, fmt.Sprintf("%s has run no scheduling cycle yet: a standby replica holds no reservations (ask the leader)", o.schedulerURL))
+			note = joinNotes(note, fmt.Sprintf("%s has run no scheduling cycle yet: a standby replica holds no reservations (ask the leader)", where))
 		}
 		if r.Args != nil {
 			c.Args = r.Args
 		}
 	}
 	return c, note, nil
-}
-
-// schedulerConfig is the client configuration of --scheduler-url. The endpoint's serving
-// certificate is verified against --scheduler-ca, else the kubeconfig's CA (the system roots
-// when it names none), and the kubeconfig's credentials go with the request.
-// --scheduler-insecure-skip-tls-verify skips the verification, and then no credentials are
-// sent unless --scheduler-insecure-send-credentials asks for it: an unverified endpoint could
-// be anyone's. Nor are they sent to a plain-HTTP URL without that flag.
-func (o *options) schedulerConfig(cfg *rest.Config) *rest.Config {
-	c := rest.CopyConfig(cfg)
-	c.TLSClientConfig.ServerName = "" // the API server's name, not the scheduler's
-	c.TLSClientConfig.Insecure = o.schedulerInsecure
-	switch {
-	case o.schedulerCA != "":
-		c.TLSClientConfig.CAData, c.TLSClientConfig.CAFile = nil, o.schedulerCA
-	case o.schedulerInsecure:
-		c.TLSClientConfig.CAData, c.TLSClientConfig.CAFile = nil, ""
-		if !o.schedulerSendCredentials {
-			c = rest.AnonymousClientConfig(c)
-		}
-	}
-	if o.plainHTTP() && !o.schedulerSendCredentials {
-		// Nothing verifies a plain-HTTP endpoint either, and the credentials would travel in
-		// clear text.
-		c = rest.AnonymousClientConfig(c)
-	}
-	return c
-}
-
-// plainHTTP reports whether --scheduler-url is a plain-HTTP endpoint.
-func (o *options) plainHTTP() bool {
-	return strings.HasPrefix(strings.ToLower(o.schedulerURL), "http://")
-}
-
-// reservations reads the scheduler's /configz entry at --scheduler-url, presenting the
-// kubeconfig's identity (the same credentials kubectl uses) to a verified endpoint
-// (schedulerConfig).
-func (o *options) reservations(ctx context.Context, cfg *rest.Config) (*explain.Reservations, error) {
-	if o.schedulerURL == "" {
-		return nil, fmt.Errorf("reservations unknown: no --scheduler-url; run `kubectl -n %s port-forward deploy/ome-scheduler 10259` and pass --scheduler-url=https://127.0.0.1:10259", o.schedulerNamespace)
-	}
-	rt, err := rest.TransportFor(o.schedulerConfig(cfg))
-	if err != nil {
-		return nil, err
-	}
-	url := strings.TrimSuffix(o.schedulerURL, "/") + "/configz"
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
-	if err != nil {
-		return nil, err
-	}
-	resp, err := (&http.Client{Transport: rt, Timeout: 10 * time.Second}).Do(req)
-	var unverified *tls.CertificateVerificationError
-	if errors.As(err, &unverified) {
-		return nil, fmt.Errorf("reservations unknown: %w; the scheduler's serving certificate (self-signed unless the chart's scheduler.metrics.tls.secretName is set) is verified against --scheduler-ca, else the kubeconfig's CA: pass --scheduler-ca FILE, or --scheduler-insecure-skip-tls-verify (which sends no credentials without --scheduler-insecure-send-credentials)", err)
-	}
-	if err != nil {
-		return nil, fmt.Errorf("reservations unknown: %w", err)
-	}
-	defer resp.Body.Close()
-	body, err := io.ReadAll(io.LimitReader(resp.Body, 64<<20))
-	if err != nil {
-		return nil, fmt.Errorf("reservations unknown: %w", err)
-	}
-	if (resp.StatusCode == http.StatusUnauthorized || resp.StatusCode == http.StatusForbidden) && (o.schedulerInsecure || o.plainHTTP()) && !o.schedulerSendCredentials {
-		return nil, fmt.Errorf("reservations unknown: GET %s: %s; no credentials were sent to the unverified endpoint (--scheduler-insecure-skip-tls-verify): pass --scheduler-ca FILE, or add --scheduler-insecure-send-credentials (only for an endpoint you trust, such as a kubectl port-forward on 127.0.0.1)", url, resp.Status)
-	}
-	if resp.StatusCode != http.StatusOK {
-		return nil, fmt.Errorf("reservations unknown: GET %s: %s (%.200s); reading it needs `get` on the non-resource URL /configz (the chart's reader role)", url, resp.Status, strings.TrimSpace(string(body)))
-	}
-	r, err := explain.Decode(body)
-	if err != nil {
-		return nil, fmt.Errorf("reservations unknown: %w", err)
-	}
-	return r, nil
 }
 
 // podGroupClient is a client of the PodGroup API.

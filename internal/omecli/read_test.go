@@ -63,8 +63,8 @@ func kubeconfig() *rest.Config {
 // included, reaches it.
 func TestReservationsVerifiesByDefault(t *testing.T) {
 	e := newSchedulerEndpoint(t)
-	o := &options{schedulerURL: e.URL, schedulerNamespace: "ome-system"}
-	_, err := o.reservations(context.Background(), kubeconfig())
+	o := &options{schedulerURL: e.URL}
+	_, _, err := o.reservations(context.Background(), kubeconfig())
 	if err == nil || !strings.Contains(err.Error(), "certificate") || !strings.Contains(err.Error(), "--scheduler-ca") {
 		t.Errorf("reservations from an unverified endpoint: err %v, want a certificate error naming --scheduler-ca", err)
 	}
@@ -78,7 +78,7 @@ func TestReservationsVerifiesByDefault(t *testing.T) {
 func TestReservationsWithCASendsCredentials(t *testing.T) {
 	e := newSchedulerEndpoint(t)
 	o := &options{schedulerURL: e.URL, schedulerCA: e.caFile(t)}
-	r, err := o.reservations(context.Background(), kubeconfig())
+	r, _, err := o.reservations(context.Background(), kubeconfig())
 	if err != nil || !r.Leader {
 		t.Fatalf("reservations with the CA: %+v, %v; want the leader's", r, err)
 	}
@@ -94,14 +94,14 @@ func TestReservationsInsecureSendsNoCredentials(t *testing.T) {
 	o := &options{schedulerURL: e.URL, schedulerInsecure: true}
 	cfg := kubeconfig()
 	cfg.CertData, cfg.KeyData = []byte("client-cert"), []byte("client-key") // dropped as well
-	if r, err := o.reservations(context.Background(), cfg); err != nil || !r.Leader {
+	if r, _, err := o.reservations(context.Background(), cfg); err != nil || !r.Leader {
 		t.Fatalf("reservations without verification: %+v, %v", r, err)
 	}
 	if got := e.seen(); len(got) != 1 || got[0] != "" {
 		t.Fatalf("Authorization headers %q at an unverified endpoint, want one request without any", got)
 	}
 	o.schedulerSendCredentials = true
-	if _, err := o.reservations(context.Background(), kubeconfig()); err != nil {
+	if _, _, err := o.reservations(context.Background(), kubeconfig()); err != nil {
 		t.Fatal(err)
 	}
 	if got := e.seen(); len(got) != 2 || got[1] != "Bearer secret-token" {
@@ -121,11 +121,11 @@ func TestReservationsPlainHTTPSendsNoCredentials(t *testing.T) {
 	}))
 	t.Cleanup(srv.Close)
 	o := &options{schedulerURL: srv.URL}
-	if _, err := o.reservations(context.Background(), kubeconfig()); err != nil {
+	if _, _, err := o.reservations(context.Background(), kubeconfig()); err != nil {
 		t.Fatal(err)
 	}
 	o.schedulerSendCredentials = true
-	if _, err := o.reservations(context.Background(), kubeconfig()); err != nil {
+	if _, _, err := o.reservations(context.Background(), kubeconfig()); err != nil {
 		t.Fatal(err)
 	}
 	mu.Lock()

@@ -8,13 +8,18 @@ import (
 	networkingv1 "k8s.io/api/networking/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	schedconfigv1 "k8s.io/kube-scheduler/config/v1"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/yaml"
+
+	"github.com/moirai-internal/ome-scheduler/pkg/plugins/gangpack"
 )
 
 // ---------------------------------------------------------------------------------------
 // Every rendered object of a built-in kind decodes strictly into its Kubernetes type (no
-// misspelt or misplaced field), and config.yaml into KubeSchedulerConfiguration v1.
+// misspelt or misplaced field), config.yaml into KubeSchedulerConfiguration v1, and its
+// OMEGangPack arguments with the plugin's own strict decoder.
 
 func TestRenderedObjectsDecodeStrictly(t *testing.T) {
 	typed := map[string]func() any{
@@ -77,8 +82,30 @@ func TestRenderedObjectsDecodeStrictly(t *testing.T) {
 					if cc := cfg.ClientConnection; cc.QPS != tc.qps || cc.Burst != tc.burst {
 						t.Errorf("config.yaml clientConnection qps %v, burst %d; want %v, %d", cc.QPS, cc.Burst, tc.qps, tc.burst)
 					}
+					checkPluginArgs(t, &cfg)
 				}
 			}
 		})
+	}
+}
+
+// checkPluginArgs decodes every profile's OMEGangPack arguments as the plugin does at startup
+// (strictly: an unknown key fails) and validates them.
+func checkPluginArgs(t *testing.T, cfg *schedconfigv1.KubeSchedulerConfiguration) {
+	t.Helper()
+	found := 0
+	for _, p := range cfg.Profiles {
+		for _, pc := range p.PluginConfig {
+			if pc.Name != gangpack.Name {
+				continue
+			}
+			found++
+			if _, err := gangpack.DecodeArgs(&runtime.Unknown{Raw: pc.Args.Raw, ContentType: runtime.ContentTypeJSON}); err != nil {
+				t.Errorf("config.yaml: the OMEGangPack arguments of profile %s do not decode: %v", ptr.Deref(p.SchedulerName, ""), err)
+			}
+		}
+	}
+	if found == 0 {
+		t.Errorf("config.yaml has no OMEGangPack pluginConfig")
 	}
 }

@@ -34,20 +34,7 @@ func TestReservationsEndpoint(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
-	ensureServiceAccount(t, ctx, debugSA.Namespace, debugSA.Name)
-	subjects := fmt.Sprintf(`scheduler.metrics.debugReader.subjects=[{"kind":"ServiceAccount","name":%q,"namespace":%q}]`, debugSA.Name, debugSA.Namespace)
-	for _, o := range splitObjects(t, helmTemplate(t, append(readerValues(), "--set-json", subjects)...)) {
-		if o.GetName() != releaseName+"-debug-reader" {
-			continue
-		}
-		ri, err := resourceFor(dyn, o)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if _, err := ri.Apply(ctx, o.GetName(), o, metav1.ApplyOptions{FieldManager: "ome-e2e", Force: true}); err != nil {
-			t.Fatalf("apply %s: %v", objectKey(o), err)
-		}
-	}
+	applyDebugReader(t, ctx)
 	url := fmt.Sprintf("https://127.0.0.1:%d", s.port)
 	for _, tc := range []struct {
 		who, ns, name string
@@ -76,6 +63,31 @@ func TestReservationsEndpoint(t *testing.T) {
 	checkKubectlOme(t, url, g)
 }
 
+// applyDebugReader applies the chart's {name}-debug-reader ClusterRole (get on /configz) and
+// its binding, with debugSA as the subject.
+func applyDebugReader(t *testing.T, ctx context.Context) {
+	t.Helper()
+	ensureServiceAccount(t, ctx, debugSA.Namespace, debugSA.Name)
+	subjects := fmt.Sprintf(`scheduler.metrics.debugReader.subjects=[{"kind":"ServiceAccount","name":%q,"namespace":%q}]`, debugSA.Name, debugSA.Namespace)
+	applied := 0
+	for _, o := range splitObjects(t, helmTemplate(t, append(readerValues(), "--set-json", subjects)...)) {
+		if o.GetName() != releaseName+"-debug-reader" {
+			continue
+		}
+		ri, err := resourceFor(dyn, o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := ri.Apply(ctx, o.GetName(), o, metav1.ApplyOptions{FieldManager: "ome-e2e", Force: true}); err != nil {
+			t.Fatalf("apply %s: %v", objectKey(o), err)
+		}
+		applied++
+	}
+	if applied != 2 {
+		t.Fatalf("the chart rendered %d objects %s-debug-reader, want 2 (the ClusterRole and its binding)", applied, releaseName)
+	}
+}
+
 func getConfigz(t *testing.T, ctx context.Context, url, token string) (int, []byte) {
 	t.Helper()
 	client := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{
@@ -99,7 +111,9 @@ func getConfigz(t *testing.T, ctx context.Context, url, token string) (int, []by
 // gang placed in its clique with the reservations read (the scheduler's serving certificate
 // is self-signed: the port-forward flags skip its verification and opt in to sending the
 // credentials); without those flags the certificate is refused and the reservations are
-// unknown, as they are without --scheduler-url; a bad command line exits 2.
+// unknown, as they are without --scheduler-url when the leader cannot be reached (here the
+// Lease's holder is a process, not a pod: TestKubectlOmeFindsTheLeader gives it one); a bad
+// command line exits 2.
 func checkKubectlOme(t *testing.T, url string, g *demoGang) {
 	run := func(args ...string) (int, string, string) {
 		var out, errOut bytes.Buffer
@@ -130,7 +144,7 @@ func checkKubectlOme(t *testing.T, url string, g *demoGang) {
 		t.Errorf("kubectl ome explain: %+v; want the demo gang placed in %s, reservations known", r, n.Labels[r.TopologyKey])
 	}
 	code, out, errOut = run("domains", "--topology-key", r.TopologyKey)
-	if code != omecli.ExitOK || !strings.Contains(out, "reservations unknown") || !strings.Contains(out, "LARGEST GANG") {
+	if code != omecli.ExitOK || !strings.Contains(out, "reservations unknown: the Lease "+releaseNS+"/"+releaseName+" is held by") || !strings.Contains(out, "LARGEST GANG") {
 		t.Errorf("kubectl ome domains without --scheduler-url: exit %d, %q, %s", code, out, errOut)
 	}
 	if code, _, errOut = run("explain"); code != omecli.ExitUsage {

@@ -176,27 +176,34 @@ func TestSchedulerRunsAsChartServiceAccount(t *testing.T) {
 	}
 }
 
-// bin/ome-scheduler refuses an invalid plugin argument with the startup error documented in
-// docs/reference.md and a non-zero exit.
-func TestInvalidTopologyKeyFailsStartup(t *testing.T) {
+// bin/ome-scheduler refuses an invalid plugin argument, and a misspelt one (the arguments are
+// decoded strictly), with the startup error documented in docs/reference.md and a non-zero exit.
+func TestInvalidPluginArgsFailStartup(t *testing.T) {
 	bin, err := devenv.Bin("ome-scheduler")
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg := filepath.Join(t.TempDir(), "config.yaml")
-	p := devenv.Profile{Args: "topologyKey: \"gpu clique\"\ngcIntervalSeconds: 60"}
-	if err := os.WriteFile(cfg, []byte(p.Render(cp.KubeConfigPath)), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	out, err := exec.CommandContext(ctx, bin, "--config="+cfg, "--secure-port=0").CombinedOutput()
-	var exit *exec.ExitError
-	if !errors.As(err, &exit) || exit.ExitCode() == 0 {
-		t.Fatalf("ome-scheduler with topologyKey \"gpu clique\": err %v, want a non-zero exit; output:\n%s", err, out)
-	}
-	if want := `topologyKey \"gpu clique\" is not a valid node label key: `; !strings.Contains(string(out), want) {
-		t.Fatalf("output lacks %s:\n%s", want, out)
+	for _, tc := range []struct{ name, args, want string }{
+		{"invalid topologyKey", "topologyKey: \"gpu clique\"\ngcIntervalSeconds: 60", `topologyKey \"gpu clique\" is not a valid node label key: `},
+		{"misspelt key", "gcIntervalSeconds: 60\ntopologyKye: rack", `decode OMEGangPack args: unknown field \"topologyKye\" (valid fields: allowedTopologyKeys, `},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg := filepath.Join(t.TempDir(), "config.yaml")
+			p := devenv.Profile{Args: tc.args}
+			if err := os.WriteFile(cfg, []byte(p.Render(cp.KubeConfigPath)), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+			defer cancel()
+			out, err := exec.CommandContext(ctx, bin, "--config="+cfg, "--secure-port=0").CombinedOutput()
+			var exit *exec.ExitError
+			if !errors.As(err, &exit) || exit.ExitCode() == 0 {
+				t.Fatalf("ome-scheduler with %q: err %v, want a non-zero exit; output:\n%s", tc.args, err, out)
+			}
+			if !strings.Contains(string(out), tc.want) {
+				t.Fatalf("output lacks %s:\n%s", tc.want, out)
+			}
+		})
 	}
 }
 

@@ -186,3 +186,7 @@ func (pl *GangPack) Name() string { return Name }
 
 // Args are the plugin's arguments (docs/reference.md lists them).
 type Args = gang.Args
+
+// DecodeArgs decodes the plugin's arguments as New does: strictly (an unknown or misspelt key
+// is an error naming it and the valid ones), then validated.
+func DecodeArgs(obj runtime.Object) (*Args, error) { return gang.DecodeArgs(obj) }

@@ -8,7 +8,6 @@ import (
 
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/validation"
-	frameworkruntime "k8s.io/kubernetes/pkg/scheduler/framework/runtime"
 )
 
 // maxSeconds is the largest number of seconds whose nanoseconds fit a signed 64-bit integer.
@@ -123,11 +122,12 @@ func (a *Args) PackStandalone() bool {
 	return a.StandaloneDomainPacking == nil || *a.StandaloneDomainPacking
 }
 
-// DecodeArgs decodes and validates the plugin arguments. A nil object is treated as {}.
+// DecodeArgs decodes (strictly: decodeStrict) and validates the plugin arguments. A nil
+// object is treated as {}.
 func DecodeArgs(obj runtime.Object) (*Args, error) {
 	args := &Args{}
 	if obj != nil {
-		if err := frameworkruntime.DecodeInto(obj, args); err != nil {
+		if err := decodeStrict(obj, args); err != nil {
 			return nil, fmt.Errorf("decode OMEGangPack args: %w", err)
 		}
 	}

@@ -2,6 +2,7 @@ package gang
 
 import (
 	"fmt"
+	"reflect"
 	"strconv"
 	"strings"
 	"testing"
@@ -108,7 +109,7 @@ func TestDecodeArgsRejections(t *testing.T) {
 		{name: "gcIntervalSeconds max int64", obj: rawArgs(`{"gcIntervalSeconds":9223372036854775807}`),
 			want: "gcIntervalSeconds is too large"},
 		{name: "gcIntervalSeconds misspelled", obj: rawArgs(`{"gcIntervlSeconds":45}`),
-			want: "gcIntervalSeconds must be configured"},
+			want: `decode OMEGangPack args: unknown field "gcIntervlSeconds" (valid fields: ` + strings.Join(ArgsFields(), ", ") + ")"},
 		{name: "empty object", obj: rawArgs(`{}`),
 			want: "gcIntervalSeconds must be configured"},
 		{name: "nil args", obj: nil,
@@ -252,12 +253,6 @@ func TestDecodeArgsAcceptance(t *testing.T) {
 			obj:  rawArgs(`{"gcIntervalSeconds":45,"standaloneDomainPacking":false}`),
 			want: Args{GCIntervalSeconds: i64(45), StandaloneDomainPacking: &f},
 			pack: false,
-		},
-		{
-			name: "unknown fields are ignored",
-			obj:  rawArgs(`{"gcIntervalSeconds":45,"gcIntervlSeconds":0,"somethingElse":{"x":[1,2]}}`),
-			want: Args{GCIntervalSeconds: i64(45)},
-			pack: true,
 		},
 		{
 			name: "upper bound 9223372036 accepted everywhere",
@@ -483,5 +478,36 @@ func TestBindWindow(t *testing.T) {
 		if got := a.BindWindow(); got != tc.want {
 			t.Errorf("%s: BindWindow() = %v, want %v", tc.raw, got, tc.want)
 		}
+	}
+}
+
+// TestDecodeArgsStrict: a misspelt, wrongly cased, unknown or repeated key fails the decode,
+// naming the key and the valid ones, in JSON and YAML alike.
+func TestDecodeArgsStrict(t *testing.T) {
+	valid := "(valid fields: " + strings.Join(ArgsFields(), ", ") + ")"
+	for _, tc := range []struct {
+		name string
+		obj  runtime.Object
+		want string
+	}{
+		{"misspelt optional key", rawArgs(`{"gcIntervalSeconds":45,"topologyKye":"rack"}`), `unknown field "topologyKye"`},
+		{"misspelt required key", rawArgs(`{"gcIntervlSeconds":45}`), `unknown field "gcIntervlSeconds"`},
+		{"wrong case", rawArgs(`{"gcIntervalSeconds":45,"TopologyKey":"rack"}`), `unknown field "TopologyKey"`},
+		{"two unknown keys", rawArgs(`{"gcIntervalSeconds":45,"a":1,"b":{"x":[1]}}`), `unknown field "a", unknown field "b"`},
+		{"repeated key", rawArgs(`{"gcIntervalSeconds":45,"gcIntervalSeconds":46}`), `duplicate field "gcIntervalSeconds"`},
+		{"YAML misspelt key", &runtime.Unknown{Raw: []byte("gcIntervalSeconds: 45\npreemtion: true\n"), ContentType: runtime.ContentTypeYAML}, `unknown field "preemtion"`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			args, err := DecodeArgs(tc.obj)
+			if err == nil {
+				t.Fatalf("DecodeArgs accepted %+v", args)
+			}
+			if want := "decode OMEGangPack args: " + tc.want + " " + valid; err.Error() != want {
+				t.Fatalf("error %q\nwant  %q", err, want)
+			}
+		})
+	}
+	if f := ArgsFields(); len(f) != reflect.TypeFor[Args]().NumField() || f[0] != "allowedTopologyKeys" {
+		t.Errorf("ArgsFields() = %v: want every field of Args, sorted", f)
 	}
 }
