@@ -59,6 +59,13 @@ INTEGRATION_TIMEOUT ?= 40m
 
 all: build
 
+## help: every target with its description (the `## target:` comments of this Makefile)
+.PHONY: help
+help:
+	@awk '/^## [a-z0-9-]+:/ { sub(/^## /, ""); n = index($$0, ":"); \
+	  printf "%-17s %s\n", substr($$0, 1, n - 1), substr($$0, n + 2); next } \
+	  /^## / { sub(/^## /, ""); printf "%-17s %s\n", "", $$0 }' $(MAKEFILE_LIST)
+
 ## build: bin/ome-scheduler (BUILD_TAGS=heapdump for memory investigations, docs/benchmarks.md),
 ## static and with -trimpath like the image's binary, so `make image` reuses its compiled packages;
 ## and bin/kubectl-ome, the kubectl plugin (copy it onto the PATH: `kubectl ome ...`)
@@ -106,17 +113,19 @@ $(BIN)/crane:
 $(BIN)/kwok:
 	GOBIN=$(BIN) $(GO) install sigs.k8s.io/kwok/cmd/kwok@$(KWOK_VERSION)
 
-## demo: the main job (see README)
+## demo: a local control plane, GPU nodes simulated by kwok, the demo gang placed and shown (README)
 demo: build $(CLUSTER_TOOLS)
 	$(GO) run ./hack/demo
 
 ## test: everything CI runs
 test: tools build crd-check fmt-check vet unit test-chart test-integration test-e2e test-reliability
 
+## vet: go vet of the module and of hack/etcd
 vet:
 	$(GO) vet ./...
 	cd hack/etcd && $(GO) vet ./...
 
+## fmt-check: fails when a tracked Go file is not gofmt-formatted
 fmt-check:
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go' -not -path './bin/*')); \
 	if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
@@ -130,9 +139,11 @@ unit:
 	OME_COMPOSE_SEQUENCES=$(COMPOSE_SEQUENCES) $(GO) test -count=1 -run '^TestCompose$$' $(GO_TEST_FLAGS) ./pkg/plugins/gangpack/
 	$(GO) test -count=1 -run '^Test' $(GO_TEST_FLAGS) ./test/bench/... ./test/heapdump/...
 
+## test-chart: the chart render tests (test/chart) with the real helm
 test-chart: $(BIN)/helm
 	$(GO) test -count=1 $(GO_TEST_FLAGS) ./test/chart/...
 
+## test-integration: behaviour on a real API server (test/integration), the scheduler in-process
 test-integration: tools build
 	$(GO) test -count=1 -timeout $(INTEGRATION_TIMEOUT) $(GO_TEST_FLAGS) ./test/integration/...
 
@@ -230,6 +241,7 @@ publish: $(BIN)/ko $(BIN)/helm
 	$(MAKE) --no-print-directory chart
 	$(BIN)/helm push $(CHART_DIST)/ome-scheduler-$(VERSION).tgz $(CHART_REPO)
 
+## clean: remove bin/ (the built tools too: the next make demo or make test builds them again)
 clean:
 	rm -rf $(BIN)
 
