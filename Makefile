@@ -51,6 +51,17 @@ CRD_ANNOTATE  = awk '{ print } /^  annotations:$$/ && !done { \
 # and crane for the tests.
 CLUSTER_TOOLS := $(BIN)/etcd $(BIN)/kube-apiserver $(BIN)/kube-controller-manager $(BIN)/kubectl $(BIN)/kwok $(BIN)/helm
 TOOLS := $(CLUSTER_TOOLS) $(BIN)/prometheus $(BIN)/promtool $(BIN)/ko $(BIN)/registry $(BIN)/crane
+# What each test package starts (internal/devenv: etcd and kube-apiserver for every control
+# plane, helm to render the chart's scheduler configuration), so that running one suite builds
+# only its own tools. make test builds all of TOOLS.
+TEST_PLANE_TOOLS       := $(BIN)/etcd $(BIN)/kube-apiserver $(BIN)/helm
+# + kube-controller-manager (the DRA tests' resourceclaim controller) and kwok (kwok_test.go).
+INTEGRATION_TOOLS      := $(TEST_PLANE_TOOLS) $(BIN)/kube-controller-manager $(BIN)/kwok
+# + kube-controller-manager, kubectl (the install guide's commands), Prometheus and promtool,
+# ko, the registry and crane (the published-install test): every tool but kwok.
+E2E_TOOLS              := $(TEST_PLANE_TOOLS) $(BIN)/kube-controller-manager $(BIN)/kubectl \
+                          $(BIN)/prometheus $(BIN)/promtool $(BIN)/ko $(BIN)/registry $(BIN)/crane
+RELIABILITY_TOOLS      := $(TEST_PLANE_TOOLS)
 
 GO_TEST_FLAGS ?=
 INTEGRATION_TIMEOUT ?= 40m
@@ -144,20 +155,20 @@ test-chart: $(BIN)/helm
 	$(GO) test -count=1 $(GO_TEST_FLAGS) ./test/chart/...
 
 ## test-integration: behaviour on a real API server (test/integration), the scheduler in-process
-test-integration: tools build
+test-integration: $(INTEGRATION_TOOLS)
 	$(GO) test -count=1 -timeout $(INTEGRATION_TIMEOUT) $(GO_TEST_FLAGS) ./test/integration/...
 
 ## test-e2e: the real binary with the chart's configuration, RBAC and secure metrics
-test-e2e: tools build
+test-e2e: $(E2E_TOOLS) build
 	$(GO) test -count=1 -timeout 20m $(GO_TEST_FLAGS) ./test/e2e/...
 
 ## test-reliability: failover, restarts, API server outage, chaos (short), on real processes
-test-reliability: tools build
+test-reliability: $(RELIABILITY_TOOLS) build
 	$(GO) test -count=1 -timeout 20m $(GO_TEST_FLAGS) ./test/reliability/...
 
 ## soak: the chaos scenario for SOAK_DURATION (default 20m, at most 30m), failing on any violation
 SOAK_DURATION ?= 20m
-soak: tools build
+soak: $(RELIABILITY_TOOLS) build
 	OME_SOAK_DURATION=$(SOAK_DURATION) $(GO) test -count=1 -timeout 40m -run TestChaosDuringFormation -v ./test/reliability/
 
 ## soak-repair: the node-failure repair scenario for REPAIR_ROUNDS rounds (5 % of the nodes
@@ -167,10 +178,10 @@ soak: tools build
 REPAIR_ROUNDS  ?= 20
 FAILOVER_KILLS ?= 20
 .PHONY: soak-repair soak-failover
-soak-repair: tools build
+soak-repair: $(RELIABILITY_TOOLS) build
 	OME_REPAIR_ROUNDS=$(REPAIR_ROUNDS) $(GO) test -count=1 -timeout 40m -run '^TestNodeFailureRepair$$' -v ./test/reliability/
 
-soak-failover: tools build
+soak-failover: $(RELIABILITY_TOOLS) build
 	OME_FAILOVER_KILLS=$(FAILOVER_KILLS) $(GO) test -count=1 -timeout 40m -run '^TestLeaderKillsDuringBursts$$' -v ./test/reliability/
 
 ## fuzz: each fuzz target for FUZZTIME (make test runs their seed corpora only)
