@@ -85,8 +85,12 @@ build:
 	CGO_ENABLED=0 $(GO) build -trimpath -tags '$(BUILD_TAGS)' -ldflags "$(KUBE_LDFLAGS) $(OME_LDFLAGS)" -o $(BIN)/ome-scheduler ./cmd/ome-scheduler
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags "$(KUBE_LDFLAGS) $(OME_LDFLAGS)" -o $(BIN)/kubectl-ome ./cmd/kubectl-ome
 
-## tools: the real test components from the Go module proxy, cached in bin/
+## tools: the real test components from the Go module proxy, cached in bin/; one of them alone
+## with its relative name, e.g. make bin/helm (the tools are listed at the top of this file)
 tools: $(TOOLS)
+
+# The relative names (bin/helm) for the rules below, which are written with absolute ones.
+$(patsubst $(BIN)/%,bin/%,$(TOOLS)): bin/%: $(BIN)/%
 
 $(BIN)/etcd: hack/etcd/main.go hack/etcd/go.mod hack/etcd/go.sum
 	cd hack/etcd && $(GO) build -o $@ .
