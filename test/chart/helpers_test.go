@@ -1,6 +1,6 @@
 // Package chart_test runs the real helm binary against charts/ome-scheduler and checks the
 // renders against the chart's documented behaviour (charts/ome-scheduler/README.md). The helm
-// binary comes from $HELM, else $OME_BIN_DIR/helm or <repo root>/bin/helm (built by `make tools`).
+// binary comes from $HELM, else $OME_BIN_DIR/helm or <repo root>/bin/helm (built by `make bin/helm` or `make tools`).
 package chart_test
 
 import (
