@@ -43,7 +43,7 @@ func helmBin(t *testing.T) string {
 	t.Helper()
 	bin, err := devenv.HelmBin()
 	if err != nil {
-		t.Fatalf("helm not found: run make tools (%v)", err)
+		t.Fatalf("%v (or set HELM)", err)
 	}
 	return bin
 }
