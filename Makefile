@@ -51,6 +51,17 @@ CRD_ANNOTATE  = awk '{ print } /^  annotations:$$/ && !done { \
 # and crane for the tests.
 CLUSTER_TOOLS := $(BIN)/etcd $(BIN)/kube-apiserver $(BIN)/kube-controller-manager $(BIN)/kubectl $(BIN)/kwok $(BIN)/helm
 TOOLS := $(CLUSTER_TOOLS) $(BIN)/prometheus $(BIN)/promtool $(BIN)/ko $(BIN)/registry $(BIN)/crane
+# What each test package starts (internal/devenv: etcd and kube-apiserver for every control
+# plane, helm to render the chart's scheduler configuration), so that running one suite builds
+# only its own tools. make test builds all of TOOLS.
+TEST_PLANE_TOOLS       := $(BIN)/etcd $(BIN)/kube-apiserver $(BIN)/helm
+# + kube-controller-manager (the DRA tests' resourceclaim controller) and kwok (kwok_test.go).
+INTEGRATION_TOOLS      := $(TEST_PLANE_TOOLS) $(BIN)/kube-controller-manager $(BIN)/kwok
+# + kube-controller-manager, kubectl (the install guide's commands), Prometheus and promtool,
+# ko, the registry and crane (the published-install test): every tool but kwok.
+E2E_TOOLS              := $(TEST_PLANE_TOOLS) $(BIN)/kube-controller-manager $(BIN)/kubectl \
+                          $(BIN)/prometheus $(BIN)/promtool $(BIN)/ko $(BIN)/registry $(BIN)/crane
+RELIABILITY_TOOLS      := $(TEST_PLANE_TOOLS)
 
 GO_TEST_FLAGS ?=
 INTEGRATION_TIMEOUT ?= 40m
@@ -58,6 +69,13 @@ INTEGRATION_TIMEOUT ?= 40m
 .PHONY: all build tools demo test unit test-chart test-integration test-e2e test-reliability soak fuzz vuln vet fmt-check race crd crd-check image publish chart clean sidebyside
 
 all: build
+
+## help: every target with its description (the `## target:` comments of this Makefile)
+.PHONY: help
+help:
+	@awk '/^## [a-z0-9-]+:/ { sub(/^## /, ""); n = index($$0, ":"); \
+	  printf "%-17s %s\n", substr($$0, 1, n - 1), substr($$0, n + 2); next } \
+	  /^## / { sub(/^## /, ""); printf "%-17s %s\n", "", $$0 }' $(MAKEFILE_LIST)
 
 ## build: bin/ome-scheduler (BUILD_TAGS=heapdump for memory investigations, docs/benchmarks.md),
 ## static and with -trimpath like the image's binary, so `make image` reuses its compiled packages;
@@ -67,8 +85,12 @@ build:
 	CGO_ENABLED=0 $(GO) build -trimpath -tags '$(BUILD_TAGS)' -ldflags "$(KUBE_LDFLAGS) $(OME_LDFLAGS)" -o $(BIN)/ome-scheduler ./cmd/ome-scheduler
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags "$(KUBE_LDFLAGS) $(OME_LDFLAGS)" -o $(BIN)/kubectl-ome ./cmd/kubectl-ome
 
-## tools: the real test components from the Go module proxy, cached in bin/
+## tools: the real test components from the Go module proxy, cached in bin/; one of them alone
+## with its relative name, e.g. make bin/helm (the tools are listed at the top of this file)
 tools: $(TOOLS)
+
+# The relative names (bin/helm) for the rules below, which are written with absolute ones.
+$(patsubst $(BIN)/%,bin/%,$(TOOLS)): bin/%: $(BIN)/%
 
 $(BIN)/etcd: hack/etcd/main.go hack/etcd/go.mod hack/etcd/go.sum
 	cd hack/etcd && $(GO) build -o $@ .
@@ -106,17 +128,19 @@ $(BIN)/crane:
 $(BIN)/kwok:
 	GOBIN=$(BIN) $(GO) install sigs.k8s.io/kwok/cmd/kwok@$(KWOK_VERSION)
 
-## demo: the main job (see README)
+## demo: a local control plane, GPU nodes simulated by kwok, the demo gang placed and shown (README)
 demo: build $(CLUSTER_TOOLS)
 	$(GO) run ./hack/demo
 
 ## test: everything CI runs
 test: tools build crd-check fmt-check vet unit test-chart test-integration test-e2e test-reliability
 
+## vet: go vet of the module and of hack/etcd
 vet:
 	$(GO) vet ./...
 	cd hack/etcd && $(GO) vet ./...
 
+## fmt-check: fails when a tracked Go file is not gofmt-formatted
 fmt-check:
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go' -not -path './bin/*')); \
 	if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
@@ -130,23 +154,25 @@ unit:
 	OME_COMPOSE_SEQUENCES=$(COMPOSE_SEQUENCES) $(GO) test -count=1 -run '^TestCompose$$' $(GO_TEST_FLAGS) ./pkg/plugins/gangpack/
 	$(GO) test -count=1 -run '^Test' $(GO_TEST_FLAGS) ./test/bench/... ./test/heapdump/...
 
+## test-chart: the chart render tests (test/chart) with the real helm
 test-chart: $(BIN)/helm
 	$(GO) test -count=1 $(GO_TEST_FLAGS) ./test/chart/...
 
-test-integration: tools build
+## test-integration: behaviour on a real API server (test/integration), the scheduler in-process
+test-integration: $(INTEGRATION_TOOLS)
 	$(GO) test -count=1 -timeout $(INTEGRATION_TIMEOUT) $(GO_TEST_FLAGS) ./test/integration/...
 
 ## test-e2e: the real binary with the chart's configuration, RBAC and secure metrics
-test-e2e: tools build
+test-e2e: $(E2E_TOOLS) build
 	$(GO) test -count=1 -timeout 20m $(GO_TEST_FLAGS) ./test/e2e/...
 
 ## test-reliability: failover, restarts, API server outage, chaos (short), on real processes
-test-reliability: tools build
+test-reliability: $(RELIABILITY_TOOLS) build
 	$(GO) test -count=1 -timeout 20m $(GO_TEST_FLAGS) ./test/reliability/...
 
 ## soak: the chaos scenario for SOAK_DURATION (default 20m, at most 30m), failing on any violation
 SOAK_DURATION ?= 20m
-soak: tools build
+soak: $(RELIABILITY_TOOLS) build
 	OME_SOAK_DURATION=$(SOAK_DURATION) $(GO) test -count=1 -timeout 40m -run TestChaosDuringFormation -v ./test/reliability/
 
 ## soak-repair: the node-failure repair scenario for REPAIR_ROUNDS rounds (5 % of the nodes
@@ -156,10 +182,10 @@ soak: tools build
 REPAIR_ROUNDS  ?= 20
 FAILOVER_KILLS ?= 20
 .PHONY: soak-repair soak-failover
-soak-repair: tools build
+soak-repair: $(RELIABILITY_TOOLS) build
 	OME_REPAIR_ROUNDS=$(REPAIR_ROUNDS) $(GO) test -count=1 -timeout 40m -run '^TestNodeFailureRepair$$' -v ./test/reliability/
 
-soak-failover: tools build
+soak-failover: $(RELIABILITY_TOOLS) build
 	OME_FAILOVER_KILLS=$(FAILOVER_KILLS) $(GO) test -count=1 -timeout 40m -run '^TestLeaderKillsDuringBursts$$' -v ./test/reliability/
 
 ## fuzz: each fuzz target for FUZZTIME (make test runs their seed corpora only)
@@ -230,6 +256,7 @@ publish: $(BIN)/ko $(BIN)/helm
 	$(MAKE) --no-print-directory chart
 	$(BIN)/helm push $(CHART_DIST)/ome-scheduler-$(VERSION).tgz $(CHART_REPO)
 
+## clean: remove bin/ (the built tools too: the next make demo or make test builds them again)
 clean:
 	rm -rf $(BIN)
 

@@ -58,9 +58,18 @@ func Bin(name string) (string, error) {
 	}
 	p := filepath.Join(dir, name)
 	if _, err := os.Stat(p); err != nil {
-		return "", fmt.Errorf("%s not found in %s: run `make tools` (or `make build`) first", name, dir)
+		return "", fmt.Errorf("%s not found in %s: run `%s` first", name, dir, buildHint(name))
 	}
 	return p, nil
+}
+
+// buildHint is the make command that builds bin/<name>: make build for this repository's
+// binaries, make bin/<name> for a tool.
+func buildHint(name string) string {
+	if name == "ome-scheduler" || name == "kubectl-ome" {
+		return "make build"
+	}
+	return "make bin/" + name
 }
 
 // CRDFile is the PodGroup CRD shipped in manifests/ (copied from the scheduler-plugins module).

@@ -59,7 +59,7 @@ type PluginArgs struct {
 }
 
 // Render returns the KubeSchedulerConfiguration for the profile, connecting with kubeconfig.
-// It panics when the chart cannot be rendered (bin/helm missing: run `make tools`) or the
+// It panics when the chart cannot be rendered (bin/helm missing: run `make bin/helm`) or the
 // profile does not apply; RenderConfig returns those as errors.
 func (p Profile) Render(kubeconfig string) string {
 	b, err := p.RenderConfig(kubeconfig)

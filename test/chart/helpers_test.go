@@ -1,6 +1,6 @@
 // Package chart_test runs the real helm binary against charts/ome-scheduler and checks the
 // renders against the chart's documented behaviour (charts/ome-scheduler/README.md). The helm
-// binary comes from $HELM, else $OME_BIN_DIR/helm or <repo root>/bin/helm (built by `make tools`).
+// binary comes from $HELM, else $OME_BIN_DIR/helm or <repo root>/bin/helm (built by `make bin/helm` or `make tools`).
 package chart_test
 
 import (
@@ -43,7 +43,7 @@ func helmBin(t *testing.T) string {
 	t.Helper()
 	bin, err := devenv.HelmBin()
 	if err != nil {
-		t.Fatalf("helm not found: run make tools (%v)", err)
+		t.Fatalf("%v (or set HELM)", err)
 	}
 	return bin
 }

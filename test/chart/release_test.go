@@ -99,7 +99,7 @@ func TestMakeBuildStampsVersion(t *testing.T) {
 // chart directory but the example values files (examples/, listed in .helmignore), carries
 // that version and renders the image tag from it.
 func TestMakeChart(t *testing.T) {
-	helmBin(t) // fail early with "run make tools" instead of letting make build helm
+	helmBin(t) // fail early with "run make bin/helm" instead of letting make build helm
 	v := releaseVersion(t)
 	dist := t.TempDir()
 	out := runMake(t, "chart", "CHART_DIST="+dist)
