@@ -25,6 +25,10 @@ PROMETHEUS_VERSION := v0.316.0
 KO_VERSION         := v0.19.1
 REGISTRY_VERSION   := v3.1.2
 CRANE_VERSION      := v0.22.1
+# cosign signs and verifies the release's image and chart (make release, test/e2e/release_test.go).
+COSIGN_VERSION     := v3.1.3
+# krew installs kubectl-ome from the release's plugin manifest in the same test.
+KREW_VERSION       := v0.4.3
 # kwok simulates the kubelets of make demo's and the side-by-side runs' nodes (docs/benchmarks.md).
 KWOK_VERSION := v0.8.0
 # Stamp the Kubernetes version into the binaries built from the module proxy (a plain `go
@@ -42,9 +46,9 @@ CRD           := manifests/crds/scheduling.x-k8s.io_podgroups.yaml
 CHART_CRD     := charts/ome-scheduler/crds/scheduling.x-k8s.io_podgroups.yaml
 
 # The control plane, kwok and helm (all make demo needs), then Prometheus, ko, the registry
-# and crane for the tests.
+# crane, cosign and krew for the tests.
 CLUSTER_TOOLS := $(BIN)/etcd $(BIN)/kube-apiserver $(BIN)/kube-controller-manager $(BIN)/kubectl $(BIN)/kwok $(BIN)/helm
-TOOLS := $(CLUSTER_TOOLS) $(BIN)/prometheus $(BIN)/promtool $(BIN)/ko $(BIN)/registry $(BIN)/crane
+TOOLS := $(CLUSTER_TOOLS) $(BIN)/prometheus $(BIN)/promtool $(BIN)/ko $(BIN)/registry $(BIN)/crane $(BIN)/cosign $(BIN)/krew
 
 GO_TEST_FLAGS ?=
 INTEGRATION_TIMEOUT ?= 40m
@@ -95,6 +99,12 @@ $(BIN)/registry:
 $(BIN)/crane:
 	GOBIN=$(BIN) $(GO) install github.com/google/go-containerregistry/cmd/crane@$(CRANE_VERSION)
 
+$(BIN)/cosign:
+	GOBIN=$(BIN) $(GO) install github.com/sigstore/cosign/v3/cmd/cosign@$(COSIGN_VERSION)
+
+$(BIN)/krew:
+	GOBIN=$(BIN) $(GO) install sigs.k8s.io/krew/cmd/krew@$(KREW_VERSION)
+
 # Built outside this module too: kwok pins newer k8s.io modules than ours, so it never enters
 # our go.mod.
 $(BIN)/kwok:
@@ -110,6 +120,7 @@ test: tools build crd-check fmt-check vet unit test-chart test-integration test-
 vet:
 	$(GO) vet ./...
 	cd hack/etcd && $(GO) vet ./...
+	cd test/dockerfile && $(GO) vet ./...
 
 fmt-check:
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go' -not -path './bin/*')); \
@@ -126,6 +137,7 @@ unit:
 
 test-chart: $(BIN)/helm
 	$(GO) test -count=1 $(GO_TEST_FLAGS) ./test/chart/...
+	cd test/dockerfile && $(GO) test -count=1 $(GO_TEST_FLAGS) ./...
 
 test-integration: tools build
 	$(GO) test -count=1 -timeout $(INTEGRATION_TIMEOUT) $(GO_TEST_FLAGS) ./test/integration/...
@@ -206,7 +218,10 @@ HUB          ?=
 CHART_REPO   ?=
 IMAGE_REPO    = $(if $(HUB),$(patsubst %/,%,$(HUB))/)ome-scheduler
 PLATFORMS    ?= linux/amd64,linux/arm64
-BASE_IMAGE   ?= gcr.io/distroless/static:nonroot
+# Pinned by digest (the multi-platform index of the tag): a release is rebuilt on the same base.
+# Refresh it with `crane digest gcr.io/distroless/static:nonroot`; the top-level Dockerfile
+# pins the same one (test/dockerfile checks it).
+BASE_IMAGE   ?= gcr.io/distroless/static:nonroot@sha256:e8a4044e0b4ae4257efa45fc026c0bc30ad320d43bd4c1a7d5271bd241e386d0
 # Relative: ko names the layout's image after its path, which must be a valid (lowercase)
 # repository name.
 IMAGE_LAYOUT ?= bin/image
@@ -222,6 +237,38 @@ publish: $(BIN)/ko $(BIN)/helm
 	$(KO_BUILD) --image-refs $(BIN)/image-ref
 	$(MAKE) --no-print-directory chart
 	$(BIN)/helm push $(CHART_DIST)/ome-scheduler-$(VERSION).tgz $(CHART_REPO)
+
+## release: what a user pulls and verifies, in $(RELEASE_DIST) and pushed like `make publish`: the
+## image with ko's SPDX SBOM attached (image-ref: the index's digest, signed with each platform's
+## image; image-refs: ko's list) and the chart (chart-ref), signed with cosign: with the key COSIGN_KEY (its password in COSIGN_PASSWORD), or keyless
+## when COSIGN_KEY is empty (the CI's OIDC identity, .github/workflows/release.yml);
+## COSIGN_TLOG=false leaves the transparency log out (a network without it). Then kubectl-ome
+## for PLUGIN_PLATFORMS, one kubectl-ome_vVERSION_OS_ARCH.tar.gz each, SHA256SUMS (the archives
+## and the chart) and the krew manifest plugins/ome.yaml, whose archives download from
+## RELEASE_URL. See docs/install.md, section 2.
+RELEASE_DIST     ?= $(BIN)/release
+RELEASE_URL      ?= https://github.com/moirai-internal/ome-scheduler/releases/download/v$(VERSION)
+PLUGIN_PLATFORMS ?= linux/amd64 linux/arm64 darwin/amd64 darwin/arm64
+COSIGN_KEY       ?=
+COSIGN_TLOG      ?= true
+COSIGN_SIGN       = $(BIN)/cosign sign --yes $(if $(COSIGN_KEY),--key $(COSIGN_KEY)) \
+                    $(if $(filter false,$(COSIGN_TLOG)),--use-signing-config=false --tlog-upload=false)
+CHART_PATH        = $(patsubst oci://%,%,$(patsubst %/,%,$(CHART_REPO)))/ome-scheduler
+.PHONY: release
+release: $(BIN)/ko $(BIN)/helm $(BIN)/crane $(BIN)/cosign
+	@test -n "$(HUB)" -a -n "$(CHART_REPO)" || { echo "make release needs HUB=registry/path and CHART_REPO=oci://registry/path"; exit 2; }
+	rm -rf $(RELEASE_DIST) && mkdir -p $(RELEASE_DIST)
+	$(KO_BUILD) --sbom spdx --image-refs $(RELEASE_DIST)/image-refs
+	echo "$(IMAGE_REPO)@$$($(BIN)/crane digest $(IMAGE_REPO):v$(VERSION))" > $(RELEASE_DIST)/image-ref
+	$(BIN)/helm package charts/ome-scheduler --version $(VERSION) --app-version v$(VERSION) --destination $(RELEASE_DIST)
+	$(BIN)/helm push $(RELEASE_DIST)/ome-scheduler-$(VERSION).tgz $(CHART_REPO)
+	echo "$(CHART_PATH)@$$($(BIN)/crane digest $(CHART_PATH):$(VERSION))" > $(RELEASE_DIST)/chart-ref
+	$(COSIGN_SIGN) --recursive $$(cat $(RELEASE_DIST)/image-ref)
+	$(COSIGN_SIGN) $$(cat $(RELEASE_DIST)/chart-ref)
+	@set -e; for p in $(PLUGIN_PLATFORMS); do os=$${p%/*}; arch=$${p#*/}; echo "kubectl-ome $$os/$$arch"; \
+	  CGO_ENABLED=0 GOOS=$$os GOARCH=$$arch $(GO) build -trimpath -ldflags "-s -w $(KUBE_LDFLAGS) $(OME_LDFLAGS)" \
+	    -o $(RELEASE_DIST)/kubectl-ome-$$os-$$arch/kubectl-ome ./cmd/kubectl-ome; done
+	$(GO) run ./hack/release -dist $(RELEASE_DIST) -version v$(VERSION) -url $(RELEASE_URL) -platforms "$(PLUGIN_PLATFORMS)"
 
 clean:
 	rm -rf $(BIN)
