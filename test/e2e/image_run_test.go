@@ -19,6 +19,8 @@ import (
 	"testing"
 	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
 	"github.com/moirai-internal/ome-scheduler/internal/devenv"
 )
 
@@ -109,26 +111,7 @@ func runImage(t *testing.T, s *guideShell, imageRef, version string) {
 	if len(cfg.Entrypoint) != 1 || cfg.User == "" {
 		t.Fatalf("image config: entrypoint %v, user %q", cfg.Entrypoint, cfg.User)
 	}
-	rootfs := t.TempDir()
-	shOK(t, s, fmt.Sprintf("crane export --platform linux/%s %s - | tar -x -C %s", runtime.GOARCH, imageRef, rootfs))
-	sched := ensureChartScheduler(t)
-	mount := "/etc/kubernetes/ome-scheduler"
-	full, err := devenv.WithKubeconfig(sched.config, mount+"/kubeconfig")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.MkdirAll(filepath.Join(rootfs, mount), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	writeTokenKubeconfig(t, filepath.Join(rootfs, mount, "kubeconfig"), sched.token)
-	if err := os.WriteFile(filepath.Join(rootfs, mount, "config.yaml"), full, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	// Readable by the image's user, writable by nobody.
-	if out, err := exec.Command("chmod", "-R", "a+rX,a-w", rootfs).CombinedOutput(); err != nil {
-		t.Fatalf("chmod: %v\n%s", err, out)
-	}
-	t.Cleanup(func() { _ = exec.Command("chmod", "-R", "u+w", rootfs).Run() })
+	rootfs, mount := imageRootfs(t, s, imageRef)
 	run := containerCommand(t, rootfs, cfg)
 
 	v, err := run("--version").CombinedOutput()
@@ -141,8 +124,13 @@ func runImage(t *testing.T, s *guideShell, imageRef, version string) {
 	}
 	cmd := run("--config="+mount+"/config.yaml", "--v=2", "--bind-address=127.0.0.1", fmt.Sprintf("--secure-port=%d", port),
 		"--authentication-kubeconfig="+mount+"/kubeconfig", "--authorization-kubeconfig="+mount+"/kubeconfig")
-	var log bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &log, &log
+	logPath := filepath.Join(t.TempDir(), "ome-scheduler.log")
+	logFile, err := os.Create(logPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer logFile.Close()
+	cmd.Stdout, cmd.Stderr = logFile, logFile
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -168,7 +156,7 @@ func runImage(t *testing.T, s *guideShell, imageRef, version string) {
 			return resp.StatusCode == http.StatusOK
 		})
 		if !ok {
-			t.Fatalf("the image's scheduler did not answer %s with 200 within 60s; log:\n%s", path, tail(log.String(), 30))
+			t.Fatalf("the image's scheduler did not answer %s with 200 within 60s; log:\n%s", path, logTail(logPath, 30))
 		}
 	}
 	if os.Geteuid() == 0 {
@@ -177,9 +165,45 @@ func runImage(t *testing.T, s *guideShell, imageRef, version string) {
 			t.Errorf("the image's scheduler does not run as the image's user %s: %v\n%s", cfg.User, err, status)
 		}
 	}
-	if !strings.Contains(log.String(), "Attempting to acquire leader lease") {
-		t.Errorf("the image's scheduler did not take part in leader election; log:\n%s", tail(log.String(), 30))
+	if !strings.Contains(readFile(t, logPath), "Attempting to acquire leader lease") {
+		t.Errorf("the image's scheduler did not take part in leader election; log:\n%s", logTail(logPath, 30))
 	}
+}
+
+// imageRootfs exports the image's rootfs for this machine's platform into a directory, adds
+// the chart's config.yaml and a kubeconfig with a token of the chart's ServiceAccount under
+// mount (where the pod mounts its ConfigMap), and makes it read-only.
+func imageRootfs(t *testing.T, s *guideShell, imageRef string) (rootfs, mount string) {
+	t.Helper()
+	rootfs = t.TempDir()
+	shOK(t, s, fmt.Sprintf("crane export --platform linux/%s %s - | tar -x -C %s", runtime.GOARCH, imageRef, rootfs))
+	sched := ensureChartScheduler(t)
+	// The package's chart scheduler leads; the image's joins the election as a standby, so the
+	// other tests keep their leader.
+	if !waitFor(context.Background(), 30*time.Second, func(ctx context.Context) bool {
+		l, err := cp.Client.CoordinationV1().Leases(releaseNS).Get(ctx, releaseName, metav1.GetOptions{})
+		return err == nil && l.Spec.HolderIdentity != nil && *l.Spec.HolderIdentity != ""
+	}) {
+		t.Fatalf("the chart scheduler holds no Lease %s/%s", releaseNS, releaseName)
+	}
+	mount = "/etc/kubernetes/ome-scheduler"
+	full, err := devenv.WithKubeconfig(sched.config, mount+"/kubeconfig")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(filepath.Join(rootfs, mount), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	writeTokenKubeconfig(t, filepath.Join(rootfs, mount, "kubeconfig"), sched.token)
+	if err := os.WriteFile(filepath.Join(rootfs, mount, "config.yaml"), full, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	// Readable by the image's user, writable by nobody.
+	if out, err := exec.Command("chmod", "-R", "a+rX,a-w", rootfs).CombinedOutput(); err != nil {
+		t.Fatalf("chmod: %v\n%s", err, out)
+	}
+	t.Cleanup(func() { _ = exec.Command("chmod", "-R", "u+w", rootfs).Run() })
+	return rootfs, mount
 }
 
 func uidOf(user string) string {
@@ -217,12 +241,4 @@ func containerCommand(t *testing.T, rootfs string, cfg imageConfig) func(args ..
 		cmd.SysProcAttr = &syscall.SysProcAttr{Chroot: rootfs, Credential: &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid)}}
 		return cmd
 	}
-}
-
-func tail(s string, n int) string {
-	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
-	if len(lines) > n {
-		lines = lines[len(lines)-n:]
-	}
-	return strings.Join(lines, "\n")
 }
