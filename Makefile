@@ -240,11 +240,12 @@ publish: $(BIN)/ko $(BIN)/helm
 	$(MAKE) --no-print-directory chart
 	$(BIN)/helm push $(CHART_DIST)/ome-scheduler-$(VERSION).tgz $(CHART_REPO)
 
-## release: what a user pulls and verifies, in $(RELEASE_DIST) and pushed like `make publish`: the
-## image with ko's SPDX SBOM attached (image-ref: the index's digest, signed with each platform's
-## image; image-refs: ko's list) and the chart (chart-ref), signed with cosign: with the key COSIGN_KEY (its password in COSIGN_PASSWORD), or keyless
-## when COSIGN_KEY is empty (the CI's OIDC identity, .github/workflows/release.yml);
-## COSIGN_TLOG=false leaves the transparency log out (a network without it). Then kubectl-ome
+## release: what a user pulls and verifies, in $(RELEASE_DIST) and pushed like `make publish`:
+## the image with ko's SPDX SBOM attached (image-ref: the index's digest, signed with each
+## platform's image; image-refs: ko's list) and the chart (chart-ref), signed with cosign: with
+## the key COSIGN_KEY (its password in COSIGN_PASSWORD), or keyless when COSIGN_KEY is empty
+## (the CI's OIDC identity, .github/workflows/release.yml); COSIGN_TLOG=false leaves the
+## transparency log out (a network without it, the tests). Then kubectl-ome
 ## for PLUGIN_PLATFORMS, one kubectl-ome_vVERSION_OS_ARCH.tar.gz each, SHA256SUMS (the archives
 ## and the chart) and the krew manifest plugins/ome.yaml, whose archives download from
 ## RELEASE_URL. See docs/install.md, section 2.
