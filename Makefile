@@ -25,6 +25,10 @@ PROMETHEUS_VERSION := v0.316.0
 KO_VERSION         := v0.19.1
 REGISTRY_VERSION   := v3.1.2
 CRANE_VERSION      := v0.22.1
+# cosign signs and verifies the release's image and chart (make release, test/e2e/release_test.go).
+COSIGN_VERSION     := v3.1.3
+# krew installs kubectl-ome from the release's plugin manifest in the same test.
+KREW_VERSION       := v0.4.3
 # kwok simulates the kubelets of make demo's and the side-by-side runs' nodes (docs/benchmarks.md).
 KWOK_VERSION := v0.8.0
 # Stamp the Kubernetes version into the binaries built from the module proxy (a plain `go
@@ -48,9 +52,9 @@ CRD_ANNOTATE  = awk '{ print } /^  annotations:$$/ && !done { \
   print "    helm.sh/resource-policy: keep"; done = 1 }'
 
 # The control plane, kwok and helm (all make demo needs), then Prometheus, ko, the registry
-# and crane for the tests.
+# crane, cosign and krew for the tests.
 CLUSTER_TOOLS := $(BIN)/etcd $(BIN)/kube-apiserver $(BIN)/kube-controller-manager $(BIN)/kubectl $(BIN)/kwok $(BIN)/helm
-TOOLS := $(CLUSTER_TOOLS) $(BIN)/prometheus $(BIN)/promtool $(BIN)/ko $(BIN)/registry $(BIN)/crane
+TOOLS := $(CLUSTER_TOOLS) $(BIN)/prometheus $(BIN)/promtool $(BIN)/ko $(BIN)/registry $(BIN)/crane $(BIN)/cosign $(BIN)/krew
 # What each test package starts (internal/devenv: etcd and kube-apiserver for every control
 # plane, helm to render the chart's scheduler configuration), so that running one suite builds
 # only its own tools. make test builds all of TOOLS.
@@ -58,9 +62,11 @@ TEST_PLANE_TOOLS       := $(BIN)/etcd $(BIN)/kube-apiserver $(BIN)/helm
 # + kube-controller-manager (the DRA tests' resourceclaim controller) and kwok (kwok_test.go).
 INTEGRATION_TOOLS      := $(TEST_PLANE_TOOLS) $(BIN)/kube-controller-manager $(BIN)/kwok
 # + kube-controller-manager, kubectl (the install guide's commands), Prometheus and promtool,
-# ko, the registry and crane (the published-install test): every tool but kwok.
+# ko, the registry and crane (the published-install test), cosign and krew (the release test),
+# kwok (the kubelet API the leader port-forward test reaches): every tool.
 E2E_TOOLS              := $(TEST_PLANE_TOOLS) $(BIN)/kube-controller-manager $(BIN)/kubectl \
-                          $(BIN)/prometheus $(BIN)/promtool $(BIN)/ko $(BIN)/registry $(BIN)/crane
+                          $(BIN)/prometheus $(BIN)/promtool $(BIN)/ko $(BIN)/registry $(BIN)/crane \
+                          $(BIN)/cosign $(BIN)/krew $(BIN)/kwok
 RELIABILITY_TOOLS      := $(TEST_PLANE_TOOLS)
 
 GO_TEST_FLAGS ?=
@@ -123,6 +129,12 @@ $(BIN)/registry:
 $(BIN)/crane:
 	GOBIN=$(BIN) $(GO) install github.com/google/go-containerregistry/cmd/crane@$(CRANE_VERSION)
 
+$(BIN)/cosign:
+	GOBIN=$(BIN) $(GO) install github.com/sigstore/cosign/v3/cmd/cosign@$(COSIGN_VERSION)
+
+$(BIN)/krew:
+	GOBIN=$(BIN) $(GO) install sigs.k8s.io/krew/cmd/krew@$(KREW_VERSION)
+
 # Built outside this module too: kwok pins newer k8s.io modules than ours, so it never enters
 # our go.mod.
 $(BIN)/kwok:
@@ -139,6 +151,7 @@ test: tools build crd-check fmt-check vet unit test-chart test-integration test-
 vet:
 	$(GO) vet ./...
 	cd hack/etcd && $(GO) vet ./...
+	cd test/dockerfile && $(GO) vet ./...
 
 ## fmt-check: fails when a tracked Go file is not gofmt-formatted
 fmt-check:
@@ -152,19 +165,22 @@ COMPOSE_SEQUENCES ?= 2000
 unit:
 	$(GO) test -race -count=1 $(GO_TEST_FLAGS) ./pkg/...
 	OME_COMPOSE_SEQUENCES=$(COMPOSE_SEQUENCES) $(GO) test -count=1 -run '^TestCompose$$' $(GO_TEST_FLAGS) ./pkg/plugins/gangpack/
-	$(GO) test -count=1 -run '^Test' $(GO_TEST_FLAGS) ./test/bench/... ./test/heapdump/...
+	$(GO) test -count=1 -run '^Test' $(GO_TEST_FLAGS) ./test/bench/... ./test/heapdump/... ./hack/release/
 
 ## test-chart: the chart render tests (test/chart) with the real helm
 test-chart: $(BIN)/helm
 	$(GO) test -count=1 $(GO_TEST_FLAGS) ./test/chart/...
+	cd test/dockerfile && $(GO) test -count=1 $(GO_TEST_FLAGS) ./...
 
 ## test-integration: behaviour on a real API server (test/integration), the scheduler in-process
 test-integration: $(INTEGRATION_TOOLS)
 	$(GO) test -count=1 -timeout $(INTEGRATION_TIMEOUT) $(GO_TEST_FLAGS) ./test/integration/...
 
-## test-e2e: the real binary with the chart's configuration, RBAC and secure metrics
+## test-e2e: the real binary with the chart's configuration, RBAC and secure metrics; the
+## published image and chart, the signed release (its linux/arm64 compile is cold on a fresh
+## build cache: allow about 10 more minutes on 2 cores the first time)
 test-e2e: $(E2E_TOOLS) build
-	$(GO) test -count=1 -timeout 20m $(GO_TEST_FLAGS) ./test/e2e/...
+	$(GO) test -count=1 -timeout 40m $(GO_TEST_FLAGS) ./test/e2e/...
 
 ## test-reliability: failover, restarts, API server outage, chaos (short), on real processes
 test-reliability: $(RELIABILITY_TOOLS) build
@@ -239,7 +255,10 @@ HUB          ?=
 CHART_REPO   ?=
 IMAGE_REPO    = $(if $(HUB),$(patsubst %/,%,$(HUB))/)ome-scheduler
 PLATFORMS    ?= linux/amd64,linux/arm64
-BASE_IMAGE   ?= gcr.io/distroless/static:nonroot
+# Pinned by digest (the multi-platform index of the tag): a release is rebuilt on the same base.
+# Refresh it with `crane digest gcr.io/distroless/static:nonroot`; the top-level Dockerfile
+# pins the same one (test/dockerfile checks it).
+BASE_IMAGE   ?= gcr.io/distroless/static:nonroot@sha256:e8a4044e0b4ae4257efa45fc026c0bc30ad320d43bd4c1a7d5271bd241e386d0
 # Relative: ko names the layout's image after its path, which must be a valid (lowercase)
 # repository name.
 IMAGE_LAYOUT ?= bin/image
@@ -255,6 +274,39 @@ publish: $(BIN)/ko $(BIN)/helm
 	$(KO_BUILD) --image-refs $(BIN)/image-ref
 	$(MAKE) --no-print-directory chart
 	$(BIN)/helm push $(CHART_DIST)/ome-scheduler-$(VERSION).tgz $(CHART_REPO)
+
+## release: what a user pulls and verifies, in $(RELEASE_DIST) and pushed like `make publish`:
+## the image with ko's SPDX SBOM attached (image-ref: the index's digest, signed with each
+## platform's image; image-refs: ko's list) and the chart (chart-ref), signed with cosign: with
+## the key COSIGN_KEY (its password in COSIGN_PASSWORD), or keyless when COSIGN_KEY is empty
+## (the CI's OIDC identity, .github/workflows/release.yml); COSIGN_TLOG=false leaves the
+## transparency log out (a network without it, the tests). Then kubectl-ome
+## for PLUGIN_PLATFORMS, one kubectl-ome_vVERSION_OS_ARCH.tar.gz each, SHA256SUMS (the archives
+## and the chart) and the krew manifest plugins/ome.yaml, whose archives download from
+## RELEASE_URL. See docs/install.md, section 2.
+RELEASE_DIST     ?= $(BIN)/release
+RELEASE_URL      ?= https://github.com/moirai-internal/ome-scheduler/releases/download/v$(VERSION)
+PLUGIN_PLATFORMS ?= linux/amd64 linux/arm64 darwin/amd64 darwin/arm64
+COSIGN_KEY       ?=
+COSIGN_TLOG      ?= true
+COSIGN_SIGN       = $(BIN)/cosign sign --yes $(if $(COSIGN_KEY),--key $(COSIGN_KEY)) \
+                    $(if $(filter false,$(COSIGN_TLOG)),--use-signing-config=false --tlog-upload=false)
+CHART_PATH        = $(patsubst oci://%,%,$(patsubst %/,%,$(CHART_REPO)))/ome-scheduler
+.PHONY: release
+release: $(BIN)/ko $(BIN)/helm $(BIN)/crane $(BIN)/cosign
+	@test -n "$(HUB)" -a -n "$(CHART_REPO)" || { echo "make release needs HUB=registry/path and CHART_REPO=oci://registry/path"; exit 2; }
+	rm -rf $(RELEASE_DIST) && mkdir -p $(RELEASE_DIST)
+	$(KO_BUILD) --sbom spdx --image-refs $(RELEASE_DIST)/image-refs
+	echo "$(IMAGE_REPO)@$$($(BIN)/crane digest $(IMAGE_REPO):v$(VERSION))" > $(RELEASE_DIST)/image-ref
+	$(BIN)/helm package charts/ome-scheduler --version $(VERSION) --app-version v$(VERSION) --destination $(RELEASE_DIST)
+	$(BIN)/helm push $(RELEASE_DIST)/ome-scheduler-$(VERSION).tgz $(CHART_REPO)
+	echo "$(CHART_PATH)@$$($(BIN)/crane digest $(CHART_PATH):$(VERSION))" > $(RELEASE_DIST)/chart-ref
+	$(COSIGN_SIGN) --recursive $$(cat $(RELEASE_DIST)/image-ref)
+	$(COSIGN_SIGN) $$(cat $(RELEASE_DIST)/chart-ref)
+	@set -e; for p in $(PLUGIN_PLATFORMS); do os=$${p%/*}; arch=$${p#*/}; echo "kubectl-ome $$os/$$arch"; \
+	  CGO_ENABLED=0 GOOS=$$os GOARCH=$$arch $(GO) build -trimpath -ldflags "-s -w $(KUBE_LDFLAGS) $(OME_LDFLAGS)" \
+	    -o $(RELEASE_DIST)/kubectl-ome-$$os-$$arch/kubectl-ome ./cmd/kubectl-ome; done
+	$(GO) run ./hack/release -dist $(RELEASE_DIST) -version v$(VERSION) -url $(RELEASE_URL) -platforms "$(PLUGIN_PLATFORMS)"
 
 ## clean: remove bin/ (the built tools too: the next make demo or make test builds them again)
 clean:

@@ -93,6 +93,10 @@ func TestInstallGuide(t *testing.T) {
 
 	// 2. The image and the chart's publication need a registry: TestQuickstart runs them.
 	g.run(t, s, "publish")
+	// Signed releases: run against a registry by TestRelease (release_test.go).
+	g.run(t, s, "release")
+	g.run(t, s, "release-verify")
+	g.run(t, s, "krew")
 
 	// 3. Install from the repository, then (after an uninstall) from the package.
 	version := strings.TrimSpace(readFile(t, filepath.Join(repoRoot(t), "VERSION")))

@@ -87,16 +87,24 @@ func startRegistry(t *testing.T) *localRegistry {
 
 // pushBaseImage pushes a stand-in for gcr.io/distroless/static:nonroot to the registry as
 // REGISTRY/base/static:nonroot: an index with an image for each of platforms, each a single
-// empty layer, user 65532:65532. ko only needs a base of the right platforms, and the
-// scheduler's binary is static.
+// layer with distroless's home directory of the nonroot user and /tmp, and distroless's
+// config: user 65532:65532, working directory /home/nonroot, its PATH and SSL_CERT_FILE. ko
+// only needs a base of the right platforms, and the scheduler's binary is static.
 func (r *localRegistry) pushBaseImage(t *testing.T, s *guideShell, platforms []string) string {
 	t.Helper()
-	empty := filepath.Join(t.TempDir(), "empty.tar")
+	empty := filepath.Join(t.TempDir(), "base.tar")
 	f, err := os.Create(empty)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := tar.NewWriter(f).Close(); err != nil {
+	tw := tar.NewWriter(f)
+	for _, d := range []tar.Header{{Name: "home/", Mode: 0o755}, {Name: "home/nonroot/", Mode: 0o700, Uid: 65532, Gid: 65532}, {Name: "tmp/", Mode: 0o1777}} {
+		d.Typeflag = tar.TypeDir
+		if err := tw.WriteHeader(&d); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := tw.Close(); err != nil {
 		t.Fatal(err)
 	}
 	f.Close()
@@ -105,7 +113,9 @@ func (r *localRegistry) pushBaseImage(t *testing.T, s *guideShell, platforms []s
 	for _, p := range platforms {
 		tag := base + ":" + strings.ReplaceAll(p, "/", "-")
 		shOK(t, s, fmt.Sprintf("crane append --oci-empty-base -f %s -t %s", empty, tag+"-layer"))
-		shOK(t, s, fmt.Sprintf("crane mutate %s --set-platform %s --user 65532:65532 -t %s", tag+"-layer", p, tag))
+		shOK(t, s, fmt.Sprintf("crane mutate %s --set-platform %s --user 65532:65532 --workdir /home/nonroot "+
+			"--env PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin --env SSL_CERT_FILE=/etc/ssl/certs/ca-certificates.crt -t %s",
+			tag+"-layer", p, tag))
 		manifests = append(manifests, "-m "+tag)
 	}
 	shOK(t, s, fmt.Sprintf("crane index append %s -t %s:nonroot", strings.Join(manifests, " "), base))
