@@ -332,6 +332,26 @@ sidebyside: build $(CLUSTER_TOOLS)
 	set -o pipefail; OME_SIDEBYSIDE=1 SBS_OUT=$(SBS_OUT) TMPDIR=$(SBS_TMPDIR) $(GO) test -count=1 -timeout $(SBS_TIMEOUT) \
 		-run '^TestSideBySide$$' -v ./test/sidebyside/ 2>&1 | tee $(SBS_OUT)/sidebyside.log
 
+## intree: Kubernetes v1.37.2's own scheduler_perf workloads for topology-aware workload
+## scheduling (podgroup/tas: 5,000 nodes in racks of 100, gangs of 4 or 1,000 pods, each
+## gang in one rack), from test/intree, a module of its own pinned to k8s.io/kubernetes
+## v1.37.2 (built once into bin/intree.test, 180 MB; the first build compiles Kubernetes 1.37,
+## about 15 minutes on 2 cores), run in the upstream package's directory of the module cache.
+## INTREE_CASES selects workloads by regexp (default the 750-gang one); results in
+## $(INTREE_OUT). Beside it: make bench-5000 BENCH_CASES='TAS4_B_OME' (the same shapes through
+## OMEGangPack). Not part of make test. See docs/benchmarks.md.
+INTREE_OUT   ?= $(BIN)/intree
+INTREE_CASES ?= 5000Nodes_750Gangs_3000Pods
+.PHONY: intree
+intree: $(BIN)/etcd
+	cd test/intree && $(GO) test -c -o $(BIN)/intree.test .
+	@mkdir -p $(INTREE_OUT)
+	cd "$$(cd test/intree && $(GO) list -m -f '{{.Dir}}' k8s.io/kubernetes)/test/integration/scheduler_perf/podgroup/tas" && \
+	  TMPDIR=$(BENCH_TMPDIR) PATH=$(BIN):$$PATH $(BIN)/intree.test -test.run '^$$' \
+	  -test.bench 'BenchmarkPerfScheduling/TopologyAwareScheduling/$(INTREE_CASES)$$' -test.benchtime 1x \
+	  -test.timeout $(BENCH_TIMEOUT) -perf-scheduling-label-filter=performance -data-items-dir=$(INTREE_OUT) \
+	  2>&1 | tee $(INTREE_OUT)/intree.log | grep --line-buffered -E '^(Benchmark|--- |PASS|FAIL|ok)' | cut -c1-160
+
 ## bench: scheduler_perf benchmarks at reduced sizes, every workload for the stock profile (A),
 ## ome-scheduler (B) and in-tree GangScheduling (C); prints the results tables (median over
 ## BENCH_COUNT runs). bench-full: larger sizes. BENCH_CASES selects test cases by regexp

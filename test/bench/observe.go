@@ -37,6 +37,7 @@ const (
 	// Partners and PartnersIndependent); the scheduler never reads it.
 	groupLabel = "bench.ome.io/placement-group"
 	domainKey  = "nvidia.com/gpu.clique"
+	rackKey    = "topology.kubernetes.io/rack"
 	gpu        = v1.ResourceName("nvidia.com/gpu")
 )
 
@@ -291,6 +292,14 @@ func selfStatus() procfs.ProcStatus {
 	return s
 }
 
+// domainOf is a node's gang domain: its clique, else (the in-tree TAS shape) its rack.
+func domainOf(n *v1.Node) string {
+	if d := n.Labels[domainKey]; d != "" {
+		return d
+	}
+	return n.Labels[rackKey]
+}
+
 func (o *observer) result(name string, nodes []*v1.Node) Result {
 	o.mu.Lock()
 	defer o.mu.Unlock()
@@ -305,7 +314,7 @@ func (o *observer) result(name string, nodes []*v1.Node) Result {
 	var cl cluster
 	for _, n := range nodes {
 		q := n.Status.Allocatable[gpu]
-		cl.nodes = append(cl.nodes, nodeCap{name: n.Name, domain: n.Labels[domainKey], gpus: q.Value()})
+		cl.nodes = append(cl.nodes, nodeCap{name: n.Name, domain: domainOf(n), gpus: q.Value()})
 	}
 	var recs []podSample
 	var burstCreated, burstBound, fillDeleted []time.Time
