@@ -97,17 +97,22 @@ type Stamp struct {
 
 // RoomStamped is Room keyed by stamp instead of the device view: an answer is reused while
 // the stamp and holds are the same, and in (read only on a miss) gives the view to compute
-// it; nil in makes a miss an error.
-func (c *RoomCache) RoomStamped(ctx context.Context, stamp Stamp, in func() *Inputs, node *v1.Node, holds []Hold,
+// it and the last change the view reflects (Changes.Seq before it was read); nil in makes a
+// miss an error. An answer from a view older than the stamp's change (read earlier in the
+// cycle, before the node's change) is given but kept under the view's change, so the next
+// lookup misses and asks a newer view.
+func (c *RoomCache) RoomStamped(ctx context.Context, stamp Stamp, in func() (*Inputs, uint64), node *v1.Node, holds []Hold,
 	claims, shared []*resourceapi.ResourceClaim, limit int, sig string) (int, error) {
-	tok := "stamp:" + strconv.FormatUint(stamp.Change, 10) + "/" + strconv.FormatInt(stamp.Generation, 10) + holdsToken(holds)
+	token := func(change uint64) string {
+		return "stamp:" + strconv.FormatUint(change, 10) + "/" + strconv.FormatInt(stamp.Generation, 10) + holdsToken(holds)
+	}
 	c.mu.Lock()
-	if e, ok := c.shapes[sig][node.Name]; ok && e.token == tok {
+	if e, ok := c.shapes[sig][node.Name]; ok && e.token == token(stamp.Change) {
 		c.mu.Unlock()
 		return e.room, e.err
 	}
 	c.mu.Unlock()
-	view := in()
+	view, seq := in()
 	if view == nil {
 		return 0, errors.New("devices.RoomStamped: the device view cannot be read")
 	}
@@ -115,7 +120,7 @@ func (c *RoomCache) RoomStamped(ctx context.Context, stamp Stamp, in func() *Inp
 	if ctx.Err() != nil {
 		return room, err // a cancelled search is not an answer
 	}
-	c.store(sig, node.Name, cachedRoom{token: tok, room: room, err: err})
+	c.store(sig, node.Name, cachedRoom{token: token(min(stamp.Change, seq)), room: room, err: err})
 	return room, err
 }
 

@@ -53,7 +53,8 @@ func TestRoomStamped(t *testing.T) {
 	sig := Signature(claims, nil, 8)
 	view := NewInputs(f, allocatedState(), stdClasses(), slices, cel)
 	reads := 0
-	in := func() *Inputs { reads++; return view }
+	viewSeq := uint64(100) // the change the view reflects: after every stamp below but the last
+	in := func() (*Inputs, uint64) { reads++; return view, viewSeq }
 	ask := func(st Stamp, holds []Hold) int {
 		t.Helper()
 		got, err := cache.RoomStamped(ctx, st, in, n, holds, claims, nil, 8, sig)
@@ -84,8 +85,18 @@ func TestRoomStamped(t *testing.T) {
 			t.Fatalf("%s: room %d after %d reads, want %d after %d", step.name, got, reads, step.want, step.wantReads)
 		}
 	}
+	// A view read before the node's change (earlier in the cycle): its answer is given but
+	// not kept under the newer change, so the next lookup reads a newer view.
+	viewSeq = 100
+	if got := ask(Stamp{Change: 101, Generation: 11}, nil); got != 2 || reads != 5 {
+		t.Fatalf("stale view: room %d after %d reads, want 2 after 5", got, reads)
+	}
+	view, viewSeq = NewInputs(f, allocatedState(), stdClasses(), slices, cel), 101
+	if got := ask(Stamp{Change: 101, Generation: 11}, nil); got != 4 || reads != 6 {
+		t.Fatalf("after a stale view: room %d after %d reads, want 4 (the newer view) after 6", got, reads)
+	}
 	// A view that cannot be read is an error, not room.
-	if _, err := cache.RoomStamped(ctx, Stamp{Change: 3}, func() *Inputs { return nil }, n, nil, claims, nil, 8, sig); err == nil {
+	if _, err := cache.RoomStamped(ctx, Stamp{Change: 3}, func() (*Inputs, uint64) { return nil, 0 }, n, nil, claims, nil, 8, sig); err == nil {
 		t.Fatal("RoomStamped without a view: no error")
 	}
 }

@@ -60,6 +60,12 @@ type gangDevices struct {
 	seq    uint64          // the device change the view reflects (Devices.Seq before View)
 }
 
+// inputsSeq is inputs and the device change the view reflects (RoomStamped).
+func (p *cycle) inputsSeq() (*devices.Inputs, uint64) {
+	in := p.inputs()
+	return in, p.dev.seq
+}
+
 // inputs returns the planning's device view, reading it on first use; nil when it cannot
 // be read (devErr says why: the gang waits with it).
 func (p *cycle) inputs() *devices.Inputs {
@@ -168,8 +174,8 @@ func (p *cycle) deviceRoom(ni fwk.NodeInfo, fits []bool, raw bool) (limit int, l
 		var room int
 		var err error
 		if stamped { // the view is read only when the node's answer is not kept
-			room, err = p.pl.rooms.RoomStamped(p.dev.ctx, devices.Stamp{Change: last, Generation: ni.GetGeneration()}, p.inputs,
-				node, holds, sc.member, sc.shared, p.perNode(), sc.sig)
+			room, err = p.pl.rooms.RoomStamped(p.dev.ctx, devices.Stamp{Change: last, Generation: ni.GetGeneration()},
+				p.inputsSeq, node, holds, sc.member, sc.shared, p.perNode(), sc.sig)
 		} else if in := p.inputs(); in != nil {
 			room, err = p.pl.rooms.Room(p.dev.ctx, in, node, holds, sc.member, sc.shared, p.perNode(), sc.sig)
 		}
