@@ -79,6 +79,8 @@ func (c *clusterDevices) ChangedSince(string, uint64) bool { return true }
 
 func (c *clusterDevices) Last(string) (uint64, bool) { return 0, false }
 
+func (c *clusterDevices) Settled(string) bool { return true }
+
 // heldDevices is the devices d's claims' allocations hold (admin access holds none), as the
 // planner counts them, computed once per d (its claims are not changed after it is read);
 // nil for nil d.

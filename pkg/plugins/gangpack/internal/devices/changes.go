@@ -3,6 +3,7 @@ package devices
 import (
 	"sync"
 	"sync/atomic"
+	"time"
 
 	resourceapi "k8s.io/api/resource/v1"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
@@ -30,13 +31,17 @@ type Changes struct {
 	nodes  map[string]uint64 // node → its last change
 	pools  map[poolID]string // a pool's node; "" for a pool that is not one node's
 	shared bool              // a slice for no single node was seen (Last)
+	// globalAt and at are when the last change concerning every node, and each node's, was
+	// recorded (Settled).
+	globalAt time.Time
+	at       map[string]time.Time
 }
 
 type poolID struct{ driver, pool string }
 
 // NewChanges returns a record with no change.
 func NewChanges() *Changes {
-	return &Changes{nodes: map[string]uint64{}, pools: map[poolID]string{}}
+	return &Changes{nodes: map[string]uint64{}, pools: map[poolID]string{}, at: map[string]time.Time{}}
 }
 
 // Seq returns the number of the last change.
@@ -65,6 +70,20 @@ func (c *Changes) Last(node string) (last uint64, ok bool) {
 	return max(c.global, c.nodes[node]), true
 }
 
+// settleWindow is how long after a node's device change its answers are not kept by stamp:
+// the informer delivers a claim's update to each of its listeners in turn, so the DRA
+// manager's allocated devices may follow this record's number a moment later, and a view read
+// in between would be kept under a change it does not reflect.
+const settleWindow = 2 * time.Second
+
+// Settled reports whether node's last device change (or the last change concerning every
+// node) is older than settleWindow at now.
+func (c *Changes) Settled(node string, now time.Time) bool {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	return now.Sub(c.globalAt) > settleWindow && now.Sub(c.at[node]) > settleWindow
+}
+
 // next numbers a change; callers hold c.mu.
 func (c *Changes) next() uint64 { return c.seq.Add(1) }
 
@@ -79,11 +98,11 @@ func (c *Changes) Slice(old, new *resourceapi.ResourceSlice) {
 		}
 		id := poolID{s.Spec.Driver, s.Spec.Pool.Name}
 		if s.Spec.NodeName == nil || *s.Spec.NodeName == "" {
-			c.global, c.pools[id], c.shared = n, "", true
+			c.global, c.pools[id], c.shared, c.globalAt = n, "", true, time.Now()
 			continue
 		}
 		node := *s.Spec.NodeName
-		c.nodes[node] = n
+		c.nodes[node], c.at[node] = n, time.Now()
 		if prev, ok := c.pools[id]; !ok || prev == node {
 			c.pools[id] = node
 		} else {
@@ -114,9 +133,9 @@ func (c *Changes) Claim(old, new *resourceapi.ResourceClaim) {
 		}
 		for _, r := range a.Devices.Results {
 			if node := c.pools[poolID{r.Driver, r.Pool}]; node != "" {
-				c.nodes[node] = n
+				c.nodes[node], c.at[node] = n, time.Now()
 			} else {
-				c.global = n
+				c.global, c.globalAt = n, time.Now()
 			}
 		}
 	}
@@ -126,7 +145,7 @@ func (c *Changes) Claim(old, new *resourceapi.ResourceClaim) {
 func (c *Changes) Class() {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.global = c.next()
+	c.global, c.globalAt = c.next(), time.Now()
 }
 
 // SliceHandler, ClaimHandler and ClassHandler feed the record from informers.

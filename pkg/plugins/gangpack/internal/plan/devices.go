@@ -40,6 +40,9 @@ type Devices interface {
 	// Last returns the last change concerning node's devices; ok false when that number
 	// does not tell (devices.Changes.Last): the device view is then read to answer.
 	Last(node string) (last uint64, ok bool)
+	// Settled reports whether node's last device change is old enough for the DRA manager to
+	// reflect it (devices.Changes.Settled); until then answers are not kept by stamp.
+	Settled(node string) bool
 }
 
 // shapeClaims are the claims of one shape class's members, and their signature for the
@@ -58,6 +61,9 @@ type gangDevices struct {
 	read   bool
 	in     *devices.Inputs // nil until read, or when reading failed
 	seq    uint64          // the device change the view reflects (Devices.Seq before View)
+	// unsettled: a node planned had a device change too recent for the view to be trusted
+	// to reflect it (Devices.Settled).
+	unsettled bool
 }
 
 // inputsSeq is inputs and the device change the view reflects (RoomStamped).
@@ -167,6 +173,11 @@ func (p *cycle) deviceRoom(ni fwk.NodeInfo, fits []bool, raw bool) (limit int, l
 		holds = p.pl.HoldsOn(node.Name, r.Gangs, p.info.Key)
 	}
 	last, stamped := p.pl.devices.Last(node.Name)
+	if !p.pl.devices.Settled(node.Name) {
+		// A recent change the view may not reflect yet: answer from the view itself (its
+		// token), and keep no plan-cache entry that trusts the change number (planDomain).
+		stamped, p.dev.unsettled = false, true
+	}
 	for s, sc := range p.dev.claims {
 		if sc == nil || s >= len(fits) || !fits[s] {
 			continue

@@ -75,6 +75,8 @@ func (f *fakeDevices) ChangedSince(string, uint64) bool { return true }
 
 func (f *fakeDevices) Last(string) (uint64, bool) { return 0, false }
 
+func (f *fakeDevices) Settled(string) bool { return true }
+
 // draMember is a member of ns/g requesting one CPU and the claim templates named.
 func draMember(name string, templates ...string) *v1.Pod {
 	p := st.MakePod().Namespace("ns").Name(name).UID(name).Label(gang.Label, "g").Req(map[v1.ResourceName]string{v1.ResourceCPU: "1"}).Obj()

@@ -274,9 +274,15 @@ func (p *cycle) planDomain(d string, infos []fwk.NodeInfo, resource string) *dom
 	if len(infos) == 0 {
 		return e
 	}
+	if p.dev != nil {
+		p.dev.unsettled = false
+	}
 	e.nodes = p.topologyNodes(infos, false, nil)
 	if p.dev != nil {
 		e.devices, e.devSeq = true, p.dev.seq
+		if p.dev.unsettled { // planned again at the next planning (ChangedSince any change after 0)
+			e.devSeq = 0
+		}
 	}
 	e.plan = topology.Plan(&p.gang, e.nodes)[d]
 	e.room, e.free = domainStats(&p.gang, e.nodes, d, resource)
