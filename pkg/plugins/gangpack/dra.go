@@ -120,7 +120,7 @@ func (d *draDevices) ChangedSince(node string, s uint64) bool { return d.changes
 
 func (d *draDevices) Last(node string) (uint64, bool) { return d.changes.Last(node) }
 
-func (d *draDevices) Settled(node string) bool { return d.changes.Settled(node, time.Now()) }
+func (d *draDevices) Settled(node string) bool { return d.changes.Settled(node) }
 
 func (d *draDevices) Used(pod *v1.Pod) []*resourceapi.ResourceClaim {
 	return devices.PodClaims(pod, d.manager.ResourceClaims().Get)

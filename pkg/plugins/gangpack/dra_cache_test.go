@@ -2,6 +2,7 @@ package gangpack
 
 import (
 	"testing"
+	"time"
 
 	v1 "k8s.io/api/core/v1"
 	resourceapi "k8s.io/api/resource/v1"
@@ -25,9 +26,12 @@ func TestPlanCacheFollowsDevices(t *testing.T) {
 	w := newWorldWith(t, m, nil, nodes, g, podGroup("g", 2))
 	addTemplate(t, w, "channel", channelClass)
 	changes := w.pl.dra.(*draDevices).changes
+	now := time.Unix(1_000_000, 0)
+	changes.Clock = func() time.Time { return now }
 	for _, s := range m.slices {
 		changes.Slice(nil, s) // as the slice informer lists them
 	}
+	now = now.Add(time.Minute) // the DRA manager has caught up: answers are kept by stamp
 	pin := func() string {
 		t.Helper()
 		w.mustPin(g[0])

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"slices"
 	"testing"
+	"time"
 
 	v1 "k8s.io/api/core/v1"
 	resourceapi "k8s.io/api/resource/v1"
@@ -30,6 +31,9 @@ func newDRACacheSim(t *testing.T) *draCacheSim {
 	sim := newCacheSimWith(t, m, func(p *v1.Pod) { withChannel(p) })
 	addTemplate(t, sim.w, "channel", channelClass)
 	s := &draCacheSim{cacheSim: sim, m: m, changes: sim.w.pl.dra.(*draDevices).changes, sliced: map[string]bool{}}
+	// Each change is recorded a minute after the last: the DRA manager has always caught up.
+	at := time.Unix(1_000_000, 0)
+	s.changes.Clock = func() time.Time { at = at.Add(time.Minute); return at }
 	s.publish()
 	return s
 }

@@ -24,6 +24,9 @@ import (
 //
 // Safe for concurrent use.
 type Changes struct {
+	// Clock is when changes are recorded and Settled asks (time.Now; tests set their own).
+	Clock func() time.Time
+
 	seq atomic.Uint64
 
 	mu     sync.RWMutex
@@ -41,7 +44,7 @@ type poolID struct{ driver, pool string }
 
 // NewChanges returns a record with no change.
 func NewChanges() *Changes {
-	return &Changes{nodes: map[string]uint64{}, pools: map[poolID]string{}, at: map[string]time.Time{}}
+	return &Changes{nodes: map[string]uint64{}, pools: map[poolID]string{}, at: map[string]time.Time{}, Clock: time.Now}
 }
 
 // Seq returns the number of the last change.
@@ -77,10 +80,11 @@ func (c *Changes) Last(node string) (last uint64, ok bool) {
 const settleWindow = 2 * time.Second
 
 // Settled reports whether node's last device change (or the last change concerning every
-// node) is older than settleWindow at now.
-func (c *Changes) Settled(node string, now time.Time) bool {
+// node) is older than settleWindow.
+func (c *Changes) Settled(node string) bool {
 	c.mu.RLock()
 	defer c.mu.RUnlock()
+	now := c.Clock()
 	return now.Sub(c.globalAt) > settleWindow && now.Sub(c.at[node]) > settleWindow
 }
 
@@ -98,11 +102,11 @@ func (c *Changes) Slice(old, new *resourceapi.ResourceSlice) {
 		}
 		id := poolID{s.Spec.Driver, s.Spec.Pool.Name}
 		if s.Spec.NodeName == nil || *s.Spec.NodeName == "" {
-			c.global, c.pools[id], c.shared, c.globalAt = n, "", true, time.Now()
+			c.global, c.pools[id], c.shared, c.globalAt = n, "", true, c.Clock()
 			continue
 		}
 		node := *s.Spec.NodeName
-		c.nodes[node], c.at[node] = n, time.Now()
+		c.nodes[node], c.at[node] = n, c.Clock()
 		if prev, ok := c.pools[id]; !ok || prev == node {
 			c.pools[id] = node
 		} else {
@@ -133,9 +137,9 @@ func (c *Changes) Claim(old, new *resourceapi.ResourceClaim) {
 		}
 		for _, r := range a.Devices.Results {
 			if node := c.pools[poolID{r.Driver, r.Pool}]; node != "" {
-				c.nodes[node], c.at[node] = n, time.Now()
+				c.nodes[node], c.at[node] = n, c.Clock()
 			} else {
-				c.global, c.globalAt = n, time.Now()
+				c.global, c.globalAt = n, c.Clock()
 			}
 		}
 	}
@@ -145,7 +149,7 @@ func (c *Changes) Claim(old, new *resourceapi.ResourceClaim) {
 func (c *Changes) Class() {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.global, c.globalAt = c.next(), time.Now()
+	c.global, c.globalAt = c.next(), c.Clock()
 }
 
 // SliceHandler, ClaimHandler and ClassHandler feed the record from informers.
