@@ -22,8 +22,8 @@ import (
 // placement labels of every pod), and a failed binding returns DefaultBinder's status.
 
 // useNodeLister gives the plugin a node lister over the world's nodes (New wires the
-// scheduler's node informer).
-func (w *world) useNodeLister() {
+// scheduler's node informer) and returns the lister's store.
+func (w *world) useNodeLister() cache.Indexer {
 	w.t.Helper()
 	idx := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{})
 	for _, n := range w.nodes {
@@ -32,6 +32,7 @@ func (w *world) useNodeLister() {
 		}
 	}
 	w.pl.nodes = corelisters.NewNodeLister(idx)
+	return idx
 }
 
 // placeAll runs every pod's cycle up to Permit on the first free candidate, as scheduleOne

@@ -1,6 +1,7 @@
 package gangpack
 
 import (
+	"slices"
 	"testing"
 
 	v1 "k8s.io/api/core/v1"
@@ -159,6 +160,57 @@ func TestRelabelledNodeOfWaitingMemberUnwinds(t *testing.T) {
 	}
 	if _, pinned := w.pl.ledger.Commitment("ns/g"); pinned {
 		t.Fatal("the stale pin survived")
+	}
+}
+
+// A waiter's node relabelled after the completing member's snapshot was taken: PreFilter
+// still sees the old domain, but Permit asks the node informer and refuses to admit the gang
+// across domains; the waiter is rejected and the pin dropped, so the gang plans again.
+func TestRelabelAfterSnapshotStopsTheCompletingMember(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		relabel  string // the node relabelled after g-1's PreFilter ("" = none)
+		admitted bool
+	}{
+		{"no relabel", "", true},
+		{"the waiter's node", "a0", false},
+		{"the completing member's node", "a1", false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			nodes := []*v1.Node{testNode("a0", "a", 1), testNode("a1", "a", 1), testNode("b0", "b", 1), testNode("b1", "b", 1), testNode("b2", "b", 1)}
+			m0, m1 := gangMember("g-0", "g", 1), gangMember("g-1", "g", 1)
+			w := newWorld(t, nil, nodes, []*v1.Pod{m0, m1}, podGroup("g", 2))
+			idx := w.useNodeLister()
+			if st := w.mustPin(m0).reserveOn("a0"); st.Code() != fwk.Wait {
+				t.Fatalf("Permit(g-0) = %v, want Wait", st)
+			}
+			waiter := w.h.register(m0)
+			w.resnap(assumed(m0, "a0"))
+			c := w.mustPin(m1)
+			if tc.relabel != "" {
+				moved := nodes[slices.IndexFunc(nodes, func(n *v1.Node) bool { return n.Name == tc.relabel })].DeepCopy()
+				moved.Labels[testKey] = "b"
+				if err := idx.Update(moved); err != nil {
+					t.Fatal(err)
+				}
+			}
+			st := c.reserveOn("a1")
+			if tc.admitted {
+				if !st.IsSuccess() || waiter.await(testWait) != "allowed" {
+					t.Fatalf("Permit(g-1) = %v, waiter %q; want both admitted", st, waiter.now())
+				}
+				return
+			}
+			if want := msg.NodeLeftDomain(tc.relabel, "ns/g"); st.Code() != fwk.Unschedulable || st.Message() != want {
+				t.Fatalf("Permit(g-1) = %v, want %q", st, want)
+			}
+			if got := waiter.await(testWait); got != msg.Unwound("ns/g") {
+				t.Fatalf("g-0 verdict %q, want rejection %q", got, msg.Unwound("ns/g"))
+			}
+			if _, pinned := w.pl.ledger.Commitment("ns/g"); pinned {
+				t.Fatal("the pin survived a completing member that refused the gang")
+			}
+		})
 	}
 }
 

@@ -35,7 +35,7 @@ func (pl *GangPack) Permit(ctx context.Context, cs fwk.CycleState, pod *v1.Pod, 
 	logger := klog.FromContext(ctx)
 	// A partner of a placement group binds only when every partner is committed too.
 	admit := func() bool { return pl.groupCommitted(pin.Gang) }
-	v := pl.ledger.Permit(logger, pod, pin.Gang, pin.ID, admit)
+	v := pl.ledger.Permit(logger, pod, pin.Gang, pin.ID, admit, pl.outsideDomain(pin))
 	switch v.Outcome {
 	case ledger.Reject:
 		return fwk.NewStatus(fwk.Unschedulable, v.Msg), 0
@@ -53,4 +53,18 @@ func (pl *GangPack) Permit(ctx context.Context, cs fwk.CycleState, pod *v1.Pod, 
 	pl.gangAdmitted(logger, cs, pod, pin, nodeName)
 	pl.paceAdmitted(pod, nodeName)
 	return nil, 0
+}
+
+// outsideDomain reports a node the node informer no longer shows in the pin's domain
+// (relabelled or deleted since the cycle's snapshot); nil without a node lister. Permit asks
+// it for the member completing the gang, which narrows the window of a relabel racing the
+// gang's admission to the informer's delay.
+func (pl *GangPack) outsideDomain(pin *plan.Pin) func(string) bool {
+	if pl.nodes == nil || pin.Gang.TopologyKey == "" {
+		return nil
+	}
+	return func(name string) bool {
+		n, err := pl.nodes.Get(name)
+		return err != nil || n.Labels[pin.Gang.TopologyKey] != pin.Domain
+	}
 }

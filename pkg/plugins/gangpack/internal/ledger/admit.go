@@ -105,10 +105,13 @@ type Verdict struct {
 //  4. otherwise, when a waiter's Permit wait ends within PermitDeadlineMargin (waitEndsSoon),
 //     unwind the attempt and reject the member: the attempt is committed, and a waiter's
 //     supervisor would otherwise admit it in between;
-//  5. otherwise allow every waiter of the attempt and mark them and the member admitted.
+//  5. otherwise, when the member's node or a waiter's node left the gang's domain (outside: the
+//     node informer saw it relabelled or deleted after the cycle's snapshot), unwind the
+//     attempt and reject the member: the gang plans again instead of binding across domains;
+//  6. otherwise allow every waiter of the attempt and mark them and the member admitted.
 //
 // The caller admits a placement group's partners (AdmitWaiters) after an Admit.
-func (l *Ledger) Permit(logger klog.Logger, pod *v1.Pod, info gang.Info, id uint64, admitGroup func() bool) Verdict {
+func (l *Ledger) Permit(logger klog.Logger, pod *v1.Pod, info gang.Info, id uint64, admitGroup func() bool, outside func(node string) bool) Verdict {
 	owned, committed := l.enterPermit(pod, info.Key, id)
 	if !owned {
 		return Verdict{Outcome: Reject, Msg: msg.Unwound(info.Key)}
@@ -123,6 +126,11 @@ func (l *Ledger) Permit(logger klog.Logger, pod *v1.Pod, info gang.Info, id uint
 		l.UnwindOnUnreserve(logger, info, id)
 		return Verdict{Outcome: Reject, Msg: msg.WaitEndsSoon(info.Key)}
 	}
+	if node := l.nodeOutside(pod, info.Key, id, outside); node != "" {
+		logger.V(4).Info("gangpack.Permit.node_left_domain", "pod", klog.KObj(pod), "gang", info.Key, "node", node)
+		l.UnwindOnUnreserve(logger, info, id)
+		return Verdict{Outcome: Reject, Msg: msg.NodeLeftDomain(node, info.Key)}
+	}
 	l.admitAttempt(pod, info.Key, id)
 	return Verdict{Outcome: Admit}
 }
@@ -136,6 +144,22 @@ func (l *Ledger) enterPermit(pod *v1.Pod, key string, id uint64) (owned, committ
 		l.attempts.forgetIf(gang.PodKey(pod), id)
 	}
 	return owned, committed
+}
+
+// nodeOutside returns the node of pod or of a waiter of the gang's attempt id for which
+// outside holds, "" when there is none (or outside is nil).
+func (l *Ledger) nodeOutside(pod *v1.Pod, key string, id uint64, outside func(string) bool) string {
+	if outside == nil {
+		return ""
+	}
+	uids := []types.UID{pod.UID}
+	l.forEachWaiter(key, id, func(wp fwk.WaitingPod) { uids = append(uids, wp.GetPod().UID) })
+	for _, uid := range uids {
+		if node, ok := l.reserved.get(uid); ok && outside(node) {
+			return node
+		}
+	}
+	return ""
 }
 
 // admitAttempt allows every waiter of the gang's attempt id and marks them, and pod, admitted.

@@ -185,7 +185,7 @@ func (b *bench) reserve(p *v1.Pod, g gang.Info, id uint64, node string) bool {
 
 // permit runs Permit for p; a member told to wait is registered as a waiting pod.
 func (b *bench) permit(p *v1.Pod, g gang.Info, id uint64) (Verdict, *waiter) {
-	v := b.l.Permit(klog.Background(), p, g, id, func() bool { return true })
+	v := b.l.Permit(klog.Background(), p, g, id, func() bool { return true }, nil)
 	if v.Outcome == Wait {
 		return v, b.h.wait(p)
 	}

@@ -62,6 +62,13 @@ func StaleReleased(domain, key string) string {
 	return fmt.Sprintf("released commitment after pinned domain %s changed for %s", domain, key)
 }
 
+// NodeLeftDomain extends the contract: the member completing a gang found its own node or a
+// waiter's node relabelled out of the pinned domain (or deleted) after its cycle's snapshot;
+// the attempt is unwound and the gang plans again.
+func NodeLeftDomain(node, key string) string {
+	return fmt.Sprintf("gang %s not admitted: node %s left the pinned domain while the gang formed; the attempt is unwound", key, node)
+}
+
 func Split(key string) string {
 	return fmt.Sprintf("gang %s already has members in multiple topology domains", key)
 }
