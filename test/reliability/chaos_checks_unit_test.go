@@ -1,6 +1,7 @@
 package reliability
 
 import (
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -132,6 +133,37 @@ func TestChaosSplitGroupCheck(t *testing.T) {
 			c, o := checkWorld(t, time.Time{}, tc.pods...)
 			if got := c.splitGroups(o); (len(got) > 0) != tc.split {
 				t.Fatalf("splitGroups = %q, want split %v", got, tc.split)
+			}
+		})
+	}
+}
+
+// A split gang (or placement group) is forgiven as a relabel race only when a member was bound
+// within relabelRace of its node's relabel.
+func TestChaosRacedRelabelCheck(t *testing.T) {
+	inDomain := func(p v1.Pod, d string) v1.Pod { p.Labels["domain"] = d; return p }
+	split := []v1.Pod{inDomain(member("a", "g", ago(60), ago(10)), "1"), inDomain(member("b", "g", ago(60), ago(10)), "1"), inDomain(member("c", "g", ago(60), ago(10)), "2")}
+	whole := []v1.Pod{inDomain(member("a", "g", ago(60), ago(10)), "1"), inDomain(member("b", "g", ago(60), ago(10)), "1"), inDomain(member("c", "g", ago(60), ago(10)), "1")}
+	group := []v1.Pod{inDomain(member("a", "grp-a", ago(60), ago(10)), "1"), inDomain(member("b", "grp-b", ago(60), ago(10)), "2")}
+	for _, tc := range []struct {
+		name      string
+		pods      []v1.Pod
+		node      string
+		relabeled time.Time
+		want      []string
+	}{
+		{"split, relabelled just before the bind", split, "n-c", ago(11), []string{"g"}},
+		{"split, relabelled just after the bind", split, "n-c", ago(9), []string{"g"}},
+		{"split, relabelled long before the bind", split, "n-c", ago(30), nil},
+		{"whole, relabelled just before the bind", whole, "n-c", ago(11), nil},
+		{"split, another node relabelled", split, "n-x", ago(11), nil},
+		{"partner split, relabelled just before the bind", group, "n-b", ago(11), []string{"grp-a", "grp-b"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c, o := checkWorld(t, time.Time{}, tc.pods...)
+			c.relabelled[tc.node] = tc.relabeled
+			if got := c.racedRelabels(o); !slices.Equal(got, tc.want) {
+				t.Fatalf("racedRelabels = %q, want %q", got, tc.want)
 			}
 		})
 	}

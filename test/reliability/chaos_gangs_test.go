@@ -264,17 +264,22 @@ func (c *chaos) finishGang() {
 		names = g.group.partners
 	}
 	for _, name := range names {
-		p := c.gangs[name]
-		if p == nil {
-			continue
-		}
-		for _, m := range p.members {
-			c.deletePod(m)
-		}
-		_ = c.w.cp.PodGroups.SchedulingV1alpha1().PodGroups(c.w.ns).Delete(c.w.ctx, p.name, metav1.DeleteOptions{})
-		delete(c.gangs, p.name)
+		c.finishNamed(name)
 	}
 	c.count("finish_gang")
+}
+
+// finishNamed deletes gang name's pods and PodGroup.
+func (c *chaos) finishNamed(name string) {
+	p := c.gangs[name]
+	if p == nil {
+		return
+	}
+	for _, m := range p.members {
+		c.deletePod(m)
+	}
+	_ = c.w.cp.PodGroups.SchedulingV1alpha1().PodGroups(c.w.ns).Delete(c.w.ctx, p.name, metav1.DeleteOptions{})
+	delete(c.gangs, p.name)
 }
 
 // newStandalone creates a one-GPU standalone pod at a random priority.

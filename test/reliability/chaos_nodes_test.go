@@ -103,6 +103,7 @@ func (c *chaos) relabelFreeNode() {
 		maps.Copy(n.Labels, chaosNodeLabels(c.rng.Intn(chaosDomains)))
 		if _, err := c.w.cp.Client.CoreV1().Nodes().Update(c.w.ctx, n, metav1.UpdateOptions{}); err == nil {
 			c.count("relabel")
+			c.relabelled[n.Name] = time.Now()
 			c.w.t.Logf("%s relabel %s: %s -> %s", time.Now().Format("15:04:05.000"), n.Name, old, n.Labels[domainKey])
 		}
 	}

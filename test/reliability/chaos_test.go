@@ -180,13 +180,15 @@ type chaos struct {
 	// pods they name.
 	seenEvents map[string]bool
 	explained  map[string]bool
+	// relabelled records when the chaos last relabelled each node.
+	relabelled map[string]time.Time
 }
 
 func newChaos(w *world, seed int64) *chaos {
 	return &chaos{w: w, seed: seed, rng: rand.New(rand.NewSource(seed)), gangs: map[string]*chaosGang{},
 		counts: map[string]int{}, protected: map[string]string{}, prio: map[string]int32{},
 		groupOf: map[string]*chaosGroup{}, cuts: map[string]time.Time{}, victims: map[string]*victim{},
-		seenEvents: map[string]bool{}, explained: map[string]bool{}}
+		seenEvents: map[string]bool{}, explained: map[string]bool{}, relabelled: map[string]time.Time{}}
 }
 
 // fail fails the test, naming the seed that replays the run.
