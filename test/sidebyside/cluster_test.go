@@ -47,6 +47,15 @@ func runScenario(t *testing.T, sc scenario) (result, error) {
 	}
 	t.Logf("%s: %d nodes in %.1fs, %d pods (%d gangs of %d) in %.1fs", sc.name(), sc.nodes, nodesTook.Seconds(),
 		res.pods, res.pods/sc.gang, sc.gang, time.Since(began).Seconds())
+	var nominated map[string]string
+	if sc.failover {
+		if nominated, err = nominateForming(ctx, cp, sc, cliqueOf); err != nil {
+			return res, fmt.Errorf("nominate the forming gangs: %w", err)
+		}
+		if err := departLease(ctx, cp); err != nil {
+			return res, fmt.Errorf("create the departed leader's Lease: %w", err)
+		}
+	}
 
 	w, err := watchBinds(ctx, cp.Client, res.pods)
 	if err != nil {
@@ -58,6 +67,10 @@ func runScenario(t *testing.T, sc scenario) (result, error) {
 		return res, err
 	}
 	defer proc.stop()
+	var synced <-chan time.Time
+	if sc.failover {
+		synced = proc.watchSync(ctx)
+	}
 	if err := w.wait(ctx, sc.timeout, proc.proc); err != nil {
 		saveLog(t, proc, sc)
 		return res, err
@@ -70,6 +83,15 @@ func runScenario(t *testing.T, sc scenario) (result, error) {
 		t.Logf("%s: %v", sc.name(), err)
 	}
 	w.fill(&res, proc.started, cliqueOf)
+	if sc.failover {
+		if err := failoverFill(ctx, cp, &res, synced, nominated, w, cliqueOf); err != nil {
+			return res, err
+		}
+		t.Logf("%s: informers synced %.2fs after the start, Lease acquired %.1fs after it; first bind %.2fs and all bound %.1fs after the Lease; "+
+			"%d of %d forming gangs bound whole in their nominated clique", sc.name(), res.fo.synced.Sub(res.startedAt).Seconds(),
+			res.fo.acquired.Sub(res.startedAt).Seconds(), res.firstAt.Sub(res.fo.acquired).Seconds(), res.lastAt.Sub(res.fo.acquired).Seconds(),
+			res.fo.formingKept, res.fo.forming)
+	}
 	proc.stop()
 	saveLog(t, proc, sc)
 	if sc.sched != stock && res.splits > 0 {
@@ -84,7 +106,7 @@ func createNodes(ctx context.Context, cp *devenv.ControlPlane, sc scenario) (map
 	names := make([]string, sc.nodes)
 	cliqueOf := make(map[string]string, sc.nodes)
 	for i := range names {
-		names[i] = fmt.Sprintf("gpu-node-%05d", i)
+		names[i] = nodeName(i)
 		cliqueOf[names[i]] = fmt.Sprintf("clique-%04d", i/sc.clique)
 	}
 	err := parallel(ctx, sc.nodes, func(ctx context.Context, i int) error {
@@ -133,6 +155,8 @@ func createBacklog(ctx context.Context, cp *devenv.ControlPlane, sc scenario) er
 }
 
 func gangName(i int) string { return fmt.Sprintf("gang-%05d", i) }
+
+func nodeName(i int) string { return fmt.Sprintf("gpu-node-%05d", i) }
 
 // parallel calls fn(0..n-1) on at most `workers` goroutines and returns the first error. It
 // starts no further call once one has failed or ctx is done, and reports ctx's error then.

@@ -124,6 +124,7 @@ func (b *binds) settle(ctx context.Context, timeout time.Duration) (time.Duratio
 func (b *binds) fill(res *result, started time.Time, cliqueOf map[string]string) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
+	res.startedAt, res.firstAt, res.lastAt = started, b.first, b.last
 	res.firstBind = b.first.Sub(started)
 	res.lastBind = b.last.Sub(started)
 	cliques := map[string]map[string]bool{} // gang → cliques its members are in

@@ -83,7 +83,7 @@ func startScheduler(ctx context.Context, cp *devenv.ControlPlane, sc scenario) (
 
 // schedulerArgs writes the case's ome-scheduler configuration and returns its flags.
 func schedulerArgs(cp *devenv.ControlPlane, sc scenario, port int) ([]string, error) {
-	cfg, err := schedulerConfig(sc.sched, cp.KubeConfigPath, sc.qps, sc.burst)
+	cfg, err := schedulerConfig(sc.sched, cp.KubeConfigPath, sc.qps, sc.burst, sc.failover)
 	if err != nil {
 		return nil, err
 	}
@@ -102,7 +102,7 @@ func schedulerArgs(cp *devenv.ControlPlane, sc scenario, port int) ([]string, er
 // nvidia.com/gpu.clique. stock: one profile named ome-scheduler with kube-scheduler's default
 // plugins. Both get the client QPS and burst given (SBS_QPS, SBS_BURST), which the limit
 // binder uses too.
-func schedulerConfig(sched, kubeconfig string, qps float64, burst int) ([]byte, error) {
+func schedulerConfig(sched, kubeconfig string, qps float64, burst int, leaderElect bool) ([]byte, error) {
 	if sched == stock {
 		return []byte(fmt.Sprintf(`apiVersion: kubescheduler.config.k8s.io/v1
 kind: KubeSchedulerConfiguration
@@ -112,17 +112,19 @@ clientConnection:
   qps: %g
   burst: %d
 leaderElection:
-  leaderElect: false
+  leaderElect: %v
+  resourceNamespace: kube-system
+  resourceName: %s
 profiles:
   - schedulerName: %s
-`, kubeconfig, qps, burst, devenv.SchedulerName)), nil
+`, kubeconfig, qps, burst, leaderElect, leaseName, devenv.SchedulerName)), nil
 	}
 	// SBS_OME_ARGS: extra OMEGangPack args lines for ome (e.g. "bindWindowMilliseconds: 0").
 	args := devenv.DefaultArgs + "\ntopologyKey: " + devenv.CliqueKey
 	if extra := os.Getenv("SBS_OME_ARGS"); extra != "" {
 		args += "\n" + extra
 	}
-	b, err := devenv.Profile{Args: args}.RenderConfig(kubeconfig)
+	b, err := devenv.Profile{Args: args, LeaderElect: leaderElect}.RenderConfig(kubeconfig)
 	if err != nil {
 		return nil, err
 	}

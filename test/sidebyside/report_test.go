@@ -22,6 +22,10 @@ type result struct {
 	goroutinesPeak      int     // the largest go_goroutines sampled every second
 	apiWrites           float64 // rest_client_requests_total, POST+PATCH+PUT, at the end
 	heapPath, heapTop   string
+	// startedAt, firstAt and lastAt are when the process started and the first and last pod
+	// was seen bound.
+	startedAt, firstAt, lastAt time.Time
+	fo                         failoverResult // failover mode only
 }
 
 func (r result) span() time.Duration { return r.lastBind - r.firstBind }
@@ -84,8 +88,13 @@ func resultsTable(p params, results []result) string {
 	fmt.Fprintf(&b, "Side by side, %s: %d nodes × %d nvidia.com/gpu, cliques of %d nodes, fill %.2f, %d run(s) per case, "+
 		"GOMAXPROCS %d, kwok %v, client QPS %g burst %d (every scheduler).\n\n", time.Now().UTC().Format("2006-01-02"),
 		p.nodes, p.gpusPerNode, p.clique, p.fill, p.runs, runtime.GOMAXPROCS(0), p.kwok, p.qps, p.burst)
+	cols := columns
+	if p.failover {
+		cols = failoverColumns
+		b.WriteString(failoverNote(p) + "\n")
+	}
 	head := []string{"Gang", "Scheduler"}
-	for _, c := range columns {
+	for _, c := range cols {
 		head = append(head, c.head)
 		if c.ratio {
 			head = append(head, "ome/stock")
@@ -101,7 +110,7 @@ func resultsTable(p params, results []result) string {
 	}
 	for _, sched := range []string{stock, limit} {
 		if rs := by[sched]; len(rs) > 0 {
-			fmt.Fprintf(&b, "| — | %s |\n", strings.Join(rowCells(sched, rs, by), " | "))
+			fmt.Fprintf(&b, "| — | %s |\n", strings.Join(rowCells(cols, sched, rs, by), " | "))
 		}
 	}
 	for _, g := range p.gangs {
@@ -112,7 +121,7 @@ func resultsTable(p params, results []result) string {
 			}
 		}
 		if len(rs) > 0 {
-			fmt.Fprintf(&b, "| %d | %s |\n", g, strings.Join(rowCells(ome, rs, by), " | "))
+			fmt.Fprintf(&b, "| %d | %s |\n", g, strings.Join(rowCells(cols, ome, rs, by), " | "))
 		}
 	}
 	if len(by[stock])+len(by[limit]) > 0 {
@@ -123,9 +132,9 @@ func resultsTable(p params, results []result) string {
 }
 
 // rowCells are a row's cells after Gang: the scheduler, then every column.
-func rowCells(sched string, rs []result, by map[string][]result) []string {
+func rowCells(cols []column, sched string, rs []result, by map[string][]result) []string {
 	row := []string{sched}
-	for _, c := range columns {
+	for _, c := range cols {
 		row = append(row, cell(c, rs))
 		if c.ratio {
 			row = append(row, ratioCell(c, sched, rs, by[stock]))

@@ -72,6 +72,10 @@ type params struct {
 	scheds []string
 	// limitBinary is the limit binder built for this test process.
 	limitBinary string
+	// failover (SBS_FAILOVER=1) measures a leader change (failover_test.go); formingEvery
+	// (SBS_FORMING_EVERY) makes every n-th gang forming at the change.
+	failover     bool
+	formingEvery int
 }
 
 // scenario is one measured case: a gang size, a scheduler, a run.
@@ -219,6 +223,9 @@ func readParams() (params, error) {
 		}
 		p.schedEnv = append(p.schedEnv, "GODEBUG="+strings.TrimPrefix(os.Getenv("GODEBUG")+",memprofilerate="+rate, ","))
 	}
+	if err := p.readFailover(); err != nil {
+		return p, err
+	}
 	if p.heapDump = os.Getenv("SBS_HEAPDUMP") == "1"; p.heapDump {
 		abs, err := filepath.Abs(p.out)
 		if err != nil {
@@ -248,6 +255,26 @@ func (p *params) readClient() error {
 			p.scheds = append(p.scheds, s)
 		}
 	}
+	return nil
+}
+
+// readFailover reads SBS_FAILOVER and SBS_FORMING_EVERY. Failover mode runs the two
+// ome-scheduler configurations only (limit has no leader election), and a forming gang's
+// nominated nodes must be in one clique, so a clique's GPUs must be a multiple of each gang size.
+func (p *params) readFailover() error {
+	if p.failover = os.Getenv("SBS_FAILOVER") == "1"; !p.failover {
+		return nil
+	}
+	var err error
+	if p.formingEvery, err = envInt("SBS_FORMING_EVERY", 4); err != nil || p.formingEvery < 0 {
+		return fmt.Errorf("SBS_FORMING_EVERY must be a non-negative integer (0: no gang forming): %q", os.Getenv("SBS_FORMING_EVERY"))
+	}
+	for _, g := range p.gangs {
+		if (p.clique*p.gpusPerNode)%g != 0 {
+			return fmt.Errorf("SBS_FAILOVER: a clique of %d GPUs is not a multiple of the gang size %d", p.clique*p.gpusPerNode, g)
+		}
+	}
+	p.scheds = slices.DeleteFunc(p.scheds, func(s string) bool { return s == limit })
 	return nil
 }
 
