@@ -322,7 +322,9 @@ clean:
 ## SBS_KWOK (1: bin/kwok runs the nodes and pods; 0: nothing does); SBS_QPS (1000) and
 ## SBS_BURST (2×QPS), the client rate limit of every scheduler; SBS_SCHEDS (stock,ome,limit);
 ## SBS_OME_ARGS, extra OMEGangPack argument lines for ome (e.g. "bindWindowMilliseconds: 0");
-## stock and limit run once per run, ome once per gang size;
+## stock and limit run once per run, ome once per gang size; SBS_FAILOVER=1 measures a leader
+## change instead (stock and ome with leader election, a departed leader's Lease, every
+## SBS_FORMING_EVERY-th gang (4) forming: Lease acquired → first bind and → all bound);
 ## results.md, heap_*.pb.gz and scheduler logs in $(SBS_OUT). See docs/benchmarks.md.
 SBS_OUT     ?= $(BIN)/sidebyside
 SBS_TIMEOUT ?= 90m

@@ -24,7 +24,8 @@
 // detailed heap profile at some CPU cost) and SBS_HEAPDUMP (1: the scheduler binary was built
 // with -tags heapdump; each stock and ome case also saves heapdump_<case>, a heap dump after a
 // GC once every pod is bound, and heapdump_<case>_peak, the dump taken when the RSS last grew
-// 8 MiB; read them with test/heapdump). The limit binder is built once per test process into
+// 8 MiB; read them with test/heapdump). SBS_FAILOVER=1 and SBS_FORMING_EVERY measure a
+// leader change instead (failover_test.go). The limit binder is built once per test process into
 // SBS_OUT/limitbinder.
 package sidebyside
 
