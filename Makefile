@@ -330,9 +330,9 @@ SBS_OUT     ?= $(BIN)/sidebyside
 SBS_TIMEOUT ?= 90m
 SBS_TMPDIR  ?= $(shell test -w /dev/shm && echo /dev/shm || echo /tmp)
 sidebyside: build $(CLUSTER_TOOLS)
-	@mkdir -p $(SBS_OUT)
-	set -o pipefail; OME_SIDEBYSIDE=1 SBS_OUT=$(SBS_OUT) TMPDIR=$(SBS_TMPDIR) $(GO) test -count=1 -timeout $(SBS_TIMEOUT) \
-		-run '^TestSideBySide$$' -v ./test/sidebyside/ 2>&1 | tee $(SBS_OUT)/sidebyside.log
+	@mkdir -p $(abspath $(SBS_OUT))
+	set -o pipefail; OME_SIDEBYSIDE=1 SBS_OUT=$(abspath $(SBS_OUT)) TMPDIR=$(SBS_TMPDIR) $(GO) test -count=1 -timeout $(SBS_TIMEOUT) \
+		-run '^TestSideBySide$$' -v ./test/sidebyside/ 2>&1 | tee $(abspath $(SBS_OUT))/sidebyside.log
 
 ## intree: Kubernetes v1.37.2's own scheduler_perf workloads for topology-aware workload
 ## scheduling (podgroup/tas: 5,000 nodes in racks of 100, gangs of 4 or 1,000 pods, each
@@ -352,7 +352,7 @@ intree: $(BIN)/etcd
 	  TMPDIR=$(BENCH_TMPDIR) PATH=$(BIN):$$PATH $(BIN)/intree.test -test.run '^$$' \
 	  -test.bench 'BenchmarkPerfScheduling/TopologyAwareScheduling/$(INTREE_CASES)$$' -test.benchtime 1x \
 	  -test.timeout $(BENCH_TIMEOUT) -perf-scheduling-label-filter=performance -data-items-dir=$(INTREE_OUT) \
-	  2>&1 | tee $(INTREE_OUT)/intree.log | grep --line-buffered -E '^(Benchmark|--- |PASS|FAIL|ok)' | cut -c1-160
+	  2>&1 | tee $(INTREE_OUT)/intree.log | grep --line-buffered -E '^(Benchmark|--- |PASS|FAIL|ok|placement)' | cut -c1-200
 
 ## bench: scheduler_perf benchmarks at reduced sizes, every workload for the stock profile (A),
 ## ome-scheduler (B) and in-tree GangScheduling (C); prints the results tables (median over
