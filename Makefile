@@ -165,7 +165,7 @@ COMPOSE_SEQUENCES ?= 2000
 unit:
 	$(GO) test -race -count=1 $(GO_TEST_FLAGS) ./pkg/...
 	OME_COMPOSE_SEQUENCES=$(COMPOSE_SEQUENCES) $(GO) test -count=1 -run '^TestCompose$$' $(GO_TEST_FLAGS) ./pkg/plugins/gangpack/
-	$(GO) test -count=1 -run '^Test' $(GO_TEST_FLAGS) ./test/bench/... ./test/heapdump/... ./hack/release/
+	$(GO) test -count=1 -run '^Test' $(GO_TEST_FLAGS) ./test/bench/... ./test/heapdump/... ./test/sidebyside/... ./hack/release/
 
 ## test-chart: the chart render tests (test/chart) with the real helm
 test-chart: $(BIN)/helm

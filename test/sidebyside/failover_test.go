@@ -132,20 +132,19 @@ var failoverColumns = []column{
 	{head: "Gangs split", format: "%.0f", value: func(r result) float64 { return float64(r.splits) }},
 }
 
-// formingKept counts the forming gangs whose bound members are all in their nominated clique.
+// formingKept counts the forming gangs with bound members, all in their nominated clique.
 func formingKept(nominated map[string]string, node, gang map[string]string, cliqueOf map[string]string) int {
-	kept := map[string]bool{}
-	for g := range nominated {
-		kept[g] = true
-	}
+	bound, moved := map[string]bool{}, map[string]bool{}
 	for pod, n := range node {
-		if g := gang[pod]; kept[g] && cliqueOf[n] != nominated[g] {
-			kept[g] = false
+		g := gang[pod]
+		if want, forming := nominated[g]; forming {
+			bound[g] = true
+			moved[g] = moved[g] || cliqueOf[n] != want
 		}
 	}
 	count := 0
-	for _, k := range kept {
-		if k {
+	for g := range bound {
+		if !moved[g] {
 			count++
 		}
 	}
