@@ -2,6 +2,7 @@ package gang
 
 import (
 	"encoding/json"
+	"slices"
 
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -166,6 +167,11 @@ func RequiredAntiAffinityTerms(p *v1.Pod) []v1.PodAffinityTerm {
 // Apart reports whether members must stay one per node when any template's required
 // anti-affinity term matches any template. Unparsable terms count as matching.
 func Apart(templates []*v1.Pod) bool {
+	// Most gangs carry no anti-affinity: then nothing is matched (and no template's labels
+	// are keyed, which cost a sort per template in every member's planning).
+	if !slices.ContainsFunc(templates, func(t *v1.Pod) bool { return len(RequiredAntiAffinityTerms(t)) > 0 }) {
+		return false
+	}
 	// Deduplicate the matched side by namespace and labels: gangs are mostly identical pods.
 	type target struct {
 		ns  string
