@@ -2,6 +2,7 @@ package gangpack
 
 import (
 	"fmt"
+	"k8s.io/utils/ptr"
 	"runtime"
 	"testing"
 
@@ -94,4 +95,38 @@ func BenchmarkPreFilter(b *testing.B) {
 			}
 		}
 	})
+}
+
+// BenchmarkPreFilterLargeGang: a member of a pinned gang of 1,000 (the in-tree TAS
+// large-gang shape: racks of 100 nodes, 50 racks), while the other 999 members are still
+// unplaced, so each planning groups all of them by shape. The members come from the API
+// (they have a resourceVersion), as in the scheduler.
+func BenchmarkPreFilterLargeGang(b *testing.B) {
+	var nodes []*v1.Node
+	for r := 0; r < 50; r++ {
+		for i := 0; i < 100; i++ {
+			nodes = append(nodes, testNode(fmt.Sprintf("r%d-%d", r, i), fmt.Sprintf("r%d", r), 40))
+		}
+	}
+	members := make([]*v1.Pod, 1000)
+	for i := range members {
+		members[i] = gangMember(fmt.Sprintf("g-%04d", i), "g", 1)
+		members[i].ResourceVersion = "1"
+		members[i].Spec.Tolerations = []v1.Toleration{
+			{Key: v1.TaintNodeNotReady, Operator: v1.TolerationOpExists, Effect: v1.TaintEffectNoExecute, TolerationSeconds: ptr.To[int64](300)},
+			{Key: v1.TaintNodeUnreachable, Operator: v1.TolerationOpExists, Effect: v1.TaintEffectNoExecute, TolerationSeconds: ptr.To[int64](300)},
+		}
+	}
+	w := newWorld(b, nil, nodes, members, podGroup("g", 1000))
+	w.ctx = klog.NewContext(w.ctx, klog.Background()) // production verbosity: V(4) off
+	infos := w.nodeInfos()
+	if _, st := w.pl.PreFilter(w.ctx, framework.NewCycleState(), members[0], infos); !st.IsSuccess() {
+		b.Fatal(st)
+	}
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		if _, st := w.pl.PreFilter(w.ctx, framework.NewCycleState(), members[1+i%999], infos); !st.IsSuccess() {
+			b.Fatal(st)
+		}
+	}
 }

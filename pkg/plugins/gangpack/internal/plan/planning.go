@@ -167,6 +167,7 @@ type Planner struct {
 	domains   *domainIndex // topology key → domain → node names, from node events (nil: scan)
 	devices   Devices      // DRA devices in member room (nil: not counted)
 	rooms     *devices.RoomCache
+	shapes    *shapeKeys // members' shape keys (nil: computed every time)
 	// gangClaims holds the member claims of gangs with DRA claims, by gang key (HoldsOn).
 	gangClaims sync.Map
 }
@@ -248,7 +249,8 @@ func New(o Options) (*Planner, error) {
 		return nil, errors.New("plan.New: every dependency but the node informer is required")
 	}
 	pl := &Planner{args: o.Args, read: o.Reader, fx: o.Effects, members: o.Members, nodes: o.Nodes, quality: o.Quality,
-		podGroups: o.PodGroups, victims: o.Victims, plans: newPlanCache(), devices: o.Devices, rooms: devices.NewRoomCache()}
+		podGroups: o.PodGroups, victims: o.Victims, plans: newPlanCache(), devices: o.Devices, rooms: devices.NewRoomCache(),
+		shapes: newShapeKeys()}
 	if o.NodeInformer != nil {
 		pl.domains = newDomainIndex(o.NodeInformer.Lister(), o.NodeInformer.Informer().HasSynced)
 		if err := pl.domains.watch(o.NodeInformer.Informer()); err != nil {

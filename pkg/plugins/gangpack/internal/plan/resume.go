@@ -268,7 +268,7 @@ func (p *cycle) gangWithout(gone []*v1.Pod, need int) topology.Gang {
 
 // shapeOf is the index of the template's shape class (the merged class past maxShapes).
 func (p *cycle) shapeOf(t *v1.Pod) int {
-	k := gang.ShapeKey(t)
+	k := p.pl.shapes.key(t)
 	merged := -1
 	for i, c := range p.classes {
 		if c.key == k {

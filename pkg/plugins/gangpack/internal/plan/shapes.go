@@ -28,7 +28,7 @@ type shapeClass struct {
 // node constraints of its largest member. The plan is then less tight, never wrong: every
 // member still passes the framework's filters on its own.
 func (p *cycle) buildGang() {
-	groups := shapeClasses(p.templates)
+	groups := shapeClasses(p.templates, p.pl.shapes.key)
 	if len(groups) > maxShapes {
 		groups = mergeClasses(groups, maxShapes)
 	}
@@ -54,13 +54,13 @@ func (p *cycle) buildGang() {
 	p.primary, p.hasPrimary = primaryResource(g.Shapes)
 }
 
-// shapeClasses groups templates by shape, in order of first appearance (the current pod's
-// shape first).
-func shapeClasses(templates []*v1.Pod) []shapeClass {
+// shapeClasses groups templates by shape (keyOf: gang.ShapeKey, cached), in order of first
+// appearance (the current pod's shape first).
+func shapeClasses(templates []*v1.Pod, keyOf func(*v1.Pod) string) []shapeClass {
 	index := map[string]int{}
 	var groups []shapeClass
 	for i, t := range templates {
-		k := gang.ShapeKey(t)
+		k := keyOf(t)
 		s, ok := index[k]
 		if !ok {
 			s = len(groups)

@@ -1,6 +1,7 @@
 package plan
 
 import (
+	"github.com/moirai-internal/ome-scheduler/pkg/plugins/gangpack/internal/gang"
 	"testing"
 
 	"github.com/moirai-internal/ome-scheduler/pkg/topology"
@@ -10,7 +11,7 @@ import (
 // of each resource; the current pod's shape is always its own.
 func TestShapeCapMerges(t *testing.T) {
 	members := shapedMembers("g", 40)
-	groups := shapeClasses(members)
+	groups := shapeClasses(members, gang.ShapeKey)
 	if len(groups) != 40 {
 		t.Fatalf("%d shapes, want 40", len(groups))
 	}
@@ -40,7 +41,7 @@ func TestMergedShapeSignatureNamesConstraints(t *testing.T) {
 	sig := func(selector map[string]string) string {
 		members := shapedMembers("g", 40)
 		members[39].Spec.NodeSelector = selector // g-039, the largest, represents the merged shape
-		groups := mergeClasses(shapeClasses(members), 16)
+		groups := mergeClasses(shapeClasses(members, gang.ShapeKey), 16)
 		if groups[15].rep.Name != "g-039" {
 			t.Fatalf("merged shape represented by %s, want g-039", groups[15].rep.Name)
 		}
