@@ -18,7 +18,9 @@ func TestApart(t *testing.T) {
 		}
 		return p
 	}
-	sel := func(app string) *metav1.LabelSelector { return &metav1.LabelSelector{MatchLabels: map[string]string{"app": app}} }
+	sel := func(app string) *metav1.LabelSelector {
+		return &metav1.LabelSelector{MatchLabels: map[string]string{"app": app}}
+	}
 	bad := &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{Key: "app", Operator: "Bogus"}}}
 	many := make([]*v1.Pod, 1000)
 	for i := range many {
